@@ -1,0 +1,5 @@
+import sys
+
+from piql.cli import main
+
+sys.exit(main())

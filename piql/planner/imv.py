@@ -1,0 +1,114 @@
+"""SI-2: answer a query from an incrementally maintained view, if all three invariants hold.
+
+Phase 1 constructs the view and the rewritten query, which must itself have
+a bounded plan over the view (Invariant 1); Phase 2 bounds the view's storage
+(Invariant 3); Phase 3 plans every delta query (Invariant 2), recursively
+creating views for delta queries that need them, up to ``MAX_DEPTH`` levels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from piql import sqlgen
+from piql.catalog import Catalog, Column, Table
+from piql.planner.maintenance import DeltaPlan, Maintenance, maintenance_rules
+from piql.planner.phase0 import plan_query
+from piql.planner.physical import PhysicalPlan
+from piql.planner.storage import bound_storage
+from piql.planner.view_construction import Construction, Rejection, construct_view
+from piql.planner.views import IMV, TraceSection, ViewColumn, ViewDef
+from piql.query import QueryBlock
+
+MAX_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class ViewPlan:
+    """An accepted view: the view, views its maintenance needs, and the rewritten query's plan."""
+
+    view: ViewDef
+    nested: tuple[ViewDef, ...]
+    rewritten: QueryBlock
+    plan: PhysicalPlan
+    trace: tuple[TraceSection, ...]
+
+
+def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple[str, ...],
+              depth: int = 0) -> ViewPlan | Rejection:
+    """Phases 1–3 for ``block``; the view is accepted only when every invariant holds."""
+    constructed = construct_view(catalog, block, name)
+    if isinstance(constructed, Rejection):
+        return constructed
+    trace = list(constructed.trace)
+    over_view = Catalog(catalog.tables + (_as_table(name, constructed.columns),), catalog.indexes,
+                        catalog.source)
+    read = plan_query(over_view, constructed.rewritten)
+    if read.plan is None:
+        assert read.failure is not None
+        return Rejection("Invariant 1", "even over the view the query is unbounded: "
+                         + read.failure.message, read.failure.hint, tuple(trace))
+    trace.append(TraceSection("rewritten query plan", tuple(read.plan.root.lines())))
+    storage = bound_storage(catalog, constructed.definition)
+    trace += storage.trace
+    if storage.bound is None:
+        return Rejection("Invariant 3", storage.message, storage.hint, tuple(trace))
+    maintenance = maintenance_rules(
+        name, constructed.definition, constructed.columns,
+        lambda delta, hint: _plan_delta(catalog, delta, hint, for_queries, depth))
+    if not isinstance(maintenance, Maintenance):
+        trace.append(TraceSection("unbounded delta query", (
+            sqlgen.block_sql(maintenance.delta.block), maintenance.reason)))
+        return Rejection(
+            "Invariant 2", f"maintaining the view on a write to {maintenance.delta.table} "
+            f"({', '.join(maintenance.delta.aliases)}) is unbounded: {maintenance.reason}",
+            "add a CARDINALITY constraint that bounds the rows the written tuple joins with",
+            tuple(trace))
+    trace.append(TraceSection("delta queries (§5)", tuple(_rule_lines(maintenance))))
+    trace.append(TraceSection("maintenance per base write (Invariant 2)",
+                              tuple(_totals(maintenance))))
+    view = ViewDef(name, IMV, for_queries, constructed.definition, constructed.columns,
+                   f"CREATE VIEW {name} AS {sqlgen.block_sql(constructed.definition)}",
+                   storage.bound, maintenance.rules)
+    return ViewPlan(view, maintenance.nested_views, constructed.rewritten, read.plan, tuple(trace))
+
+
+def _plan_delta(catalog: Catalog, delta: QueryBlock, hint: str, for_queries: tuple[str, ...],
+                depth: int) -> DeltaPlan | str:
+    direct = plan_query(catalog, delta)
+    if direct.plan is not None:
+        return DeltaPlan(direct.plan.level, direct.plan, direct.plan.ops_bound, direct.plan.rows_bound)
+    assert direct.failure is not None
+    if depth + 1 >= MAX_DEPTH:
+        return (f"{direct.failure.message}; a view for it would exceed the recursion limit "
+                f"of {MAX_DEPTH} nested views")
+    nested = build_imv(catalog, delta, hint, for_queries, depth + 1)
+    if isinstance(nested, Rejection):
+        return f"{direct.failure.message}; and no view bounds it: {nested.message}"
+    return DeltaPlan("SI-2", nested.plan, nested.plan.ops_bound, nested.plan.rows_bound,
+                     (nested.view,) + nested.nested)
+
+
+def _as_table(name: str, columns: tuple[ViewColumn, ...]) -> Table:
+    return Table(name, tuple(Column(c.name, c.type) for c in columns),
+                 tuple(c.name for c in columns if c.key))
+
+
+def _rule_lines(maintenance: Maintenance) -> list[str]:
+    lines: list[str] = []
+    for rule in maintenance.rules:
+        lines.append(f"{rule.name}: {rule.level}, ops <= {rule.ops_bound} "
+                     f"({rule.read_ops} reads + {rule.write_ops} view writes)")
+        lines.append(f"  {rule.sql}")
+        if rule.guards:
+            lines.append(f"  only when {' AND '.join(map(str, rule.guards))}")
+        if rule.plan is not None:
+            lines += [f"  {line}" for line in rule.plan.root.lines(1)]
+    return lines
+
+
+def _totals(maintenance: Maintenance) -> list[str]:
+    totals: dict[tuple[str, str], int] = {}
+    for rule in maintenance.rules:
+        key = (rule.table, rule.event)
+        totals[key] = totals.get(key, 0) + rule.ops_bound
+    return [f"{event} of one {table} row: ops <= {ops}" for (table, event), ops in totals.items()]

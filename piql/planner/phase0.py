@@ -1,0 +1,468 @@
+"""Phase 0 (SI-0 / SI-1): search for a physical plan made only of bounded operators.
+
+The search tries every join order (FROM-subqueries first) and, for every
+relation occurrence, every access path: the clustered primary key, each
+declared index, and one new secondary index shaped by the query. An access is
+bounded either by keys and CARDINALITY constraints (``bounds.max_rows``) or by
+the query's LIMIT, which may stop a scan early only when the scan delivers
+rows in the requested order, applies every predicate on its relation itself,
+and every later join is a foreign-key lookup that cannot drop a row. When the
+stopped relation is not the first, the result is a bounded-outer merge join:
+for each of the B outer tuples read at most k rows in order, merge, keep k.
+
+Among bounded plans piql prefers primary access only, then the fewest new
+indexes, then the smallest operation bound.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from itertools import islice, permutations
+
+from piql.catalog import Catalog, Table
+from piql.planner.bounds import max_rows
+from piql.planner.physical import (
+    DERIVED, INDEX, PRIMARY, Access, IndexSpec, Operator, PhysicalPlan,
+)
+from piql.query import Aggregate, Attr, Literal, Param, Predicate, QueryBlock, Relation
+
+MAX_JOIN_ORDERS = 5040  # all orders of up to 7 relations
+
+
+@dataclass(frozen=True)
+class Hotspot:
+    """An index refused because a TEMPORAL column would lead its key (paper §2.5, §6)."""
+
+    table: str
+    column: str
+    index_columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why one relation occurrence cannot be read with bounded work."""
+
+    alias: str
+    message: str
+    hint: str = ""
+    placed: int = 0  # how many relations the failing join order had placed
+
+
+@dataclass(frozen=True)
+class Phase0Result:
+    plan: PhysicalPlan | None
+    failure: Failure | None = None
+    hotspots: tuple[Hotspot, ...] = field(default=())
+
+    @property
+    def bounded(self) -> bool:
+        return self.plan is not None
+
+
+def plan_query(catalog: Catalog, block: QueryBlock, *, avoid_hotspots: bool = True) -> Phase0Result:
+    """Find the preferred bounded plan for ``block``, or say why there is none."""
+    return _Search(catalog, block, avoid_hotspots).run()
+
+
+class _Search:
+    def __init__(self, catalog: Catalog, block: QueryBlock, avoid_hotspots: bool) -> None:
+        self.catalog = catalog
+        self.block = block
+        self.avoid_hotspots = avoid_hotspots
+        self.hotspots: list[Hotspot] = []
+        self.failures: list[Failure] = []
+        self.best: tuple[tuple, PhysicalPlan] | None = None
+        self.subplans: dict[str, PhysicalPlan] = {}
+        self.needed = _needed_columns(block)
+
+    # -- driver --------------------------------------------------------------
+    def run(self) -> Phase0Result:
+        for rel in self.block.relations:
+            if rel.subquery is not None:
+                sub = plan_query(self.catalog, rel.subquery, avoid_hotspots=self.avoid_hotspots)
+                self.hotspots += [h for h in sub.hotspots if h not in self.hotspots]
+                if sub.plan is None:
+                    failure = sub.failure or Failure(rel.alias, "the FROM subquery is unbounded")
+                    return Phase0Result(None, replace(
+                        failure, message=f"in the FROM subquery {rel.alias}: {failure.message}"),
+                        tuple(self.hotspots))
+                self.subplans[rel.alias] = sub.plan
+        derived = [r for r in self.block.relations if not r.is_base]
+        base = [r for r in self.block.relations if r.is_base]
+        for order in islice(permutations(base), MAX_JOIN_ORDERS):
+            self._extend(tuple(derived) + order, 0, 1, (), None)
+        if self.best is None:
+            return Phase0Result(None, self._best_failure(), tuple(self.hotspots))
+        return Phase0Result(self.best[1], None, tuple(self.hotspots))
+
+    def _extend(self, order: tuple[Relation, ...], position: int, card: int,
+                accesses: tuple[Access, ...], merge_at: int | None) -> None:
+        if position == len(order):
+            self._consider(accesses, card, merge_at)
+            return
+        rel = order[position]
+        earlier = {r.alias for r in order[:position]}
+        candidates = self._candidates(rel, earlier, order[position + 1:], card, merge_at is None)
+        if not candidates:
+            return
+        for access, new_card, limited in candidates:
+            self._extend(order, position + 1, new_card, accesses + (access,),
+                         position if limited else merge_at)
+
+    def _consider(self, accesses: tuple[Access, ...], card: int, merge_at: int | None) -> None:
+        plan = _assemble(self.block, accesses, card, merge_at, self.subplans)
+        secondary = [a.index for a in accesses if a.index is not None]
+        for sub in self.subplans.values():
+            secondary += list(sub.indexes)
+        new = {i for i in secondary if not i.declared}
+        score = (1 if secondary else 0, len(new), plan.ops_bound)
+        if self.best is None or score < self.best[0]:
+            self.best = (score, plan)
+
+    # -- access paths for one relation ---------------------------------------
+    def _candidates(self, rel: Relation, earlier: set[str], later: tuple[Relation, ...],
+                    card: int, may_limit: bool) -> list[tuple[Access, int, bool]]:
+        mine = [p for p in self.block.predicates
+                if rel.alias in p.aliases() and p.aliases() <= earlier | {rel.alias}]
+        if not rel.is_base:
+            sub = self.subplans[rel.alias]
+            access = Access(rel.alias, None, DERIVED, (), (), residual=tuple(mine),
+                            rows_per_probe=sub.rows_bound, probes=card, subplan=sub)
+            return [(access, card * sub.rows_bound, False)]
+        table = self.catalog.table(rel.table)
+        assert table is not None
+        bindings = _Bindings.of(rel.alias, mine)
+        found: list[tuple[Access, int, bool]] = []
+        reasons: list[str] = []
+        for path, index in self._paths(table, rel, bindings):
+            found += self._bounded_accesses(table, rel, bindings, mine, path, index,
+                                            later, earlier, card, may_limit, reasons)
+        if not found:
+            self.failures.append(self._failure(table, rel, bindings, reasons, len(earlier)))
+        return found
+
+    def _paths(self, table: Table, rel: Relation,
+               bindings: "_Bindings") -> list[tuple[tuple[str, ...], IndexSpec | None]]:
+        paths: list[tuple[tuple[str, ...], IndexSpec | None]] = [(table.primary_key, None)]
+        for declared in self.catalog.indexes_on(table.name):
+            spec = IndexSpec(table.name, declared.columns, declared.name, declared=True)
+            if self._allowed(table, spec):
+                paths.append((_with_key(declared.columns, table), spec))
+        shape = self._new_index_shape(table, rel, bindings)
+        if shape and not _is_prefix(shape, table.primary_key) and not any(
+                _is_prefix(shape, p[1].columns) for p in paths[1:] if p[1] is not None):
+            spec = IndexSpec.named(table.name, shape)
+            if self._allowed(table, spec):
+                paths.append((_with_key(shape, table), spec))
+        return paths
+
+    def _allowed(self, table: Table, spec: IndexSpec) -> bool:
+        column = table.column(spec.columns[0])
+        if self.avoid_hotspots and column is not None and column.temporal:
+            hotspot = Hotspot(table.name, column.name, spec.columns)
+            if hotspot not in self.hotspots:
+                self.hotspots.append(hotspot)
+            return False
+        return True
+
+    def _new_index_shape(self, table: Table, rel: Relation, bindings: "_Bindings") -> tuple[str, ...]:
+        """Equality columns first, then the range column or the ORDER BY columns."""
+        shape = list(bindings.eq)
+        order = self._order_columns(rel)
+        ranged = [c for c in bindings.ranges if c not in shape]
+        if ranged:
+            tail = [ranged[0]] + [c for c in (order or [])[1:] if order and order[0] == ranged[0]]
+        else:
+            tail = list(order or [])
+        shape += [c for c in tail if c not in shape]
+        return tuple(shape)
+
+    def _order_columns(self, rel: Relation) -> list[str] | None:
+        """The ORDER BY columns when they all belong to ``rel``, else None."""
+        items = self.block.order_by
+        if not items or not all(isinstance(o.expr, Attr) and o.expr.alias == rel.alias for o in items):
+            return None
+        return [o.expr.column for o in items]  # type: ignore[union-attr]
+
+    def _bounded_accesses(self, table: Table, rel: Relation, bindings: "_Bindings",
+                          mine: list[Predicate], path: tuple[str, ...], index: IndexSpec | None,
+                          later: tuple[Relation, ...], earlier: set[str], card: int,
+                          may_limit: bool, reasons: list[str]) -> list[tuple[Access, int, bool]]:
+        prefix = []
+        for column in path:
+            if column not in bindings.eq:
+                break
+            prefix.append(column)
+        rest = path[len(prefix):]
+        ranged = bindings.ranges.get(rest[0], ()) if rest else ()
+        used = {id(bindings.eq_predicate[c]) for c in prefix} | {id(p) for p in ranged}
+        residual = tuple(p for p in mine if id(p) not in used)
+        covering = index is None or self.needed.get(rel.alias, set()) <= set(path)
+        access = Access(
+            rel.alias, table.name, INDEX if index else PRIMARY, tuple(prefix),
+            tuple(bindings.eq[c] for c in prefix), order_columns=rest, range=tuple(ranged),
+            residual=residual, index=index, covering=covering, probes=card)
+        rows = max_rows(table, frozenset(prefix))
+        found: list[tuple[Access, int, bool]] = []
+        if rows is not None and (prefix or ranged):
+            found.append((replace(access, rows_per_probe=rows), card * rows, False))
+        limit = self.block.limit
+        if may_limit and limit is not None and (prefix or ranged or self._order_columns(rel)):
+            why_not = self._why_not_limited(rel, access, later, earlier)
+            if why_not is None:
+                per_probe = limit if rows is None else min(rows, limit)
+                descending = bool(self.block.order_by) and self.block.order_by[0].desc
+                limited = replace(access, rows_per_probe=per_probe, stop_after=limit,
+                                  descending=descending)
+                found.append((limited, min(card * per_probe, limit), True))
+            elif rows is None:
+                reasons.append(why_not)
+        return found
+
+    def _why_not_limited(self, rel: Relation, access: Access, later: tuple[Relation, ...],
+                         earlier: set[str]) -> str | None:
+        """None when LIMIT may stop this scan early; otherwise the reason it may not."""
+        block = self.block
+        if block.group_by or block.aggregates:
+            return "LIMIT applies after aggregation, so it cannot stop the scan"
+        if block.order_by:
+            order = self._order_columns(rel)
+            if order is None:
+                return "ORDER BY is not on this relation's columns, so its scan order does not help"
+            if len({o.desc for o in block.order_by}) > 1:
+                return "ORDER BY mixes ASC and DESC"
+            if tuple(order) != access.order_columns[:len(order)]:
+                return (f"the scan on ({', '.join(access.key_columns + access.order_columns)}) "
+                        f"does not deliver rows ordered by ({', '.join(order)})")
+        if access.residual:
+            return (f"the condition {access.residual[0]} filters rows after the scan, "
+                    "so LIMIT cannot stop it early")
+        placed = set(earlier) | {rel.alias}
+        for other in later:
+            why = self._why_filtering(other, placed)
+            if why:
+                return why
+            placed.add(other.alias)
+        return None
+
+    def _why_filtering(self, rel: Relation, placed: set[str]) -> str | None:
+        """None when joining ``rel`` keeps every row: a foreign-key lookup on its full key."""
+        if not rel.is_base:
+            return f"the join with the subquery {rel.alias} may drop rows"
+        table = self.catalog.table(rel.table)
+        assert table is not None
+        mine = [p for p in self.block.predicates
+                if rel.alias in p.aliases() and p.aliases() <= placed | {rel.alias}]
+        source = _foreign_key_source(self.catalog, table, rel.alias, mine, placed, self.block)
+        if source is None:
+            return (f"the join with {rel.alias} ({table.name}) may drop rows: it is not a "
+                    f"lookup of {table.name}'s full key through a FOREIGN KEY")
+        return None
+
+    def _failure(self, table: Table, rel: Relation, bindings: "_Bindings",
+                 reasons: list[str], placed: int) -> Failure:
+        where = " AND ".join(str(bindings.eq_predicate[c]) for c in bindings.eq)
+        if not bindings.eq and not bindings.ranges:
+            message = (f"nothing restricts {rel.alias} ({table.name}) to a key range: "
+                       "reading it would be a full scan")
+        elif bindings.eq:
+            message = (f"the rows of {rel.alias} ({table.name}) with {where} are not bounded: "
+                       "no primary key or CARDINALITY constraint limits them")
+        else:
+            message = (f"the range scan on {rel.alias} ({table.name}) "
+                       f"({', '.join(bindings.ranges)}) is not bounded")
+        if reasons:
+            message += f"; {reasons[-1]}"
+        refused = [h for h in self.hotspots if h.table == table.name]
+        if refused:
+            message += (f"; an index on ({', '.join(refused[0].index_columns)}) would serve it, "
+                        f"but {refused[0].column} is TEMPORAL, so every insert would land on "
+                        "the same partition (a write hotspot)")
+        return Failure(rel.alias, message, _hint(table, bindings, self.block.limit), placed)
+
+    def _best_failure(self) -> Failure:
+        if not self.failures:
+            return Failure("", "no join order yields a bounded plan")
+        # Prefer the order that got furthest, then the relation with most restrictions.
+        return max(self.failures, key=lambda f: (f.placed, "with" in f.message, -len(f.message)))
+
+
+@dataclass(frozen=True)
+class _Bindings:
+    """How a relation's columns are restricted by the predicates usable at its turn."""
+
+    eq: dict[str, object]
+    eq_predicate: dict[str, Predicate]
+    ranges: dict[str, tuple[Predicate, ...]]
+
+    @staticmethod
+    def of(alias: str, predicates: list[Predicate]) -> "_Bindings":
+        eq: dict[str, object] = {}
+        eq_predicate: dict[str, Predicate] = {}
+        ranges: dict[str, tuple[Predicate, ...]] = {}
+        for pred in predicates:
+            column, value, op = _column_and_value(alias, pred)
+            if column is None:
+                continue
+            if op == "=" and column not in eq:
+                eq[column], eq_predicate[column] = value, pred
+            elif op != "=":
+                ranges[column] = ranges.get(column, ()) + (pred,)
+        return _Bindings(eq, eq_predicate, ranges)
+
+
+def _column_and_value(alias: str, pred: Predicate) -> tuple[str | None, object, str]:
+    """Read ``pred`` as ``alias.column op value`` with the value known before the access."""
+    from piql.query import FLIPPED
+
+    left, right = pred.left, pred.right
+    if isinstance(left, Attr) and left.alias == alias and not _mentions(right, alias):
+        if isinstance(right, (Param, Literal, Attr)):
+            return left.column, right, pred.op
+    if isinstance(right, Attr) and right.alias == alias and isinstance(left, Attr) \
+            and left.alias != alias:
+        return right.column, left, FLIPPED[pred.op]
+    return None, None, ""
+
+
+def _mentions(operand: object, alias: str) -> bool:
+    return isinstance(operand, Attr) and operand.alias == alias
+
+
+def _foreign_key_source(catalog: Catalog, table: Table, alias: str, predicates: list[Predicate],
+                        placed: set[str], block: QueryBlock) -> str | None:
+    """The alias whose FOREIGN KEY guarantees the lookup of ``alias`` finds its row."""
+    bindings = _Bindings.of(alias, predicates)
+    key = [c.lower() for c in table.primary_key]
+    if set(key) - {c.lower() for c in bindings.eq}:
+        return None
+    used = {id(bindings.eq_predicate[c]) for c in bindings.eq if c.lower() in key}
+    if any(id(p) not in used for p in predicates):
+        return None
+    values = {c.lower(): v for c, v in bindings.eq.items()}
+    sources = {v.alias for k, v in values.items() if k in key and isinstance(v, Attr)}
+    if len(sources) != 1:
+        return None
+    source = sources.pop()
+    source_rel = block.relation(source)
+    source_table = catalog.table(source_rel.table) if source_rel.is_base else None
+    if source_table is None:
+        return None
+    for fk in source_table.foreign_keys:
+        if fk.ref_table.lower() != table.name.lower():
+            continue
+        mapping = {r.lower(): c.lower() for c, r in zip(fk.columns, fk.ref_columns)}
+        if all(isinstance(values[k], Attr) and values[k].column.lower() == mapping.get(k)
+               for k in key):
+            return source
+    return None
+
+
+def _needed_columns(block: QueryBlock) -> dict[str, set[str]]:
+    """Columns each relation must deliver; an index covers a relation if it holds them all."""
+    needed: dict[str, set[str]] = {}
+
+    def add(attr: object) -> None:
+        if isinstance(attr, Aggregate):
+            attr = attr.arg
+        attr = getattr(attr, "attr", attr)  # an Epoch reads its column
+        if isinstance(attr, Attr):
+            needed.setdefault(attr.alias, set()).add(attr.column)
+
+    for item in block.select:
+        add(item.expr)
+    for pred in block.predicates:
+        add(pred.left)
+        add(pred.right)
+    for group in block.group_by:
+        add(group)
+    for order in block.order_by:
+        add(order.expr)
+    return needed
+
+
+def _with_key(columns: tuple[str, ...], table: Table) -> tuple[str, ...]:
+    """Index entries hold the row key after the indexed columns (and sort by it)."""
+    return tuple(columns) + tuple(c for c in table.primary_key if c not in columns)
+
+
+def _is_prefix(shape: tuple[str, ...], columns: tuple[str, ...]) -> bool:
+    return tuple(columns[:len(shape)]) == tuple(shape)
+
+
+def _hint(table: Table, bindings: _Bindings, limit: int | None) -> str:
+    free = [c for c in table.primary_key if c not in bindings.eq]
+    if bindings.eq and len(free) == 1:
+        per = ", ".join(bindings.eq)
+        return (f"declare at most K {free[0]} values per ({per}) on {table.name}: "
+                f"WITH CARDINALITY ({free[0]}, K) PER ({per}); or add ORDER BY ... LIMIT n "
+                "on this relation's columns")
+    if limit is None:
+        return (f"restrict {table.name} by its key ({', '.join(table.primary_key)}), "
+                "or add ORDER BY ... LIMIT n")
+    return (f"restrict {table.name} by its key ({', '.join(table.primary_key)}), "
+            "or order by this relation's columns so LIMIT can stop the scan")
+
+
+# -- the plan tree -------------------------------------------------------------
+
+def _assemble(block: QueryBlock, accesses: tuple[Access, ...], card: int,
+              merge_at: int | None, subplans: dict[str, PhysicalPlan]) -> PhysicalPlan:
+    tree: Operator | None = None
+    running = 1
+    for position, access in enumerate(accesses):
+        leaf = _leaf(access)
+        if tree is None:
+            tree = leaf
+            running = leaf.rows
+        else:
+            merged = position == merge_at
+            running = min(running * access.rows_per_probe, block.limit) if merged and block.limit \
+                else running * access.rows_per_probe
+            name = "MergeJoin" if merged else "IndexLookupJoin"
+            detail = f"{access.alias} (bounded outer, keep {block.limit})" if merged else access.alias
+            tree = Operator(name, detail, running, 0, (tree, leaf))
+        if access.residual:
+            tree = Operator("Select", " AND ".join(map(str, access.residual)), running, 0, (tree,))
+    assert tree is not None
+    rows = card
+    if block.aggregates or block.group_by:
+        rows = 1 if not block.group_by else rows
+        what = ", ".join(map(str, block.aggregates)) or "groups"
+        grouped = f" GROUP BY {', '.join(map(str, block.group_by))}" if block.group_by else ""
+        tree = Operator("Aggregate", what + grouped, rows, 0, (tree,))
+    if block.order_by and not (merge_at is not None and block.limit):
+        tree = Operator("Sort", ", ".join(map(str, block.order_by)), rows, 0, (tree,))
+    if block.limit is not None:
+        rows = min(rows, block.limit)
+        tree = Operator("StopAfter", str(block.limit), rows, 0, (tree,))
+    tree = Operator("Project", ", ".join(i.name for i in block.select), rows, 0, (tree,))
+    ops = sum(a.ops for a in accesses)
+    return PhysicalPlan(block, accesses, tree, ops, rows, merge_at)
+
+
+def _leaf(access: Access) -> Operator:
+    if access.path == DERIVED:
+        assert access.subplan is not None
+        return Operator("Derived", access.alias, access.rows_per_probe, access.subplan.ops_bound,
+                        (access.subplan.root,))
+    keys = " AND ".join(f"{c} = {v}" for c, v in zip(access.key_columns, access.key_values))
+    parts = [keys] if keys else []
+    parts += [str(p) for p in access.range]
+    where = f" ({' AND '.join(parts)})" if parts else ""
+    if access.stop_after is not None:
+        where += f" in order of ({', '.join(access.order_columns)}) stop after {access.stop_after}"
+        if access.descending:
+            where += " descending"
+    if access.path == PRIMARY:
+        name = "KeyLookup" if access.point_lookup else "ClusteredScan"
+        target = access.table if access.alias == access.table else f"{access.table} {access.alias}"
+    else:
+        assert access.index is not None
+        name = "IndexScan"
+        fetch = "" if access.covering else ", fetch rows"
+        alias = "" if access.alias == access.table else f" {access.alias}"
+        target = f"{access.index.name} on {access.table}({', '.join(access.index.columns)})" \
+                 f"{alias}{fetch}"
+    probes = f" x{access.probes} probes" if access.probes > 1 else ""
+    return Operator(name, f"{target}{where}{probes}", access.probes * access.rows_per_probe,
+                    access.ops)

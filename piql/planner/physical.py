@@ -1,0 +1,116 @@
+"""Physical plans of bounded operators (Phase 0's output).
+
+A plan is executable: ``accesses`` lists, in join order, how every relation
+occurrence is read; ``root`` is the same plan as an operator tree with the
+bound of every operator, for ``piql explain``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from piql.query import Operand, Predicate, QueryBlock
+
+PRIMARY = "primary"
+INDEX = "index"
+DERIVED = "derived"
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """A secondary index: ordered ``columns`` of ``table``; entries also hold the row key."""
+
+    table: str
+    columns: tuple[str, ...]
+    name: str
+    declared: bool = False
+
+    @staticmethod
+    def named(table: str, columns: tuple[str, ...]) -> "IndexSpec":
+        return IndexSpec(table, columns, f"idx_{table}_{'_'.join(columns)}".lower())
+
+
+@dataclass(frozen=True)
+class Access:
+    """How one relation occurrence is read, once per outer tuple (``probes`` times).
+
+    ``path`` is ``primary`` (clustered key), ``index`` (secondary index; ``covering``
+    says whether the base row must be fetched too) or ``derived`` (a FROM-subquery,
+    evaluated once by its own plan). ``key_values`` bind the leading ``key_columns``
+    of the path by equality; ``range`` holds predicates on the next column.
+    ``stop_after`` is the per-probe limit taken from the query's LIMIT.
+    """
+
+    alias: str
+    table: str | None
+    path: str
+    key_columns: tuple[str, ...]
+    key_values: tuple[Operand, ...]
+    order_columns: tuple[str, ...] = ()
+    range: tuple[Predicate, ...] = ()
+    residual: tuple[Predicate, ...] = ()
+    index: IndexSpec | None = None
+    covering: bool = True
+    descending: bool = False
+    stop_after: int | None = None
+    rows_per_probe: int = 1
+    probes: int = 1
+    subplan: "PhysicalPlan | None" = None
+
+    @property
+    def point_lookup(self) -> bool:
+        return self.path == PRIMARY and self.rows_per_probe == 1 and not self.range
+
+    @property
+    def ops_per_probe(self) -> int:
+        """Tuples read per probe; every lookup counts at least one."""
+        if self.path == DERIVED:
+            return 0
+        rows = self.rows_per_probe
+        fetches = 0 if self.covering else rows
+        return max(1, rows) + fetches
+
+    @property
+    def ops(self) -> int:
+        if self.path == DERIVED:
+            return self.subplan.ops_bound if self.subplan else 0
+        return self.probes * self.ops_per_probe
+
+
+@dataclass(frozen=True)
+class Operator:
+    """A node of the plan tree shown by ``piql explain``."""
+
+    name: str
+    detail: str
+    rows: int
+    ops: int
+    children: tuple["Operator", ...] = ()
+
+    def lines(self, depth: int = 0) -> list[str]:
+        own = f"{'  ' * depth}{self.name} {self.detail}  [rows <= {self.rows}, ops <= {self.ops}]"
+        return [own] + [line for child in self.children for line in child.lines(depth + 1)]
+
+
+@dataclass(frozen=True)
+class PhysicalPlan:
+    block: QueryBlock
+    accesses: tuple[Access, ...]
+    root: Operator
+    ops_bound: int
+    rows_bound: int
+    merge_at: int | None = None  # position of a bounded-outer merge join, if any
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def indexes(self) -> tuple[IndexSpec, ...]:
+        found: list[IndexSpec] = []
+        for access in self.accesses:
+            if access.index is not None and access.index not in found:
+                found.append(access.index)
+            if access.subplan is not None:
+                found += [i for i in access.subplan.indexes if i not in found]
+        return tuple(found)
+
+    @property
+    def level(self) -> str:
+        return "SI-1" if self.indexes else "SI-0"

@@ -1,0 +1,311 @@
+"""Phase 1: build a view that answers the query by reading one contiguous key range (§3).
+
+Without aggregates: A_eq / A_ineq from parameter predicates, Algorithm 1
+(adjacency of result tuples), Algorithm 2 (view predicates from equivalence
+classes) and Algorithm 3 (view key: A_eq, A_ineq, A_order, then every
+relation's key, each equivalence class once). Selected attributes the key
+does not cover are added to the view as non-key columns (piql's choice of the
+two in §3.1: one range read at query time, more storage per view row).
+
+With aggregates (§3.2): no parameter inequalities, GROUP BY A_eq, partial
+state of fixed size (COUNT; SUM; AVG kept as SUM and COUNT). Epochs of time
+windows (§3.3) lead the key.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from piql.catalog import Catalog
+from piql.planner.views import TraceSection, ViewColumn, view_column_names
+from piql.query import (
+    Aggregate, Attr, Epoch, Expr, Literal, Operand, OrderItem, Param, Predicate, QueryBlock,
+    Ratio, Relation, SelectItem, base_attr, is_attr_like,
+)
+
+MAINTAINABLE = ("COUNT", "SUM", "AVG")
+NOT_UNDER_DELETES = ("MIN", "MAX")
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why no view (or no bounded view) answers the query, and what would fix it."""
+
+    invariant: str
+    message: str
+    hint: str = ""
+    trace: tuple[TraceSection, ...] = ()
+
+
+@dataclass(frozen=True)
+class Construction:
+    """Phase 1's output: the view's columns and definition, and the rewritten query."""
+
+    columns: tuple[ViewColumn, ...]
+    definition: QueryBlock
+    rewritten: QueryBlock
+    group_by: tuple[Attr | Epoch, ...]
+    trace: tuple[TraceSection, ...]
+
+
+class EquivalenceClasses:
+    """Values unified by the query's equality predicates, in order of first appearance."""
+
+    def __init__(self, predicates: tuple[Predicate, ...]) -> None:
+        self.classes: list[list[Operand]] = []
+        for pred in predicates:
+            if pred.op == "=":
+                self._union(pred.left, pred.right)
+
+    def _find(self, value: Operand) -> list[Operand] | None:
+        return next((c for c in self.classes if value in c), None)
+
+    def _union(self, a: Operand, b: Operand) -> None:
+        first, second = self._find(a), self._find(b)
+        if first is None and second is None:
+            self.classes.append([a] if a == b else [a, b])
+        elif first is None:
+            second.insert(len(second), a) if a not in second else None  # type: ignore[union-attr]
+        elif second is None:
+            first.append(b)
+        elif first is not second:
+            first.extend(second)
+            self.classes.remove(second)
+
+    def of(self, value: Operand) -> list[Operand]:
+        """EquivalenceClass(P, a) of Algorithm 3: ``value`` and all unified with it."""
+        return self._find(value) or [value]
+
+
+def construct_view(catalog: Catalog, block: QueryBlock, name: str) -> Construction | Rejection:
+    """Phase 1 for ``block``; the view will be called ``name``."""
+    if any(not rel.is_base for rel in block.relations):
+        return Rejection("unsupported", "an incrementally maintained view cannot hold a "
+                         "FROM-subquery window", "tuple windows are answered by periodic views (SI-3)")
+    a_eq = _unique(p.left for p in block.predicates if p.kind == "attr=param")
+    a_eq = [a for a in a_eq if isinstance(a, Epoch)] + [a for a in a_eq if not isinstance(a, Epoch)]
+    a_ineq = _unique(p.left for p in block.predicates if p.kind == "attr op param")
+    classes = EquivalenceClasses(block.predicates)
+    p_view = _view_predicates(block.predicates, classes)
+    trace = [
+        TraceSection("A_eq", tuple(map(str, a_eq)) or ("(empty)",)),
+        TraceSection("A_ineq", tuple(map(str, a_ineq)) or ("(empty)",)),
+        TraceSection("equivalence classes", tuple(
+            "{" + ", ".join(map(str, c)) + "}" for c in classes.classes) or ("(none)",)),
+        TraceSection("P_view", tuple(map(str, p_view)) or ("(empty)",)),
+    ]
+    if block.aggregates:
+        return _aggregate_view(catalog, block, name, a_eq, a_ineq, classes, p_view, trace)
+    return _row_view(catalog, block, name, a_eq, a_ineq, classes, p_view, trace)
+
+
+def _row_view(catalog: Catalog, block: QueryBlock, name: str, a_eq: list, a_ineq: list,
+              classes: EquivalenceClasses, p_view: list[Predicate],
+              trace: list[TraceSection]) -> Construction | Rejection:
+    a_order = [o.expr for o in block.order_by]
+    trace.insert(2, TraceSection("A_order", tuple(map(str, a_order)) or ("(empty)",)))
+    adjacency = _algorithm1(a_ineq, a_order, classes)
+    if adjacency is not None:
+        return Rejection("Invariant 1", adjacency[0], adjacency[1], tuple(trace))
+    a_keys = [Attr(rel.alias, column)
+              for rel in sorted(block.relations, key=lambda r: len(_table(catalog, r).primary_key))
+              for column in _table(catalog, rel).primary_key]
+    key, origins = _algorithm3([("A_eq", a_eq), ("A_ineq", a_ineq), ("A_order", a_order),
+                                ("A_keys", a_keys)], classes)
+    extra = [item.expr for item in block.select
+             if not _covered(item.expr, key, classes)]
+    extra = _unique(extra)
+    sources = key + extra
+    names = view_column_names(sources)
+    columns = tuple(
+        ViewColumn(n, s, i < len(key), origins[i] if i < len(key) else "projection",
+                   _column_type(catalog, block, s))
+        for i, (n, s) in enumerate(zip(names, sources)))
+    trace.append(TraceSection("A_view (view key, in order)", tuple(
+        f"{c.name} <- {c.source}  ({c.origin})" for c in columns if c.key)))
+    trace.append(TraceSection("columns added to the view (not fetched by a join back)",
+                              tuple(f"{c.name} <- {c.source}" for c in columns if not c.key)
+                              or ("(none)",)))
+    definition = QueryBlock(block.relations, tuple(p_view),
+                            tuple(SelectItem(c.name, c.source) for c in columns))
+    rewritten = _rewrite(block, name, columns, classes)
+    return Construction(columns, definition, rewritten, (), tuple(trace))
+
+
+def _aggregate_view(catalog: Catalog, block: QueryBlock, name: str, a_eq: list, a_ineq: list,
+                    classes: EquivalenceClasses, p_view: list[Predicate],
+                    trace: list[TraceSection]) -> Construction | Rejection:
+    if a_ineq:
+        return Rejection(
+            "Invariant 2", f"the aggregate is restricted by an inequality with a parameter "
+            f"({a_ineq[0]}); a view cannot keep one partial aggregate per possible range, and "
+            "summing many groups at query time is unbounded (§3.2.2)",
+            "use an equality, or a time window with an epoch: ts - ts % WIDTH = <epoch>",
+            tuple(trace))
+    for aggregate in block.aggregates:
+        refusal = _aggregate_refusal(aggregate)
+        if refusal:
+            return Rejection("Invariant 2" if aggregate.func in NOT_UNDER_DELETES else
+                             "Invariant 3", refusal[0], refusal[1], tuple(trace))
+    group_key = list(a_eq)
+    for grouping in block.group_by:
+        if not any(grouping in classes.of(k) for k in group_key):
+            return Rejection(
+                "Invariant 1", f"GROUP BY {grouping} is not fixed by a parameter: the query "
+                "would read every group of the view", "compare the grouped column with a "
+                "parameter, or use ORDER BY ... LIMIT on a periodic view (SI-3)", tuple(trace))
+    names = view_column_names(group_key) if group_key else []
+    columns = [ViewColumn(n, s, True, "A_eq", _column_type(catalog, block, s))
+               for n, s in zip(names, group_key)]
+    for aggregate in _state(block.aggregates):
+        column = _state_name(aggregate)
+        if all(c.name != column for c in columns):
+            columns.append(ViewColumn(column, aggregate, False, "aggregate",
+                                      "BIGINT" if aggregate.func == "COUNT" else "DOUBLE"))
+    trace.append(TraceSection("GROUP BY (A_eq)", tuple(map(str, group_key)) or ("(none: one row)",)))
+    trace.append(TraceSection("A_agg (partial state)", tuple(
+        f"{c.name} <- {c.source}" for c in columns if not c.key)))
+    definition = QueryBlock(block.relations, tuple(p_view),
+                            tuple(SelectItem(c.name, c.source) for c in columns),
+                            group_by=tuple(group_key))
+    rewritten = _rewrite(block, name, tuple(columns), classes)
+    return Construction(tuple(columns), definition, rewritten, tuple(group_key), tuple(trace))
+
+
+def _aggregate_refusal(aggregate: Aggregate) -> tuple[str, str] | None:
+    if aggregate.distinct or aggregate.func not in MAINTAINABLE + NOT_UNDER_DELETES:
+        return (f"{aggregate} is holistic: its partial state grows with the data it "
+                "summarizes, so a view of it is not bounded (§3.2.1)",
+                "keep a COUNT, SUM or AVG instead, or group by the value to count distinct ones")
+    if aggregate.func in NOT_UNDER_DELETES:
+        return (f"{aggregate} cannot be maintained under deletes: deleting the current "
+                f"{aggregate.func.lower()} needs a scan of the whole group (§3.2.1)",
+                f"ORDER BY {aggregate.arg} LIMIT 1 on an index reads the same value with bounded work")
+    return None
+
+
+def _state(aggregates: tuple[Aggregate, ...]) -> list[Aggregate]:
+    """Partial state of fixed size: AVG is kept as SUM and COUNT."""
+    state: list[Aggregate] = []
+    for aggregate in aggregates:
+        parts = [Aggregate("SUM", aggregate.arg), Aggregate("COUNT", None)] \
+            if aggregate.func == "AVG" else [aggregate]
+        state += [p for p in parts if p not in state]
+    return state
+
+
+def _state_name(aggregate: Aggregate) -> str:
+    if aggregate.func == "COUNT":
+        return "cnt" if aggregate.arg is None else f"cnt_{aggregate.arg.column}"
+    return f"{aggregate.func.lower()}_{aggregate.arg.column}"  # type: ignore[union-attr]
+
+
+def _algorithm1(a_ineq: list, a_order: list, classes: EquivalenceClasses) -> tuple[str, str] | None:
+    """Adjacency of result tuples: None when the answer is one contiguous key range."""
+    distinct_ineq = []
+    for attr in a_ineq:
+        if not any(attr in classes.of(seen) for seen in distinct_ineq):
+            distinct_ineq.append(attr)
+    if len(distinct_ineq) > 1:
+        return (f"inequalities with parameters on two attributes ({distinct_ineq[0]}, "
+                f"{distinct_ineq[1]}): their intersection is not one contiguous range of any "
+                "view, so reading it is unbounded (Algorithm 1)",
+                "keep the inequality on one attribute and filter the other in the application")
+    if a_order and distinct_ineq and a_order[0] not in classes.of(distinct_ineq[0]):
+        return (f"ORDER BY {a_order[0]} is not prefixed by the inequality attribute "
+                f"{distinct_ineq[0]}: the answer would not be adjacent in the view (Algorithm 1)",
+                f"order by {distinct_ineq[0]} first")
+    if any(isinstance(o, Aggregate) for o in a_order):
+        return ("ORDER BY an aggregate cannot be kept in a view key without rewriting rows on "
+                "every write", "use a periodic view (SI-3) for top-k aggregates")
+    return None
+
+
+def _algorithm3(sources: list[tuple[str, list]], classes: EquivalenceClasses) -> tuple[list, list[str]]:
+    """View key: each attribute in order unless its equivalence class is already covered."""
+    key: list = []
+    origins: list[str] = []
+    covered: list = []
+    for origin, attrs in sources:
+        for attr in attrs:
+            if attr in covered:
+                continue
+            key.append(attr)
+            origins.append(origin)
+            covered += classes.of(attr)
+    return key, origins
+
+
+def _view_predicates(predicates: tuple[Predicate, ...],
+                     classes: EquivalenceClasses) -> list[Predicate]:
+    """Algorithm 2: equalities from each class without its parameters, then inequalities
+    between non-parameters. Each member is equated with the class's first non-parameter,
+    which gives the paper's P_view for twoTags."""
+    p_view: list[Predicate] = []
+    for members in classes.classes:
+        values = [m for m in members if not isinstance(m, Param)]
+        for value in values[1:]:
+            p_view.append(Predicate(values[0], "=", value))
+    for pred in predicates:
+        if pred.op != "=" and not isinstance(pred.left, Param) and not isinstance(pred.right, Param):
+            p_view.append(pred)
+    return p_view
+
+
+def _covered(expr: Expr, key: list, classes: EquivalenceClasses) -> bool:
+    if isinstance(expr, (Aggregate, Param, Literal)):
+        return True
+    return any(expr in classes.of(k) for k in key)
+
+
+def _rewrite(block: QueryBlock, view: str, columns: tuple[ViewColumn, ...],
+             classes: EquivalenceClasses) -> QueryBlock:
+    """The query over the view: parameter predicates on view columns, same order and limit."""
+    def column_for(expr: Expr) -> Expr:
+        if isinstance(expr, (Param, Literal)):
+            return expr
+        if isinstance(expr, Aggregate):
+            if expr.func == "AVG":
+                return Ratio(Attr(view, _state_name(Aggregate("SUM", expr.arg))), Attr(view, "cnt"))
+            return Attr(view, _state_name(expr))
+        for column in columns:
+            if column.source == expr or (not isinstance(column.source, Aggregate)
+                                         and expr in classes.of(column.source)):
+                return Attr(view, column.name)
+        raise LookupError(expr)
+
+    predicates: list[Predicate] = []
+    for pred in block.predicates:
+        if isinstance(pred.right, Param) and is_attr_like(pred.left):
+            rewritten = Predicate(column_for(pred.left), pred.op, pred.right, pred.location)
+            if rewritten not in predicates:
+                predicates.append(rewritten)
+    relation = Relation(view, tuple(c.name for c in columns), table=view)
+    aggregated = bool(block.aggregates)
+    return QueryBlock(
+        (relation,), tuple(predicates),
+        tuple(SelectItem(i.name, column_for(i.expr)) for i in block.select),
+        order_by=() if aggregated else tuple(OrderItem(column_for(o.expr), o.desc)
+                                              for o in block.order_by),
+        limit=block.limit)
+
+
+def _table(catalog: Catalog, rel: Relation):
+    table = catalog.table(rel.table or "")
+    assert table is not None, rel
+    return table
+
+
+def _column_type(catalog: Catalog, block: QueryBlock, expr: Expr) -> str:
+    attr = base_attr(expr) if not isinstance(expr, (Aggregate, Literal)) else None
+    if attr is None:
+        return "ANY"
+    column = _table(catalog, block.relation(attr.alias)).column(attr.column)
+    return column.type if column is not None else "ANY"
+
+
+def _unique(values) -> list:
+    found: list = []
+    for value in values:
+        if value not in found:
+            found.append(value)
+    return found

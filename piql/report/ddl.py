@@ -1,0 +1,69 @@
+"""``piql plan --dialect``: the DDL of every index and view and the SQL of every rule."""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from piql import sqlgen
+from piql.planner.application import Plan
+from piql.planner.maintenance import DeltaQuery, rule_sql
+from piql.planner.views import ViewDef
+
+# Spark SQL has no clustered keys or secondary indexes: the store keeps those.
+KEYLESS_DIALECTS = ("spark",)
+
+
+def render(plan: Plan, dialect: str) -> str:
+    out = [f"-- piql plan for {plan.queries_file} ({dialect})", ""]
+    if plan.indexes:
+        out.append("-- secondary indexes")
+        for index in plan.indexes:
+            if dialect in KEYLESS_DIALECTS:
+                out.append(f"-- {index.name} on {index.table}({', '.join(index.columns)}): "
+                           "kept by the serving store; Spark has no indexes")
+            else:
+                out.append(sqlgen.create_index(index.table, index.columns, index.name, dialect) + ";")
+        out.append("")
+    for view in plan.views:
+        out += _view(view, dialect) + [""]
+    out.append("-- queries")
+    for query in plan.queries:
+        out.append(f"-- {query.name}: {query.level}"
+                   + (f", ops <= {query.ops_bound}" if query.ops_bound is not None else ""))
+        if query.physical is not None:
+            out.append(sqlgen.block_sql(query.physical.block, dialect) + ";")
+        elif query.query.block is not None:
+            out.append(sqlgen.block_sql(query.query.block, dialect) + ";  -- unbounded")
+    return "\n".join(out) + "\n"
+
+
+def _view(view: ViewDef, dialect: str) -> list[str]:
+    key = ", ".join(c.name for c in view.key)
+    bound = f"; storage <= {view.storage.factor} x |{view.storage.relation}|" if view.storage else ""
+    lines = [f"-- view {view.name} ({view.kind}) for {', '.join(view.for_queries)}: "
+             f"key ({key}){bound}", create_table(view, dialect) + ";",
+             f"INSERT INTO {view.name} {sqlgen.block_sql(view.definition, dialect)};"]
+    for rule in view.rules:
+        delta = DeltaQuery(rule.table, rule.aliases, rule.delta, rule.guards,
+                           tuple(c.name for c in view.columns if not c.key) if view.aggregate else ())
+        lines.append(rule_sql(rule.name, rule.event, delta, view.name, rule.action, dialect) + ";")
+    return lines
+
+
+def create_table(view: ViewDef, dialect: str) -> str:
+    """The view's storage: a table clustered on the view key."""
+    columns: list[exp.Expression] = [
+        exp.ColumnDef(this=exp.to_identifier(c.name), kind=exp.DataType.build(_type(c.type)))
+        for c in view.columns]
+    if dialect not in KEYLESS_DIALECTS:
+        columns.append(exp.PrimaryKey(expressions=[exp.to_identifier(c.name) for c in view.key]))
+    statement = exp.Create(kind="TABLE", this=exp.Schema(this=exp.to_table(view.name),
+                                                        expressions=columns)).sql(dialect=dialect)
+    return statement + (" WITHOUT ROWID" if dialect == "sqlite" else "")
+
+
+def _type(name: str) -> str:
+    try:
+        exp.DataType.build(name)
+        return name
+    except Exception:  # a type sqlglot does not know: keep the value as text
+        return "VARCHAR"

@@ -1,0 +1,28 @@
+"""``piql explain``: one query's verdict, plan tree with per-operator bounds, and reasoning."""
+from __future__ import annotations
+
+from piql.planner.application import QueryPlan
+
+
+def render(query: QueryPlan) -> str:
+    bound = f"ops <= {query.ops_bound}" if query.ops_bound is not None else "no bound"
+    lines = [f"{query.name}: {query.level}, {bound}", "", "query:"]
+    lines += [f"  {line}" for line in query.query.sql.splitlines()]
+    if query.rewritten_sql:
+        lines += ["", "rewritten:", f"  {query.rewritten_sql}"]
+    if query.physical is not None:
+        lines += ["", "plan:"] + query.physical.root.lines(1)
+    if query.indexes:
+        lines += ["", "indexes:"] + [
+            f"  {i.name} on {i.table}({', '.join(i.columns)})"
+            + (" (declared)" if i.declared else " (new)") for i in query.indexes]
+    for section in getattr(query, "trace", ()) or ():
+        lines += ["", f"{section.title}:"] + [f"  {line}" for line in section.lines]
+    if query.diagnostics:
+        lines += ["", "diagnostics:"]
+        for d in query.diagnostics:
+            where = f"{d.location}: " if d.location else ""
+            lines.append(f"  {where}{d.severity}[{d.code}] {d.message}")
+            if d.hint:
+                lines.append(f"    hint: {d.hint}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,47 @@
+"""``piql lint --format sarif``: SARIF 2.1.0 for code-scanning tools."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from piql.planner.application import Plan
+
+LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+RULES = {
+    "unbounded": "The query has no plan whose work is bounded as data grows.",
+    "unsupported": "The query uses SQL outside piql's supported subset.",
+    "hotspot": "An index or view would be keyed first on a TEMPORAL column.",
+    "index": "The query needs a secondary index.",
+    "view": "The query needs a materialized view.",
+}
+
+
+def render(plan: Plan) -> str:
+    results: list[dict[str, Any]] = []
+    for query in plan.queries:
+        for d in query.diagnostics:
+            result: dict[str, Any] = {
+                "ruleId": d.code, "level": LEVEL.get(d.severity, "note"),
+                "message": {"text": f"{query.name}: {d.message}"
+                                    + (f" Hint: {d.hint}" if d.hint else "")},
+                "properties": {"query": query.name, "level": query.level},
+            }
+            if d.location is not None:
+                result["locations"] = [{"physicalLocation": {
+                    "artifactLocation": {"uri": d.location.file},
+                    "region": {"startLine": d.location.line, "startColumn": d.location.column},
+                }}]
+            results.append(result)
+    used = sorted({r["ruleId"] for r in results})
+    document = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "piql", "informationUri": "https://github.com/piql/piql",
+                "rules": [{"id": r, "shortDescription": {"text": RULES.get(r, r)}} for r in used],
+            }},
+            "results": results,
+        }],
+    }
+    return json.dumps(document, indent=2) + "\n"

@@ -1,0 +1,52 @@
+"""Shared fixtures: the paper's example schema and queries, written once and reused."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from piql.catalog import Catalog
+from piql.planner.application import Plan, plan_application
+from piql.queries import parse_queries
+from piql.schema import parse_schema
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PAPER_SCHEMA = FIXTURES / "paper_schema.sql"
+PAPER_QUERIES = FIXTURES / "paper_queries.sql"
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def paper_schema_text(*, cardinality: bool = True, temporal: bool = True) -> str:
+    """The §2.2 schema, optionally without its CARDINALITY constraint or TEMPORAL marks."""
+    text = PAPER_SCHEMA.read_text()
+    if not cardinality:
+        text = text.replace(" WITH CARDINALITY (tag, 10)", "")
+    if not temporal:
+        text = text.replace(" TEMPORAL", "")
+    return text
+
+
+def paper_catalog(**variant: bool) -> Catalog:
+    return parse_schema(paper_schema_text(**variant), "paper_schema.sql")
+
+
+def plan_text(schema: str, queries: str) -> Plan:
+    """Plan inline schema and queries text (file names as the tests' fixtures)."""
+    catalog = parse_schema(schema, "schema.sql")
+    return plan_application(catalog, parse_queries(queries, catalog, "queries.sql"), "queries.sql")
+
+
+def paper_plan_for(**variant: bool) -> Plan:
+    catalog = paper_catalog(**variant)
+    queries = parse_queries(PAPER_QUERIES.read_text(), catalog, "paper_queries.sql")
+    return plan_application(catalog, queries, "paper_queries.sql")
+
+
+@pytest.fixture(scope="session")
+def paper_plan() -> Plan:
+    return paper_plan_for()
+
+
+@pytest.fixture(scope="session")
+def paper_plan_unconstrained() -> Plan:
+    return paper_plan_for(cardinality=False)

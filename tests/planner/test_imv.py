@@ -1,0 +1,240 @@
+"""Phases 1–3 on the paper's examples: views, storage bounds, maintenance rules (SI-2)."""
+from __future__ import annotations
+
+import pytest
+
+from piql import sqlgen
+from piql.planner.maintenance import delta_queries
+from piql.planner.storage import bound_storage, dependencies
+from piql.planner.view_construction import Rejection, construct_view
+from piql.queries import parse_queries
+from tests.conftest import paper_catalog, plan_text
+
+TWO_TAGS = ("SELECT t1.docId FROM Tags t1, Tags t2, Documents d "
+            "WHERE t1.docId = t2.docId AND t1.docId = d.docId "
+            "AND t1.tag = <tag1> AND t2.tag = <tag2> ORDER BY d.timestamp LIMIT 5")
+
+
+def block(catalog, sql: str):
+    return parse_queries(f"-- name: q\n{sql}\n", catalog, "q.sql")[0].block
+
+
+def trace(construction, title: str) -> tuple[str, ...]:
+    return next(s.lines for s in construction.trace if s.title.startswith(title))
+
+
+# -- Phase 1 -----------------------------------------------------------------
+
+def test_two_tags_view_construction_matches_the_paper():
+    built = construct_view(paper_catalog(), block(paper_catalog(), TWO_TAGS), "twoTags_view")
+    assert trace(built, "A_eq") == ("t1.tag", "t2.tag")
+    assert trace(built, "A_ineq") == ("(empty)",)
+    assert trace(built, "equivalence classes") == (
+        "{t1.docId, t2.docId, d.docId}", "{t1.tag, <tag1>}", "{t2.tag, <tag2>}")
+    assert trace(built, "P_view") == ("t1.docId = t2.docId", "t1.docId = d.docId")
+    assert [(c.name, str(c.source)) for c in built.columns] == [
+        ("t1_tag", "t1.tag"), ("t2_tag", "t2.tag"), ("timestamp", "d.timestamp"),
+        ("docId", "d.docId")]
+    assert all(c.key for c in built.columns)
+    assert sqlgen.block_sql(built.definition) == (
+        "SELECT t1.tag AS t1_tag, t2.tag AS t2_tag, d.timestamp, d.docId "
+        "FROM Tags AS t1, Tags AS t2, Documents AS d "
+        "WHERE t1.docId = t2.docId AND t1.docId = d.docId")
+    assert sqlgen.block_sql(built.rewritten) == (
+        "SELECT docId FROM twoTags_view WHERE t1_tag = <tag1> AND t2_tag = <tag2> "
+        "ORDER BY timestamp LIMIT 5")
+
+
+def test_transitive_equality_through_a_shared_parameter_is_kept():
+    catalog = paper_catalog()
+    built = construct_view(catalog, block(catalog, (
+        "SELECT t1.docId FROM Tags t1, Tags t2 WHERE t1.tag = <tag> AND t2.tag = <tag> "
+        "AND t1.docId = <d> ")), "v")
+    assert "t1.tag = t2.tag" in trace(built, "P_view")
+
+
+def test_projected_attributes_missing_from_the_key_are_added_to_the_view():
+    catalog = paper_catalog()
+    built = construct_view(catalog, block(catalog, (
+        "SELECT d.text FROM Tags t, Documents d WHERE t.docId = d.docId AND t.tag = <tag> "
+        "ORDER BY d.timestamp LIMIT 3")), "v")
+    extra = [c for c in built.columns if not c.key]
+    assert [(c.name, c.origin) for c in extra] == [("text", "projection")]
+
+
+def test_count_tags_view_is_docs_per_tag(paper_plan):
+    view = next(v for v in paper_plan.views if v.name == "docsPerTag")
+    assert [(c.name, str(c.source), c.key) for c in view.columns] == [
+        ("tag", "Tags.tag", True), ("cnt", "COUNT(*)", False)]
+    assert sqlgen.block_sql(view.definition) == "SELECT tag, COUNT(*) AS cnt FROM Tags GROUP BY tag"
+    query = paper_plan.query("countTags")
+    assert (query.level, query.ops_bound) == ("SI-2", 1)
+    assert query.rewritten_sql == "SELECT cnt AS count FROM docsPerTag WHERE tag = <tag>"
+
+
+def test_windowed_count_prepends_the_epoch(paper_plan):
+    view = next(v for v in paper_plan.views if v.name == "docsPerTagWindowed")
+    assert [c.name for c in view.key] == ["epoch", "tag"]
+    assert view.sql == (
+        "CREATE VIEW docsPerTagWindowed AS SELECT (timestamp - (timestamp % 60000)) AS epoch, "
+        "tag, COUNT(*) AS cnt FROM Tags AS t GROUP BY (timestamp - (timestamp % 60000)), tag")
+    assert paper_plan.query("countTagsWindowed").level == "SI-2"
+
+
+def test_avg_is_kept_as_sum_and_count():
+    catalog = paper_catalog()
+    built = construct_view(catalog, block(catalog, "SELECT AVG(timestamp) FROM Tags WHERE tag = <t>"), "v")
+    assert [c.name for c in built.columns] == ["tag", "sum_timestamp", "cnt"]
+    assert sqlgen.block_sql(built.rewritten) == "SELECT sum_timestamp / cnt AS avg_timestamp FROM v WHERE tag = <t>"
+
+
+@pytest.mark.parametrize("sql, invariant, words", [
+    ("SELECT * FROM Tags WHERE tag > <a> AND timestamp > <b>", "Invariant 1", "two attributes"),
+    ("SELECT * FROM Tags WHERE tag > <a> ORDER BY timestamp LIMIT 3", "Invariant 1",
+     "not prefixed by the inequality attribute"),
+    ("SELECT MEDIAN(timestamp) FROM Tags WHERE tag = <a>", "Invariant 3", "holistic"),
+    ("SELECT COUNT(DISTINCT docId) FROM Tags WHERE tag = <a>", "Invariant 3", "holistic"),
+    ("SELECT MAX(timestamp) FROM Tags WHERE tag = <a>", "Invariant 2", "under deletes"),
+    ("SELECT COUNT(*) FROM Tags WHERE timestamp > <since>", "Invariant 2", "inequality"),
+])
+def test_queries_without_a_scale_independent_view(sql, invariant, words):
+    catalog = paper_catalog()
+    rejected = construct_view(catalog, block(catalog, sql), "v")
+    assert isinstance(rejected, Rejection)
+    assert rejected.invariant == invariant and words in rejected.message
+
+
+# -- Phase 2 -----------------------------------------------------------------
+
+def test_two_tags_dependencies_and_algorithm_4():
+    catalog = paper_catalog()
+    built = construct_view(catalog, block(catalog, TWO_TAGS), "twoTags_view")
+    deps = [str(d) for d in dependencies(catalog, built.definition)]
+    assert "d.docId -> (d.text, d.timestamp)   [key]" in deps
+    assert "t1.docId -10-> t1.tag   [cardinality]" in deps
+    assert "t2.docId -10-> t2.tag   [cardinality]" in deps
+    assert "t1.docId <-> t2.docId   [equality]" in deps
+    assert "t1.docId <-> d.docId   [equality]" in deps
+    result = bound_storage(catalog, built.definition)
+    assert (result.bound.relation, result.bound.alias, result.bound.factor) == ("Tags", "t1", 10)
+
+
+def test_two_tags_without_cardinality_violates_invariant_3_and_says_the_fix(paper_plan_unconstrained):
+    query = paper_plan_unconstrained.query("twoTags")
+    assert query.level == "unbounded"
+    rejected = [d for d in query.diagnostics if d.code == "view-rejected"][0]
+    assert "Invariant 3" in rejected.message and "quadratically" in rejected.message
+    assert rejected.hint == "add WITH CARDINALITY (tag, K) to Tags"
+
+
+def test_literal_equalities_fix_attributes():
+    catalog = paper_catalog()
+    built = construct_view(catalog, block(catalog, (
+        "SELECT t1.docId FROM Tags t1, Tags t2 WHERE t1.docId = t2.docId "
+        "AND t1.tag = <a> AND t2.tag = 'news' ORDER BY t1.docId LIMIT 5")), "v")
+    assert "FIXED -> t2.tag   [fixed]" in [str(d) for d in dependencies(catalog, built.definition)]
+
+
+def test_a_free_attribute_fails_algorithm_4_for_every_relation():
+    plan = plan_text(
+        "CREATE TABLE a (x BIGINT, v BIGINT, PRIMARY KEY (x));"
+        "CREATE TABLE b (y BIGINT, v BIGINT, PRIMARY KEY (y));",
+        "-- name: cross\nSELECT a.x, b.y FROM a, b WHERE a.v = <p> AND b.v = <q> ORDER BY a.x LIMIT 5\n")
+    query = plan.query("cross")
+    assert query.level == "unbounded"
+    rejected = [d for d in query.diagnostics if d.code == "view-rejected"][0]
+    assert "Invariant 3" in rejected.message
+
+
+def test_group_by_variant_only_needs_the_grouped_attributes():
+    catalog = paper_catalog()
+    built = construct_view(catalog, block(catalog, "SELECT COUNT(*) FROM Tags WHERE tag = <t>"), "v")
+    result = bound_storage(catalog, built.definition)
+    assert (result.bound.relation, result.bound.factor) == ("Tags", 1)
+
+
+# -- Phase 3 -----------------------------------------------------------------
+
+def test_new_tag_rule_is_the_papers(paper_plan):
+    view = next(v for v in paper_plan.views if v.name == "twoTags_view")
+    rule = next(r for r in view.rules if r.event == "insert" and r.aliases == ("t1",))
+    assert rule.sql.endswith(
+        "INSERT INTO twoTags_view SELECT <tag> AS t1_tag, t2.tag AS t2_tag, d.timestamp, d.docId "
+        "FROM Tags AS t2, Documents AS d WHERE t2.docId = <docId> AND d.docId = <docId>")
+    assert rule.level == "SI-0"
+    assert rule.read_ops == 11 and rule.write_ops == 10
+
+
+def test_self_join_rules_include_the_tuple_joined_with_itself(paper_plan):
+    view = next(v for v in paper_plan.views if v.name == "twoTags_view")
+    inserts = [(r.table, r.aliases) for r in view.rules if r.event == "insert"]
+    assert inserts == [("Tags", ("t1",)), ("Tags", ("t2",)), ("Tags", ("t1", "t2")),
+                       ("Documents", ("d",))]
+    both = next(r for r in view.rules if r.aliases == ("t1", "t2") and r.event == "insert")
+    assert "SELECT <tag> AS t1_tag, <tag> AS t2_tag" in both.sql
+    assert {r.event for r in view.rules} == {"insert", "delete"}
+
+
+def test_count_rule_is_plus_one(paper_plan):
+    view = next(v for v in paper_plan.views if v.name == "docsPerTag")
+    insert = next(r for r in view.rules if r.event == "insert")
+    delete = next(r for r in view.rules if r.event == "delete")
+    assert insert.sql.endswith("UPDATE docsPerTag SELECT <tag> AS tag, +1 AS cnt")
+    assert delete.sql.endswith("UPDATE docsPerTag SELECT <tag> AS tag, -1 AS cnt")
+    assert insert.read_ops == 0 and insert.write_ops == 2
+
+
+def test_every_rule_of_two_tags_is_bounded(paper_plan):
+    view = next(v for v in paper_plan.views if v.name == "twoTags_view")
+    by_rule = {(r.event, r.table, r.aliases): r.ops_bound for r in view.rules}
+    assert by_rule[("insert", "Documents", ("d",))] == 10 + 100 + 100
+    assert all(bound is not None and bound > 0 for bound in by_rule.values())
+    assert (view.storage.relation, view.storage.factor) == ("Tags", 10)
+
+
+def test_delta_queries_substitute_the_written_tuple():
+    catalog = paper_catalog()
+    built = construct_view(catalog, block(catalog, TWO_TAGS), "v")
+    deltas = delta_queries(built.definition, built.columns)
+    documents = next(d for d in deltas if d.table == "Documents")
+    assert sqlgen.block_sql(documents.block) == (
+        "SELECT t1.tag AS t1_tag, t2.tag AS t2_tag, <timestamp> AS timestamp, <docId> AS docId "
+        "FROM Tags AS t1, Tags AS t2 WHERE t1.docId = t2.docId AND t1.docId = <docId>")
+
+
+LIKES = """
+CREATE TABLE users (id BIGINT, name VARCHAR, PRIMARY KEY (id));
+CREATE TABLE posts (id BIGINT, author BIGINT, PRIMARY KEY (id),
+                    FOREIGN KEY (author) REFERENCES users (id));
+CREATE TABLE likes (postId BIGINT, userId BIGINT, PRIMARY KEY (postId, userId),
+                    FOREIGN KEY (postId) REFERENCES posts (id));
+"""
+
+
+def test_delta_query_that_needs_a_view_gets_one_recursively():
+    plan = plan_text(LIKES, "-- name: likesOfAuthor\n"
+                            "SELECT COUNT(*) FROM likes l, posts p "
+                            "WHERE l.postId = p.id AND p.author = <u>\n")
+    query = plan.query("likesOfAuthor")
+    assert query.level == "SI-2"
+    assert len(query.views) == 2  # the likes-per-author view and likes-per-post for its upkeep
+    main = next(v for v in plan.views if v.name == "likesOfAuthor_view")
+    on_post = next(r for r in main.rules if r.table == "posts" and r.event == "insert")
+    assert on_post.level == "SI-2" and on_post.views
+
+
+def test_recursion_is_depth_limited_with_a_reason():
+    from piql.planner import imv
+
+    original = imv.MAX_DEPTH
+    imv.MAX_DEPTH = 1
+    try:
+        plan = plan_text(LIKES, "-- name: likesOfAuthor\n"
+                                "SELECT COUNT(*) FROM likes l, posts p "
+                                "WHERE l.postId = p.id AND p.author = <u>\n")
+    finally:
+        imv.MAX_DEPTH = original
+    query = plan.query("likesOfAuthor")
+    assert query.level == "unbounded"
+    rejected = [d for d in query.diagnostics if d.code == "view-rejected"][0]
+    assert "Invariant 2" in rejected.message and "recursion limit" in rejected.message
