@@ -63,6 +63,8 @@ class Table:
     foreign_keys: tuple[ForeignKey, ...] = ()
     cardinalities: tuple[CardinalityConstraint, ...] = ()
     location: Location | None = field(default=None, compare=False)
+    # Views piql fills itself (periodic results) hold at most this many rows.
+    row_limit: int | None = None
 
     @property
     def column_names(self) -> tuple[str, ...]:

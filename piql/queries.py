@@ -20,8 +20,9 @@ from sqlglot.errors import ParseError, TokenError
 
 from piql.catalog import Catalog
 from piql.errors import InputError, Location
+from piql.interval import parse_interval
 from piql.query import (
-    COMPARISONS, Aggregate, Attr, Epoch, Expr, Literal, NamedQuery, Operand, OrderItem,
+    COMPARISONS, default_name, Aggregate, Attr, Epoch, Expr, Literal, NamedQuery, Operand, OrderItem,
     Param, QueryBlock, Relation, SelectItem, Unsupported, normalized_predicate,
 )
 
@@ -122,9 +123,8 @@ def _split_blocks(text: str, file: str) -> list[_Chunk]:
                        "start": offset + len(line)}
         elif option and current is not None:
             current["options"][option.group(1).lower()] = option.group(2)
-            if option.group(1).lower() == "view" and not IDENTIFIER.match(option.group(2)):
-                raise InputError(f"expected a view name after '-- view:', found "
-                                 f"{option.group(2)!r}", Location(file, lineno, 1))
+            _check_option(option.group(1).lower(), option.group(2),
+                          Location(file, lineno, line.index(":") + 2))
             current["start"] = offset + len(line)
         elif current is None and _strip_comments(line).strip():
             raise InputError("expected '-- name: <queryName>' before the first query",
@@ -132,6 +132,16 @@ def _split_blocks(text: str, file: str) -> list[_Chunk]:
         offset += len(line)
     close()
     return chunks
+
+
+def _check_option(option: str, value: str, location: Location) -> None:
+    if option == "view" and not IDENTIFIER.match(value):
+        raise InputError(f"expected a view name after '-- view:', found {value!r}", location)
+    if option == "periodic":
+        try:
+            parse_interval(value)
+        except ValueError as err:
+            raise InputError(str(err), location) from None
 
 
 def _strip_comments(sql: str) -> str:
@@ -296,7 +306,8 @@ class _Resolver:
             if not inner.relations:
                 return None
             alias = item.alias or (inner.relations[0].alias if len(inner.relations) == 1 else "sub")
-            return Relation(alias, tuple(s.name for s in inner.select), subquery=inner)
+            return Relation(alias, tuple(s.name for s in inner.select), subquery=inner,
+                            implicit_alias=not item.alias)
         self.refuse(item, f"FROM {type(item).__name__.lower()}", "FROM takes tables and subqueries")
         return None
 
@@ -422,7 +433,7 @@ class _Resolver:
             expr = self._expr(target, relations)
             if expr is None:
                 continue
-            items.append(SelectItem(alias or _default_name(expr, len(items)), expr))
+            items.append(SelectItem(alias or default_name(expr, len(items)), expr))
         return _unique_names(items)
 
     def _order(self, node: exp.Ordered, relations: list[Relation],
@@ -464,16 +475,6 @@ def _number(text: str) -> int | float:
         return int(text)
     except ValueError:
         return float(text)
-
-
-def _default_name(expr: Expr, position: int) -> str:
-    if isinstance(expr, Attr):
-        return expr.column
-    if isinstance(expr, Aggregate):
-        return expr.func.lower() if expr.arg is None else f"{expr.func.lower()}_{expr.arg.column}"
-    if isinstance(expr, Epoch):
-        return f"{expr.attr.column}_epoch"
-    return f"col{position + 1}"
 
 
 def _unique_names(items: list[SelectItem]) -> tuple[SelectItem, ...]:

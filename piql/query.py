@@ -141,6 +141,18 @@ def normalized_predicate(left: Operand, op: str, right: Operand,
     return Predicate(left, op, right, location)
 
 
+def default_name(expr: Expr, position: int) -> str:
+    """The output name SQL engines give an unaliased select expression."""
+    if isinstance(expr, Attr):
+        return expr.column
+    if isinstance(expr, Aggregate):
+        return expr.func.lower() if expr.arg is None else f"{expr.func.lower()}_{expr.arg.column}"
+    if isinstance(expr, Epoch):
+        return f"{expr.attr.column}_epoch"
+    return f"col{position + 1}"
+
+
+
 @dataclass(frozen=True)
 class SelectItem:
     name: str
@@ -164,6 +176,7 @@ class Relation:
     columns: tuple[str, ...]
     table: str | None = None
     subquery: "QueryBlock | None" = None
+    implicit_alias: bool = False  # a FROM-subquery the user left unnamed
 
     @property
     def is_base(self) -> bool:
@@ -229,3 +242,26 @@ class NamedQuery:
     unsupported: tuple[Unsupported, ...] = ()
     periodic: str | None = None
     view_name: str | None = None
+
+
+def rename_alias(block: QueryBlock, old: str, new: str, columns: tuple[str, ...] | None = None,
+                 table: str | None = None) -> QueryBlock:
+    """``block`` with relation ``old`` renamed ``new`` (and optionally re-pointed at ``table``)."""
+    def swap(value):
+        if isinstance(value, Attr) and value.alias == old:
+            return Attr(new, value.column)
+        if isinstance(value, Epoch):
+            return Epoch(swap(value.attr), value.width)
+        if isinstance(value, Aggregate) and value.arg is not None:
+            return Aggregate(value.func, swap(value.arg), value.distinct)
+        return value
+
+    relations = tuple(
+        replace(r, alias=new, columns=columns or r.columns, table=table or r.table)
+        if r.alias == old else r for r in block.relations)
+    return replace(
+        block, relations=relations,
+        predicates=tuple(replace(p, left=swap(p.left), right=swap(p.right)) for p in block.predicates),
+        select=tuple(SelectItem(i.name, swap(i.expr)) for i in block.select),
+        group_by=tuple(swap(g) for g in block.group_by),
+        order_by=tuple(OrderItem(swap(o.expr), o.desc) for o in block.order_by))

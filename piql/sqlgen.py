@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from piql.query import (
     Aggregate, Attr, Epoch, Literal, Operand, OrderItem, Param, Predicate, QueryBlock, Ratio,
+    default_name,
 )
 
 DIALECTS = ("sqlite", "duckdb", "spark", "postgres")
@@ -64,11 +65,11 @@ def select(block: QueryBlock, paper: bool = True) -> exp.Select:
     """
     q = len(block.relations) > 1
     items = [_select_item(item.name, item.expr, paper, q) for item in block.select]
-    query = exp.select(*items) if items else exp.select(exp.Star())
+    query = exp.select(*items) if items and not _selects_all(block) else exp.select(exp.Star())
     for position, rel in enumerate(block.relations):
         if rel.subquery is not None:
-            source: exp.Expression = exp.Subquery(
-                this=select(rel.subquery, paper), alias=exp.TableAlias(this=exp.to_identifier(rel.alias)))
+            alias = None if rel.implicit_alias else exp.TableAlias(this=exp.to_identifier(rel.alias))
+            source: exp.Expression = exp.Subquery(this=select(rel.subquery, paper), alias=alias)
         else:
             source = exp.to_table(rel.table)
             if rel.alias != rel.table:
@@ -85,9 +86,18 @@ def select(block: QueryBlock, paper: bool = True) -> exp.Select:
     return query
 
 
+def _selects_all(block: QueryBlock) -> bool:
+    """``SELECT *``: every column of the only relation, in order, under its own name."""
+    if len(block.relations) != 1:
+        return False
+    rel = block.relations[0]
+    wanted = [(c, Attr(rel.alias, c)) for c in rel.columns]
+    return [(i.name, i.expr) for i in block.select] == wanted
+
+
 def _select_item(name: str, value: object, paper: bool, qualify: bool) -> exp.Expression:
     node = expression(value, paper, qualify)
-    if isinstance(value, Attr) and value.column == name:
+    if isinstance(value, (Attr, Aggregate)) and default_name(value, 0) == name:
         return node
     return exp.alias_(node, name)
 

@@ -16,13 +16,14 @@ PAPER_QUERIES = FIXTURES / "paper_queries.sql"
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
 
-def paper_schema_text(*, cardinality: bool = True, temporal: bool = True) -> str:
-    """The §2.2 schema, optionally without its CARDINALITY constraint or TEMPORAL marks."""
+def paper_schema_text(*, cardinality: bool = True, temporal: bool = False) -> str:
+    """The §2.2 schema; without its CARDINALITY constraint, or with §6.1's TEMPORAL mark."""
     text = PAPER_SCHEMA.read_text()
     if not cardinality:
         text = text.replace(" WITH CARDINALITY (tag, 10)", "")
-    if not temporal:
-        text = text.replace(" TEMPORAL", "")
+    if temporal:
+        tags = text.index("CREATE TABLE Tags")
+        text = text[:tags] + text[tags:].replace("timestamp BIGINT", "timestamp BIGINT TEMPORAL", 1)
     return text
 
 
@@ -50,3 +51,8 @@ def paper_plan() -> Plan:
 @pytest.fixture(scope="session")
 def paper_plan_unconstrained() -> Plan:
     return paper_plan_for(cardinality=False)
+
+
+@pytest.fixture(scope="session")
+def paper_plan_temporal() -> Plan:
+    return paper_plan_for(temporal=True)

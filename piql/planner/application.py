@@ -15,6 +15,7 @@ from piql.catalog import Catalog
 from piql.diagnostics import Diagnostic
 from piql.planner.phase0 import Phase0Result, plan_query
 from piql.planner.imv import build_imv
+from piql.planner.periodic import build_periodic, find_window, periodic_diagnostic
 from piql.planner.physical import IndexSpec, PhysicalPlan
 from piql.planner.view_construction import Rejection
 from piql.planner.views import TraceSection, ViewDef
@@ -110,9 +111,11 @@ def incremental_view(catalog: Catalog, query: NamedQuery,
     name = query.view_name or f"{query.name}_view"
     built = build_imv(catalog, query.block, name, (query.name,))
     if isinstance(built, Rejection):
-        return [Diagnostic("view-rejected", "error",
-                           f"no scale-independent view: {built.invariant} fails: {built.message}",
-                           built.hint, query.location)]
+        hotspot = built.invariant == "hotspot"
+        reason = built.message if built.invariant in ("hotspot", "unsupported") \
+            else f"{built.invariant} fails: {built.message}"
+        return [Diagnostic("hotspot" if hotspot else "view-rejected", "error",
+                           f"no scale-independent view: {reason}", built.hint, query.location)]
     views = (built.view,) + built.nested
     indexes: list[IndexSpec] = list(built.plan.indexes)
     for view in views:
@@ -127,7 +130,22 @@ def incremental_view(catalog: Catalog, query: NamedQuery,
                      (note,), phase0, views, built.trace)
 
 
-STRATEGIES: list[Strategy] = [on_demand, incremental_view]
+def periodic_view(catalog: Catalog, query: NamedQuery,
+                  phase0: Phase0Result) -> QueryPlan | list[Diagnostic]:
+    """SI-3: a hash-partitioned staging view and a periodic view, when TEMPORAL hotspots
+    are all that stands between the query and a bounded plan."""
+    assert query.block is not None
+    window = find_window(catalog, query.block)
+    if isinstance(window, str):
+        return []
+    built = build_periodic(catalog, query, window)
+    views = (built.staging, built.periodic)
+    note = periodic_diagnostic(built, window.column, query.location)
+    return QueryPlan(query, "SI-3", built.plan.ops_bound, built.plan, (), tuple(v.name for v in views),
+                     sqlgen.block_sql(built.rewritten), (note,), phase0, views, built.trace)
+
+
+STRATEGIES: list[Strategy] = [on_demand, incremental_view, periodic_view]
 
 
 def plan_application(catalog: Catalog, queries: tuple[NamedQuery, ...],

@@ -21,6 +21,8 @@ def max_rows(table: Table, bound: frozenset[str]) -> int | None:
 def _max_rows(table: Table, bound: frozenset[str]) -> int | None:
     if {c.lower() for c in table.primary_key} <= bound:
         return 1
+    if table.row_limit is not None:
+        return table.row_limit
     best: int | None = None
     for constraint in table.cardinalities:
         column = constraint.column.lower()

@@ -17,7 +17,7 @@ from piql.planner.physical import PhysicalPlan
 from piql.planner.storage import bound_storage
 from piql.planner.view_construction import Construction, Rejection, construct_view
 from piql.planner.views import IMV, TraceSection, ViewColumn, ViewDef
-from piql.query import QueryBlock
+from piql.query import Aggregate, QueryBlock, base_attr
 
 MAX_DEPTH = 3
 
@@ -40,6 +40,13 @@ def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple
     if isinstance(constructed, Rejection):
         return constructed
     trace = list(constructed.trace)
+    hotspot = leading_temporal(catalog, block, constructed.columns)
+    if hotspot is not None:
+        return Rejection(
+            "hotspot", f"the view's key would start with {hotspot}, which is TEMPORAL: every "
+            "insert would land on the partition holding the newest values (§2.5)",
+            "piql uses a hash-partitioned staging view and a periodic view instead (SI-3)",
+            tuple(trace))
     over_view = Catalog(catalog.tables + (_as_table(name, constructed.columns),), catalog.indexes,
                         catalog.source)
     read = plan_query(over_view, constructed.rewritten)
@@ -86,6 +93,19 @@ def _plan_delta(catalog: Catalog, delta: QueryBlock, hint: str, for_queries: tup
         return f"{direct.failure.message}; and no view bounds it: {nested.message}"
     return DeltaPlan("SI-2", nested.plan, nested.plan.ops_bound, nested.plan.rows_bound,
                      (nested.view,) + nested.nested)
+
+
+def leading_temporal(catalog: Catalog, block: QueryBlock,
+                     columns: tuple[ViewColumn, ...]) -> str | None:
+    """The TEMPORAL column that would lead the view's key, if any (a write hotspot)."""
+    if not columns or not columns[0].key:
+        return None
+    attr = base_attr(columns[0].source) if not isinstance(columns[0].source, Aggregate) else None
+    if attr is None:
+        return None
+    table = catalog.table(block.relation(attr.alias).table or "")
+    column = table.column(attr.column) if table else None
+    return str(attr) if column is not None and column.temporal else None
 
 
 def _as_table(name: str, columns: tuple[ViewColumn, ...]) -> Table:

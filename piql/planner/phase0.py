@@ -45,6 +45,7 @@ class Failure:
     message: str
     hint: str = ""
     placed: int = 0  # how many relations the failing join order had placed
+    restricted: bool = False  # some predicate narrows the relation (the likelier culprit)
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,7 @@ class _Search:
             residual=residual, index=index, covering=covering, probes=card)
         rows = max_rows(table, frozenset(prefix))
         found: list[tuple[Access, int, bool]] = []
-        if rows is not None and (prefix or ranged):
+        if rows is not None and (prefix or ranged or table.row_limit is not None):
             found.append((replace(access, rows_per_probe=rows), card * rows, False))
         limit = self.block.limit
         if may_limit and limit is not None and (prefix or ranged or self._order_columns(rel)):
@@ -277,13 +278,14 @@ class _Search:
             message += (f"; an index on ({', '.join(refused[0].index_columns)}) would serve it, "
                         f"but {refused[0].column} is TEMPORAL, so every insert would land on "
                         "the same partition (a write hotspot)")
-        return Failure(rel.alias, message, _hint(table, bindings, self.block.limit), placed)
+        return Failure(rel.alias, message, _hint(table, bindings, self.block.limit), placed,
+                       bool(bindings.eq or bindings.ranges))
 
     def _best_failure(self) -> Failure:
         if not self.failures:
             return Failure("", "no join order yields a bounded plan")
         # Prefer the order that got furthest, then the relation with most restrictions.
-        return max(self.failures, key=lambda f: (f.placed, "with" in f.message, -len(f.message)))
+        return max(self.failures, key=lambda f: (f.placed, f.restricted, -len(f.message)))
 
 
 @dataclass(frozen=True)

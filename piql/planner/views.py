@@ -115,8 +115,9 @@ class ViewDef:
             "columns": [{"column": c.name, "source": _source(c.source), "origin": c.origin}
                         for c in self.columns],
             "sql": self.sql,
+            # A periodic tuple window holds a constant number of rows: no relation.
             "storage_bound": None if self.storage is None else {
-                "relation": self.storage.relation, "factor": self.storage.factor},
+                "relation": self.storage.relation or None, "factor": self.storage.factor},
             "rules": [r.to_json() for r in self.rules],
         }
         document.update(self.extra)

@@ -132,19 +132,17 @@ def test_cardinality_per_non_key_columns_bounds_a_secondary_index():
 
 
 def test_temporal_leading_index_is_refused_as_hotspot():
-    catalog = paper_catalog()
-    result = phase0(catalog, "SELECT * FROM Documents ORDER BY timestamp LIMIT 10")
+    result = phase0(paper_catalog(temporal=True), "SELECT * FROM Tags ORDER BY timestamp LIMIT 10")
     assert result.plan is None
     assert [h.column for h in result.hotspots] == ["timestamp"]
     assert "TEMPORAL" in result.failure.message
-    plain = phase0(paper_catalog(temporal=False),
-                   "SELECT * FROM Documents ORDER BY timestamp LIMIT 10")
+    plain = phase0(paper_catalog(), "SELECT * FROM Tags ORDER BY timestamp LIMIT 10")
     assert plain.plan is not None and plain.plan.level == "SI-1"
 
 
-def test_tag_then_timestamp_index_is_not_a_hotspot(paper_plan):
+def test_tag_then_timestamp_index_is_not_a_hotspot(paper_plan_temporal):
     # timestamp is TEMPORAL but does not lead the key (tag, timestamp)
-    assert paper_plan.query("newestWithTag").level == "SI-1"
+    assert paper_plan_temporal.query("newestWithTag").level == "SI-1"
 
 
 def test_aggregate_over_bounded_input_is_local():
