@@ -25,12 +25,13 @@ from piql.catalog import CardinalityConstraint, Catalog, Column, Table
 from piql.diagnostics import Diagnostic
 from piql.interval import DEFAULT_REFRESH, Interval, parse_interval
 from piql.planner.phase0 import plan_query
+from piql.planner.view_construction import column_type
 from piql.planner.physical import PhysicalPlan
 from piql.planner.views import (
     PERIODIC, STAGING, DeltaRule, StorageBound, TraceSection, ViewColumn, ViewDef,
 )
 from piql.query import (
-    Aggregate, Attr, Epoch, NamedQuery, OrderItem, Param, Predicate, QueryBlock, Relation,
+    Aggregate, Attr, Epoch, Literal, NamedQuery, OrderItem, Param, Predicate, QueryBlock, Relation,
     SelectItem, base_attr, rename_alias,
 )
 
@@ -125,7 +126,7 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         PARTITION_WRITE_CAPACITY * -(-window.size // 1000)
     definition = _over_staging(query.block, window, staging_name, stored)
     periodic_name = _free_name(catalog, query.name)
-    periodic_table, rewritten = _periodic_table(query.block, periodic_name, window)
+    periodic_table, rewritten = _periodic_table(catalog, query.block, periodic_name, window)
     facts = {
         "partitioned_by": list(partition_key), "order_by": [window.column],
         "per_partition_ops_bound": per_partition, "refresh_every": str(refresh),
@@ -251,12 +252,14 @@ def _over_staging(block: QueryBlock, window: Window, staging: str,
         return replace(staged, select=tuple(SelectItem(c, Attr(staging, c)) for c in columns))
     keys = [p.left for p in staged.predicates
             if p.kind == "attr=param" and isinstance(p.left, Attr)]
+    epoch = next(p.left for p in staged.predicates if isinstance(p.left, Epoch))
     shown = [i.expr for i in staged.select]
     return replace(
         staged, predicates=tuple(p for p in staged.predicates
                                  if p.kind != "attr=param" or isinstance(p.left, Epoch)),
-        select=tuple(SelectItem(k.column, k) for k in keys if k not in shown) + staged.select,
-        group_by=tuple(k for k in keys if k not in staged.group_by) + staged.group_by)
+        select=(SelectItem("epoch", epoch),)
+        + tuple(SelectItem(k.column, k) for k in keys if k not in shown) + staged.select,
+        group_by=(epoch,) + tuple(k for k in keys if k not in staged.group_by) + staged.group_by)
 
 
 def _staging_order(stored: tuple[str, ...], window: Window) -> tuple[str, ...]:
@@ -264,23 +267,26 @@ def _staging_order(stored: tuple[str, ...], window: Window) -> tuple[str, ...]:
     return tuple(dict.fromkeys(list(stored) + list(key)))
 
 
-def _periodic_table(block: QueryBlock, name: str, window: Window) -> tuple[Table, QueryBlock]:
+def _periodic_table(catalog: Catalog, block: QueryBlock, name: str,
+                    window: Window) -> tuple[Table, QueryBlock]:
     """The periodic view's storage and the query rewritten to read it.
 
     Tuple windows keep the whole (bounded) result; time windows keep, per epoch,
     the result rows numbered by ``rank`` in the query's order, at most LIMIT of them.
     """
-    columns = [Column(i.name, "ANY") for i in block.select]
+    columns = [Column(i.name, column_type(catalog, block, i.expr)) for i in block.select]
     view = Attr(name, "")
     if window.kind == "tuple":
         rows = block.limit or window.size
-        table = Table(name, tuple(columns), tuple(c.name for c in columns), row_limit=rows)
+        # An ordered result is stored with its rank, so reads return it in order.
+        grouped = [i.name for i in block.select if i.expr in block.group_by]
+        key = ("rank",) if block.order_by else tuple(grouped or (c.name for c in columns))
+        stored = ((Column("rank", "BIGINT"),) if block.order_by else ()) + tuple(columns)
+        table = Table(name, stored, key, row_limit=rows)
         rewritten = QueryBlock(
-            (Relation(name, tuple(c.name for c in columns), table=name),), (),
+            (Relation(name, tuple(c.name for c in stored), table=name),), (),
             tuple(SelectItem(i.name, replace(view, column=i.name)) for i in block.select),
-            order_by=tuple(OrderItem(replace(view, column=_output_name(block, o.expr)), o.desc)
-                           for o in block.order_by if _output_name(block, o.expr)),
-            limit=block.limit)
+            order_by=(OrderItem(replace(view, column="rank")),) if block.order_by else ())
         return table, rewritten
     epoch_param = next(p.right for p in block.predicates if isinstance(p.left, Epoch))
     equalities = [p for p in block.predicates
@@ -288,7 +294,8 @@ def _periodic_table(block: QueryBlock, name: str, window: Window) -> tuple[Table
     fixed = [p.left.column for p in equalities]  # type: ignore[union-attr]
     ranked = ["rank"] if block.group_by else []
     key = ["epoch"] + fixed + ranked
-    table_columns = tuple([Column(c, "ANY") for c in key]
+    fixed_types = {p.left.column: column_type(catalog, block, p.left) for p in equalities}  # type: ignore
+    table_columns = tuple([Column(c, fixed_types.get(c, "BIGINT")) for c in key]
                           + [c for c in columns if c.name not in key])
     limits = (CardinalityConstraint("rank", block.limit or 1, tuple(key[:-1])),) if ranked else ()
     table = Table(name, table_columns, tuple(key), cardinalities=limits)
@@ -303,13 +310,17 @@ def _periodic_table(block: QueryBlock, name: str, window: Window) -> tuple[Table
     return table, rewritten
 
 
-def _output_name(block: QueryBlock, expr: object) -> str | None:
-    return next((i.name for i in block.select if i.expr == expr), None)
-
-
 def _source_of(block: QueryBlock, name: str):
+    """What a periodic view column holds: a query output, the window epoch, or a rank."""
     found = next((i.expr for i in block.select if i.name == name), None)
-    return found if found is not None else Attr(block.relations[0].alias, name)
+    if found is not None:
+        return found
+    if name == "epoch":
+        return next(p.left for p in block.predicates if isinstance(p.left, Epoch))
+    if name == "rank":
+        return Literal(None, "position in ORDER BY")
+    return next(p.left for p in block.predicates
+                if isinstance(p.left, Attr) and p.left.column == name)
 
 
 def _free_name(catalog: Catalog, name: str) -> str:

@@ -118,7 +118,7 @@ def _row_view(catalog: Catalog, block: QueryBlock, name: str, a_eq: list, a_ineq
     names = view_column_names(sources)
     columns = tuple(
         ViewColumn(n, s, i < len(key), origins[i] if i < len(key) else "projection",
-                   _column_type(catalog, block, s))
+                   column_type(catalog, block, s))
         for i, (n, s) in enumerate(zip(names, sources)))
     trace.append(TraceSection("A_view (view key, in order)", tuple(
         f"{c.name} <- {c.source}  ({c.origin})" for c in columns if c.key)))
@@ -154,7 +154,7 @@ def _aggregate_view(catalog: Catalog, block: QueryBlock, name: str, a_eq: list, 
                 "would read every group of the view", "compare the grouped column with a "
                 "parameter, or use ORDER BY ... LIMIT on a periodic view (SI-3)", tuple(trace))
     names = view_column_names(group_key) if group_key else []
-    columns = [ViewColumn(n, s, True, "A_eq", _column_type(catalog, block, s))
+    columns = [ViewColumn(n, s, True, "A_eq", column_type(catalog, block, s))
                for n, s in zip(names, group_key)]
     for aggregate in _state(block.aggregates):
         column = _state_name(aggregate)
@@ -295,11 +295,20 @@ def _table(catalog: Catalog, rel: Relation):
     return table
 
 
-def _column_type(catalog: Catalog, block: QueryBlock, expr: Expr) -> str:
-    attr = base_attr(expr) if not isinstance(expr, (Aggregate, Literal)) else None
+def column_type(catalog: Catalog, block: QueryBlock, expr: Expr) -> str:
+    """The SQL type of an output expression: its column's, or its aggregate's."""
+    if isinstance(expr, Aggregate):
+        return "BIGINT" if expr.func == "COUNT" else "DOUBLE"
+    if isinstance(expr, Epoch):
+        return "BIGINT"
+    attr = base_attr(expr) if not isinstance(expr, Literal) else None
     if attr is None:
         return "ANY"
-    column = _table(catalog, block.relation(attr.alias)).column(attr.column)
+    rel = block.relation(attr.alias)
+    if rel.subquery is not None:
+        inner = next((i.expr for i in rel.subquery.select if i.name == attr.column), None)
+        return "ANY" if inner is None else column_type(catalog, rel.subquery, inner)
+    column = _table(catalog, rel).column(attr.column)
     return column.type if column is not None else "ANY"
 
 

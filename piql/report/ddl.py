@@ -6,7 +6,7 @@ from sqlglot import exp
 from piql import sqlgen
 from piql.planner.application import Plan
 from piql.planner.maintenance import DeltaQuery, rule_sql
-from piql.planner.views import ViewDef
+from piql.planner.views import PERIODIC, STAGING, ViewDef
 
 # Spark SQL has no clustered keys or secondary indexes: the store keeps those.
 KEYLESS_DIALECTS = ("spark",)
@@ -38,10 +38,23 @@ def render(plan: Plan, dialect: str) -> str:
 
 def _view(view: ViewDef, dialect: str) -> list[str]:
     key = ", ".join(c.name for c in view.key)
-    bound = f"; storage <= {view.storage.factor} x |{view.storage.relation}|" if view.storage else ""
+    bound = ""
+    if view.storage is not None:
+        bound = f"; storage <= {view.storage.factor} x |{view.storage.relation}|" \
+            if view.storage.relation else f"; storage <= {view.storage.factor} rows"
     lines = [f"-- view {view.name} ({view.kind}) for {', '.join(view.for_queries)}: "
-             f"key ({key}){bound}", create_table(view, dialect) + ";",
-             f"INSERT INTO {view.name} {sqlgen.block_sql(view.definition, dialect)};"]
+             f"key ({key}){bound}"]
+    if view.kind == STAGING:
+        lines.append(f"-- rows are spread over {view.extra['partitions']} partitions by "
+                     f"HASH({', '.join(view.extra['partitioned_by'])}); piql computes it on write")
+    lines.append(create_table(view, dialect) + ";")
+    if view.kind == PERIODIC:
+        lines.append(f"-- refreshed every {view.extra['refresh_every']} by one task per partition "
+                     f"of {view.extra['staging']}, each reading at most "
+                     f"{view.extra['per_partition_ops_bound']} rows, merged as:")
+        lines.append(sqlgen.block_sql(view.definition, dialect) + ";")
+        return lines
+    lines.append(f"INSERT INTO {view.name} {sqlgen.block_sql(view.definition, dialect)};")
     for rule in view.rules:
         delta = DeltaQuery(rule.table, rule.aliases, rule.delta, rule.guards,
                            tuple(c.name for c in view.columns if not c.key) if view.aggregate else ())
@@ -51,11 +64,16 @@ def _view(view: ViewDef, dialect: str) -> list[str]:
 
 def create_table(view: ViewDef, dialect: str) -> str:
     """The view's storage: a table clustered on the view key."""
+    names = [(c.name, c.type) for c in view.columns]
+    key = [c.name for c in view.key]
+    if view.kind == STAGING:  # clustered by partition, then the TEMPORAL order
+        names.insert(0, ("partition", "BIGINT"))
+        key.insert(0, "partition")
     columns: list[exp.Expression] = [
-        exp.ColumnDef(this=exp.to_identifier(c.name), kind=exp.DataType.build(_type(c.type)))
-        for c in view.columns]
+        exp.ColumnDef(this=exp.to_identifier(name), kind=exp.DataType.build(_type(kind)))
+        for name, kind in names]
     if dialect not in KEYLESS_DIALECTS:
-        columns.append(exp.PrimaryKey(expressions=[exp.to_identifier(c.name) for c in view.key]))
+        columns.append(exp.PrimaryKey(expressions=[exp.to_identifier(k) for k in key]))
     statement = exp.Create(kind="TABLE", this=exp.Schema(this=exp.to_table(view.name),
                                                         expressions=columns)).sql(dialect=dialect)
     return statement + (" WITHOUT ROWID" if dialect == "sqlite" else "")

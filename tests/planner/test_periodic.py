@@ -1,0 +1,130 @@
+"""Phase 4 (SI-3): TEMPORAL hotspots, staging views and periodic views (paper §6)."""
+from __future__ import annotations
+
+from piql.report.json_report import to_dict
+from tests.conftest import paper_catalog, plan_text
+
+TAGS_TEMPORAL = """
+CREATE TABLE Tags (docId BIGINT, tag VARCHAR, timestamp BIGINT TEMPORAL,
+                   PRIMARY KEY (docId, tag)) WITH CARDINALITY (tag, 10);
+"""
+
+
+def view(plan, name):
+    return next(v for v in to_dict(plan)["views"] if v["name"] == name)
+
+
+def test_popular_tags_is_si3_as_the_paper_prints_it(paper_plan_temporal):
+    query = paper_plan_temporal.query("popularTags")
+    assert query.level == "SI-3"
+    assert query.views == ("popularTagsStaging", "popularTags")
+    staging = view(paper_plan_temporal, "popularTagsStaging")
+    assert staging["kind"] == "staging"
+    assert staging["sql"] == ("CREATE VIEW popularTagsStaging AS "
+                              "SELECT HASH(tag, docId), timestamp, tag FROM Tags")
+    assert staging["partitioned_by"] == ["tag", "docId"]
+    assert staging["order_by"] == ["timestamp"]
+    periodic = view(paper_plan_temporal, "popularTags")
+    assert periodic["kind"] == "periodic"
+    assert periodic["sql"] == (
+        "CREATE VIEW popularTags PERIODIC 1 MIN AS SELECT tag, COUNT(*) FROM "
+        "(SELECT * FROM popularTagsStaging ORDER BY timestamp LIMIT 5000) GROUP BY tag")
+    assert periodic["per_partition_ops_bound"] == 5000
+    assert periodic["refresh_every"] == "1 MIN"
+    assert periodic["partitions"] == 16
+    assert periodic["refresh_ops_total"] == 16 * 5000
+    assert query.ops_bound == 5000  # at most 5000 tags among 5000 tuples
+
+
+def test_popular_tags_without_temporal_is_si1_on_a_timestamp_index(paper_plan):
+    query = paper_plan.query("popularTags")
+    assert query.level == "SI-1" and query.ops_bound == 5000
+    assert [i.columns for i in query.indexes] == [("timestamp",)]
+
+
+def test_the_report_says_why_si3_and_not_si1(paper_plan_temporal):
+    query = paper_plan_temporal.query("popularTags")
+    codes = {d.code: d for d in query.diagnostics}
+    assert codes["hotspot"].severity == "warning"
+    assert "Tags(timestamp)" in codes["hotspot"].message
+    assert "SI-3, not SI-1" in codes["periodic"].message
+
+
+def test_staging_view_costs_one_write_per_base_write(paper_plan_temporal):
+    staging = view(paper_plan_temporal, "popularTagsStaging")
+    assert [(r["event"], r["table"], r["ops_bound"], r["level"]) for r in staging["rules"]] == [
+        ("insert", "Tags", 1, "SI-0"), ("delete", "Tags", 1, "SI-0")]
+    assert staging["storage_bound"] == {"relation": "Tags", "factor": 1}
+
+
+def test_newest_rows_by_a_temporal_column():
+    plan = plan_text(TAGS_TEMPORAL, "-- name: newest\n-- periodic: 30 s\n"
+                                    "SELECT docId, tag FROM Tags ORDER BY timestamp DESC LIMIT 20\n")
+    query = plan.query("newest")
+    assert (query.level, query.ops_bound) == ("SI-3", 20)
+    assert query.rewritten_sql == "SELECT docId, tag FROM newest ORDER BY rank"
+    periodic = view(plan, "newest")
+    assert periodic["per_partition_ops_bound"] == 20
+    assert periodic["refresh_every"] == "30 SEC"
+    assert periodic["storage_bound"] == {"relation": None, "factor": 20}
+    assert "ORDER BY timestamp DESC LIMIT 20" in periodic["sql"]
+    staging = view(plan, "newestStaging")
+    assert staging["sql"] == "CREATE VIEW newestStaging AS SELECT HASH(docId, tag), timestamp, docId, tag FROM Tags"
+
+
+def test_hourly_top_k_aggregate_over_a_temporal_window():
+    plan = plan_text(TAGS_TEMPORAL, (
+        "-- name: trendingTags\n-- periodic: 5 min\n"
+        "SELECT tag, COUNT(*) AS uses FROM Tags WHERE timestamp - timestamp % 3600000 = <hour> "
+        "GROUP BY tag ORDER BY COUNT(*) DESC LIMIT 10\n"))
+    query = plan.query("trendingTags")
+    assert (query.level, query.ops_bound) == ("SI-3", 10)
+    assert query.rewritten_sql == (
+        "SELECT tag, uses FROM trendingTags WHERE epoch = <hour> ORDER BY rank LIMIT 10")
+    periodic = view(plan, "trendingTags")
+    assert [k["column"] for k in periodic["key"]] == ["epoch", "rank"]
+    # one partition absorbs at most 1000 writes/s, so one hour holds 3.6M tuples of it
+    assert periodic["per_partition_ops_bound"] == 3_600_000
+    assert periodic["refresh_every"] == "5 MIN"
+    assert periodic["sql"] == (
+        "CREATE VIEW trendingTags PERIODIC 5 MIN AS SELECT (timestamp - (timestamp % 3600000)) "
+        "AS epoch, tag, COUNT(*) AS uses FROM trendingTagsStaging "
+        "WHERE (timestamp - (timestamp % 3600000)) = <hour> "
+        "GROUP BY (timestamp - (timestamp % 3600000)), tag ORDER BY COUNT(*) DESC LIMIT 10")
+
+
+def test_windowed_count_with_temporal_epoch_is_a_hotspot_view_and_goes_periodic(paper_plan_temporal):
+    query = paper_plan_temporal.query("countTagsWindowed")
+    assert query.level == "SI-3"
+    assert any(d.code == "hotspot" and "TEMPORAL" in d.message for d in query.diagnostics)
+    periodic = view(paper_plan_temporal, "countTagsWindowed")
+    assert [k["column"] for k in periodic["key"]] == ["epoch", "tag"]
+    assert query.ops_bound == 1
+
+
+def test_grouped_time_window_without_limit_stays_unbounded():
+    plan = plan_text(TAGS_TEMPORAL, "-- name: q\nSELECT tag, COUNT(*) FROM Tags "
+                                    "WHERE timestamp - timestamp % 60000 = <m> GROUP BY tag\n")
+    assert plan.query("q").level == "unbounded"
+
+
+def test_non_leading_temporal_column_stays_si1():
+    plan = plan_text(TAGS_TEMPORAL, "-- name: q\nSELECT docId FROM Tags WHERE tag = <t> "
+                                    "ORDER BY timestamp DESC LIMIT 5\n")
+    query = plan.query("q")
+    assert query.level == "SI-1"
+    assert [i.columns for i in query.indexes] == [("tag", "timestamp")]
+    assert not any(d.code == "hotspot" for d in query.diagnostics)
+
+
+def test_invalid_periodic_interval_is_an_input_error():
+    import pytest
+
+    from piql.errors import InputError
+    from piql.queries import parse_queries
+
+    with pytest.raises(InputError) as caught:
+        parse_queries("-- name: q\n-- periodic: soon\nSELECT * FROM Tags WHERE docId = <d>\n",
+                      paper_catalog(), "q.sql")
+    assert (caught.value.location.line, caught.value.location.column) == (2, 13)
+    assert "interval" in caught.value.message
