@@ -204,7 +204,9 @@ class _Search:
             residual=residual, index=index, covering=covering, probes=card)
         rows = max_rows(table, frozenset(prefix))
         found: list[tuple[Access, int, bool]] = []
-        if rows is not None and (prefix or ranged or table.row_limit is not None):
+        # A table whose key is empty or whose rows are capped can be read whole.
+        whole = table.row_limit is not None or not table.primary_key
+        if rows is not None and (prefix or ranged or whole):
             found.append((replace(access, rows_per_probe=rows), card * rows, False))
         limit = self.block.limit
         if may_limit and limit is not None and (prefix or ranged or self._order_columns(rel)):

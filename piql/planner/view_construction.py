@@ -184,12 +184,15 @@ def _aggregate_refusal(aggregate: Aggregate) -> tuple[str, str] | None:
 
 
 def _state(aggregates: tuple[Aggregate, ...]) -> list[Aggregate]:
-    """Partial state of fixed size: AVG is kept as SUM and COUNT."""
+    """Partial state of fixed size: AVG is kept as SUM and COUNT, and every group keeps
+    its COUNT(*) so maintenance knows when the group is empty and must go."""
     state: list[Aggregate] = []
     for aggregate in aggregates:
         parts = [Aggregate("SUM", aggregate.arg), Aggregate("COUNT", None)] \
             if aggregate.func == "AVG" else [aggregate]
         state += [p for p in parts if p not in state]
+    if Aggregate("COUNT", None) not in state:
+        state.append(Aggregate("COUNT", None))
     return state
 
 

@@ -1,0 +1,40 @@
+"""piql: prove that every query and write of an application stays bounded as data grows.
+
+>>> import piql
+>>> app = piql.load("schema.sql", "queries.sql")   # plan: levels, views, rules
+>>> db = app.deploy("app.db")                      # SQLite store, creates everything
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from piql.errors import InputError, PiqlError
+from piql.loader import load_plan
+from piql.planner.application import Plan
+from piql.planner.periodic import DEFAULT_PARTITIONS
+
+__all__ = ["App", "InputError", "PiqlError", "load"]
+
+
+@dataclass(frozen=True)
+class App:
+    """A planned application: every query's level, and the indexes and views it needs."""
+
+    plan: Plan
+
+    def deploy(self, path: str | Path = ":memory:", *, strict: bool = True,
+               partitions: int = DEFAULT_PARTITIONS):
+        """Create (or reopen) the store at ``path`` with this plan's tables, indexes and views."""
+        from piql.runtime.deployment import Deployment
+
+        return Deployment(self.plan, str(path), strict=strict, partitions=partitions)
+
+    @property
+    def levels(self) -> dict[str, str]:
+        return {q.name: q.level for q in self.plan.queries}
+
+
+def load(schema: str | Path, queries: str | Path) -> App:
+    """Parse and plan an application (raises InputError on a mistake in either file)."""
+    return App(load_plan(schema, queries))

@@ -1,0 +1,419 @@
+"""A plan deployed on the embedded store: the Python API of DESIGN.md's Runtime section.
+
+>>> app = piql.load("schema.sql", "queries.sql")
+>>> db = app.deploy("app.db")
+>>> db.insert("Tags", docId=1, tag="a", timestamp=5)
+>>> db.query("twoTags", tag1="a", tag2="b").ops
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import sqlite3
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+from piql.catalog import Table
+from piql.planner.application import Plan, QueryPlan
+from piql.planner.periodic import DEFAULT_PARTITIONS
+from piql.planner.views import IMV, PERIODIC, STAGING, ViewDef
+from piql.query import Attr, Epoch, Param, QueryBlock
+from piql.runtime.check import CheckReport, check_views, recompute
+from piql.runtime.errors import (
+    BoundExceeded, ConstraintError, DeploymentError, ParameterError, RuntimeErrorBase, UnknownName,
+)
+from piql.runtime.evaluate import check_type, finish
+from piql.runtime.executor import execute
+from piql.runtime.refresh import RefreshReport, refresh_view
+from piql.runtime.store import Store, TableShape, quote
+from piql.runtime.writes import Maintainer, WriteReport
+
+META = "_piql_meta"
+
+
+@dataclass(frozen=True)
+class Result:
+    """Rows of one query execution, with its measured operations and static bound."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple, ...]
+    ops: int
+    bound: int
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: int) -> tuple:
+        return self.rows[index]
+
+    def dicts(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row)) for row in self.rows]
+
+
+class Deployment:
+    """A plan's tables, indexes and views on one SQLite store, and its bounded entry points."""
+
+    def __init__(self, plan: Plan, path: str = ":memory:", *, strict: bool = True,
+                 partitions: int = DEFAULT_PARTITIONS) -> None:
+        if partitions < 1:
+            raise DeploymentError("partitions must be a positive integer")
+        self.plan = plan
+        self.strict = strict
+        self.partitions = partitions
+        self.views = _dependency_order(plan.views)
+        self.store = Store(str(path))
+        for shape in self._shapes():
+            self.store.register(shape)
+        self._install()
+        index_counts: dict[str, int] = {}
+        for index in self._indexes():
+            index_counts[index[1]] = index_counts.get(index[1], 0) + 1
+        self.maintainer = Maintainer(plan.catalog, self.views, self.store, self.partition_of,
+                                     index_counts, strict)
+
+    # -- set-up --------------------------------------------------------------
+    def _shapes(self) -> list[TableShape]:
+        shapes = [TableShape(t.name, t.column_names, t.primary_key, tuple(c.type for c in t.columns))
+                  for t in self.plan.catalog.tables]
+        for view in self.views:
+            columns = [c.name for c in view.columns]
+            types = [c.type for c in view.columns]
+            key = [c.name for c in view.key]
+            if view.kind == STAGING:
+                columns, types, key = ["partition"] + columns, ["INTEGER"] + types, ["partition"] + key
+            if not key:  # one aggregate row for the whole table
+                columns, types, key = ["_all"] + columns, ["INTEGER"] + types, ["_all"]
+            shapes.append(TableShape(view.name, tuple(columns), tuple(key), tuple(types)))
+        return shapes
+
+    def _indexes(self) -> list[tuple[str, str, tuple[str, ...]]]:
+        found = [(i.name, i.table, i.columns) for i in self.plan.indexes]
+        for table in self.plan.catalog.tables:
+            # Constraint checks on write read a key prefix: give them one where the key is not.
+            for constraint in table.cardinalities:
+                columns = tuple(constraint.per) + (constraint.column,)
+                if tuple(table.primary_key[:len(columns)]) != columns:
+                    found.append((f"chk_{table.name}_{constraint.column}".lower(), table.name, columns))
+            for fk in table.foreign_keys:
+                if tuple(table.primary_key[:len(fk.columns)]) != tuple(fk.columns) and not any(
+                        tuple(cols[:len(fk.columns)]) == tuple(fk.columns)
+                        for _, t, cols in found if t == table.name):
+                    found.append((f"fk_{table.name}_{'_'.join(fk.columns)}".lower(), table.name,
+                                  tuple(fk.columns)))
+        return found
+
+    def fingerprint(self) -> str:
+        """Identifies the plan a store was deployed with."""
+        described = {
+            "tables": [[s.name, s.columns, s.key] for s in self._shapes()],
+            "indexes": self._indexes(),
+            "views": [[v.name, v.kind, v.sql] for v in self.views],
+            "partitions": self.partitions,
+        }
+        return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
+
+    def _install(self) -> None:
+        fingerprint = self.fingerprint()
+        existing = self.store.sql(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", [META])
+        if existing:
+            recorded = self.store.sql(f"SELECT value FROM {META} WHERE key = 'fingerprint'")
+            if recorded and recorded[0][0] == fingerprint:
+                return
+            raise DeploymentError(
+                f"the store {self.store.path} was deployed with a different plan "
+                f"(recorded {recorded[0][0][:12] if recorded else 'nothing'}, this plan "
+                f"{fingerprint[:12]}); deploy into a new store, or migrate its data with "
+                "`load` into one deployed with this plan")
+        if self.store.sql("SELECT name FROM sqlite_master WHERE type = 'table'"):
+            raise DeploymentError(f"the store {self.store.path} already holds tables that piql "
+                                  "did not create; deploy into a new store")
+        self.store.begin()
+        try:
+            for shape in self.store.shapes.values():
+                self.store.create_table(shape)
+            for name, table, columns in self._indexes():
+                self.store.create_index(name, table, columns)
+            self.store.sql(f"CREATE TABLE {META} (key TEXT PRIMARY KEY, value TEXT)")
+            self.store.sql(f"INSERT INTO {META} VALUES ('fingerprint', ?)", [fingerprint])
+            self.store.commit()
+        except BaseException:
+            self.store.rollback()
+            raise
+
+    def partition_of(self, view: ViewDef, values: dict[str, Any]) -> int:
+        """The staging partition of a row: a stable hash of its primary key."""
+        key = repr(tuple(values[c] for c in view.extra["partitioned_by"])).encode()
+        return zlib.crc32(key) % self.partitions
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- queries -------------------------------------------------------------
+    def query(self, name: str, **params: Any) -> Result:
+        """Run a named query through its bounded plan; ``.ops`` is what it cost."""
+        query = self._query(name)
+        if query.physical is None:
+            reason = next((d.message for d in query.diagnostics if d.severity == "error"), "")
+            raise RuntimeErrorBase(f"query {query.name} is unbounded, so piql does not run it: {reason}")
+        block = query.query.block
+        assert block is not None
+        _check_params(self.plan, query, block, params)
+        start = self.store.counter.ops
+        rows = execute(self.store, query.physical, params)
+        if not rows and block.aggregates and not block.group_by:
+            rows = finish(block, [], params)  # an aggregate of nothing: COUNT 0, SUM NULL
+        ops = self.store.counter.ops - start
+        bound = query.ops_bound or 0
+        if self.strict and ops > bound:
+            raise BoundExceeded(f"query {query.name} did {ops} operations; its bound is {bound}")
+        return Result(tuple(i.name for i in block.select), tuple(rows), ops, bound)
+
+    def _query(self, name: str) -> QueryPlan:
+        query = self.plan.query(name)
+        if query is None:
+            known = ", ".join(q.name for q in self.plan.queries)
+            raise UnknownName(f"no query named '{name}' (known: {known})")
+        return query
+
+    # -- writes --------------------------------------------------------------
+    def insert(self, table: str, **row: Any) -> WriteReport:
+        """Insert one base row and maintain every index and view, in one transaction."""
+        definition = self._table(table)
+        full = _complete_row(definition, row)
+        return self._transaction(lambda: self.maintainer.insert(definition, full))
+
+    def delete(self, table: str, **key: Any) -> WriteReport:
+        """Delete the base row with this primary key, maintaining every view."""
+        definition = self._table(table)
+        return self._transaction(lambda: self.maintainer.delete(definition, _key_of(definition, key)))
+
+    def update(self, table: str, **row: Any) -> list[WriteReport]:
+        """Replace the row with the same primary key: a delete then an insert, atomically."""
+        definition = self._table(table)
+        full = _complete_row(definition, row)
+        key = {c: full[c] for c in definition.primary_key}
+        return self._transaction(lambda: [self.maintainer.delete(definition, key, replacing=True),
+                                          self.maintainer.insert(definition, full)])
+
+    def _transaction(self, work):
+        self.store.begin()
+        try:
+            result = work()
+            self.store.commit()
+            return result
+        except sqlite3.IntegrityError as err:
+            self.store.rollback()
+            raise ConstraintError(f"the store refused the write: {err}") from None
+        except BaseException:
+            self.store.rollback()
+            raise
+
+    def _table(self, name: str) -> Table:
+        table = self.plan.catalog.table(name)
+        if table is None:
+            known = ", ".join(t.name for t in self.plan.catalog.tables)
+            raise UnknownName(f"no table named '{name}' (known: {known})")
+        return table
+
+    # -- bulk load -----------------------------------------------------------
+    def load(self, table: str, rows: Iterable[dict[str, Any] | Sequence[Any]] | None = None, *,
+             path: str | Path | None = None) -> int:
+        """Load many base rows at once (dicts, tuples in column order, or a CSV/Parquet file),
+        check keys and CARDINALITY constraints in bulk, and rebuild the views from the data
+        in one pass. All or nothing."""
+        definition = self._table(table)
+        records = list(_read_rows(definition, rows, path))
+        self.store.begin()
+        try:
+            staged = f"_load_{definition.name}"
+            columns = definition.column_names
+            self.store.sql(f"CREATE TEMP TABLE {quote(staged)} AS SELECT * FROM "
+                           f"{quote(definition.name)} WHERE 0")
+            self.store.connection.executemany(
+                f"INSERT INTO {quote(staged)} VALUES ({', '.join('?' for _ in columns)})", records)
+            _bulk_checks(self.store, definition, staged)
+            self.store.sql(f"INSERT INTO {quote(definition.name)} SELECT * FROM {quote(staged)}")
+            self.store.sql(f"DROP TABLE {quote(staged)}")
+            for view in self.views:
+                if view.kind in (IMV, STAGING) and _reads(view, definition.name):
+                    self.store.replace_rows(view.name, recompute(self.store, view, self.partition_of))
+            self.store.commit()
+        except BaseException:
+            self.store.rollback()
+            self.store.sql(f"DROP TABLE IF EXISTS temp.{quote('_load_' + definition.name)}")
+            raise
+        return len(records)
+
+    # -- periodic views and checks ------------------------------------------
+    def refresh(self, now_ms: int | None = None) -> list[RefreshReport]:
+        """Recompute every SI-3 periodic view from its staging view (in-process)."""
+        staging = {v.name: v for v in self.views if v.kind == STAGING}
+        return [refresh_view(self.store, view, staging[view.extra["staging"]], self.partitions,
+                             now_ms, self.strict)
+                for view in self.views if view.kind == PERIODIC]
+
+    def check(self, repair: bool = False) -> CheckReport:
+        """Recompute every maintained view from base data and diff it (paper §7)."""
+        return check_views(self.store, self.views, self.partition_of, repair)
+
+    def rows(self, table: str) -> list[tuple]:
+        """Every row of a table or view, for inspection and tests (not a bounded read)."""
+        return self.store.all_rows(table)
+
+
+def _dependency_order(views: tuple[ViewDef, ...]) -> tuple[ViewDef, ...]:
+    """Views whose maintenance reads another view come after it."""
+    by_name = {v.name: v for v in views}
+    ordered: list[ViewDef] = []
+
+    def visit(view: ViewDef) -> None:
+        if view in ordered:
+            return
+        for rule in view.rules:
+            for name in rule.views:
+                if name in by_name:
+                    visit(by_name[name])
+        ordered.append(view)
+
+    for view in views:
+        visit(view)
+    return tuple(ordered)
+
+
+def _reads(view: ViewDef, table: str) -> bool:
+    return any(r.table and r.table.lower() == table.lower() for r in view.definition.relations)
+
+
+def _complete_row(table: Table, row: dict[str, Any]) -> dict[str, Any]:
+    unknown = [c for c in row if table.column(c) is None]
+    if unknown:
+        raise UnknownName(f"table {table.name} has no column '{unknown[0]}' "
+                          f"(columns: {', '.join(table.column_names)})")
+    given = {table.column(c).name: v for c, v in row.items()}  # type: ignore[union-attr]
+    missing = [c for c in table.primary_key if given.get(c) is None]
+    if missing:
+        raise ConstraintError(f"a {table.name} row needs its key column '{missing[0]}'")
+    for column in table.columns:
+        if not check_type(column.type, given.get(column.name)):
+            raise ConstraintError(f"{table.name}.{column.name} is {column.type}; got "
+                                  f"{given[column.name]!r} ({type(given[column.name]).__name__})")
+    return {c: given.get(c) for c in table.column_names}
+
+
+def _key_of(table: Table, values: dict[str, Any]) -> dict[str, Any]:
+    given = {}
+    for name, value in values.items():
+        column = table.column(name)
+        if column is None:
+            raise UnknownName(f"table {table.name} has no column '{name}'")
+        given[column.name] = value
+    missing = [c for c in table.primary_key if c not in given]
+    extra = [c for c in given if c not in table.primary_key]
+    if missing or extra:
+        raise ConstraintError(f"delete from {table.name} takes exactly its key "
+                              f"({', '.join(table.primary_key)})")
+    return {c: given[c] for c in table.primary_key}
+
+
+def _check_params(plan: Plan, query: QueryPlan, block: QueryBlock, params: dict[str, Any]) -> None:
+    expected = block.params
+    missing = [p for p in expected if p not in params]
+    extra = [p for p in params if p not in expected]
+    if missing:
+        raise ParameterError(f"query {query.name} needs parameter <{missing[0]}> "
+                             f"(parameters: {', '.join(expected) or 'none'})")
+    if extra:
+        raise ParameterError(f"query {query.name} has no parameter <{extra[0]}> "
+                             f"(parameters: {', '.join(expected) or 'none'})")
+    for name, declared in _param_types(plan, block).items():
+        if not check_type(declared, params[name]) or params[name] is None:
+            raise ParameterError(f"parameter <{name}> of {query.name} is compared with a "
+                                 f"{declared} column; got {params[name]!r}")
+
+
+def _param_types(plan: Plan, block: QueryBlock) -> dict[str, str]:
+    types: dict[str, str] = {}
+    for pred in block.predicates:
+        if not isinstance(pred.right, Param):
+            continue
+        if isinstance(pred.left, Epoch):
+            types[pred.right.name] = "BIGINT"
+        elif isinstance(pred.left, Attr):
+            rel = block.relation(pred.left.alias)
+            table = plan.catalog.table(rel.table or "")
+            column = table.column(pred.left.column) if table else None
+            if column is not None:
+                types[pred.right.name] = column.type
+    return types
+
+
+def _read_rows(table: Table, rows, path) -> Iterator[tuple]:
+    columns = table.column_names
+    if path is not None:
+        path = Path(path)
+        if path.suffix.lower() == ".parquet":
+            import duckdb
+
+            rows = duckdb.sql(f"SELECT * FROM read_parquet('{path}')").fetchall()
+            rows = [dict(zip(columns, r)) for r in rows]
+        else:
+            with open(path, newline="") as handle:
+                rows = [_typed(table, r) for r in csv.DictReader(handle)]
+    for row in rows or ():
+        if isinstance(row, dict):
+            yield tuple(_complete_row(table, row).values())
+        else:
+            yield tuple(_complete_row(table, dict(zip(columns, row))).values())
+
+
+def _typed(table: Table, record: dict[str, str]) -> dict[str, Any]:
+    """CSV values arrive as text; give them their column's type."""
+    typed: dict[str, Any] = {}
+    for name, text in record.items():
+        column = table.column(name)
+        if column is None:
+            raise UnknownName(f"CSV column '{name}' is not a column of {table.name}")
+        kind = column.type.upper().split("(")[0]
+        if text == "":
+            typed[name] = None
+        elif kind in ("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT"):
+            typed[name] = int(text)
+        elif kind in ("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC"):
+            typed[name] = float(text)
+        else:
+            typed[name] = text
+    return typed
+
+
+def _bulk_checks(store: Store, table: Table, staged: str) -> None:
+    key = ", ".join(quote(c) for c in table.primary_key)
+    duplicate = store.sql(f"SELECT {key} FROM {quote(staged)} GROUP BY {key} HAVING COUNT(*) > 1 "
+                          "LIMIT 1")
+    if duplicate:
+        raise ConstraintError(f"the data for {table.name} has two rows with key "
+                              f"({', '.join(f'{c}={v!r}' for c, v in zip(table.primary_key, duplicate[0]))})")
+    join = " AND ".join(f"s.{quote(c)} = t.{quote(c)}" for c in table.primary_key)
+    clash = store.sql(f"SELECT s.* FROM {quote(staged)} s JOIN {quote(table.name)} t ON {join} LIMIT 1")
+    if clash:
+        raise ConstraintError(f"{table.name} already has a row with key "
+                              f"({', '.join(f'{c}={v!r}' for c, v in zip(table.column_names, clash[0]) if c in table.primary_key)})")
+    for constraint in table.cardinalities:
+        per = ", ".join(quote(c) for c in constraint.per)
+        both = f"(SELECT * FROM {quote(table.name)} UNION ALL SELECT * FROM {quote(staged)})"
+        select_per = f"{per}, " if per else ""
+        group = f" GROUP BY {per}" if per else ""
+        broken = store.sql(f"SELECT {select_per}COUNT(DISTINCT {quote(constraint.column)}) FROM "
+                           f"{both}{group} HAVING COUNT(DISTINCT {quote(constraint.column)}) > "
+                           f"{constraint.limit} LIMIT 1")
+        if broken:
+            values = ", ".join(f"{c}={v!r}" for c, v in zip(constraint.per, broken[0]))
+            raise ConstraintError(
+                f"loading {table.name} breaks {constraint.describe()}: ({values}) would have "
+                f"{broken[0][-1]} {constraint.column} values (limit {constraint.limit})")

@@ -1,0 +1,28 @@
+"""Errors of a deployed application; each leaves the store unchanged."""
+from __future__ import annotations
+
+from piql.errors import PiqlError
+
+
+class RuntimeErrorBase(PiqlError):
+    """Base of errors raised while serving queries and writes."""
+
+
+class ParameterError(RuntimeErrorBase):
+    """A query was called with a missing, extra or mistyped parameter."""
+
+
+class ConstraintError(RuntimeErrorBase):
+    """A write would break a key or CARDINALITY constraint."""
+
+
+class BoundExceeded(RuntimeErrorBase):
+    """Strict mode: an execution read or wrote more tuples than its static bound."""
+
+
+class DeploymentError(RuntimeErrorBase):
+    """The store cannot host this plan (for instance it was deployed with another plan)."""
+
+
+class UnknownName(RuntimeErrorBase):
+    """No such query, table or column."""

@@ -1,0 +1,127 @@
+"""Evaluating query-block expressions on bound rows (all of it local work on bounded input)."""
+from __future__ import annotations
+
+import operator
+from typing import Any, Iterable
+
+from piql.query import (
+    Aggregate, Attr, Epoch, Expr, Literal, OrderItem, Param, Predicate, QueryBlock, Ratio,
+)
+
+Binding = dict[tuple[str, str], Any]
+COMPARE = {"=": operator.eq, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+INTEGER_TYPES = ("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT")
+REAL_TYPES = ("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC")
+TEXT_TYPES = ("VARCHAR", "TEXT", "CHAR", "STRING", "CLOB")
+
+
+def value(expr: object, binding: Binding, params: dict[str, Any]) -> Any:
+    if isinstance(expr, Attr):
+        return binding[(expr.alias, expr.column)]
+    if isinstance(expr, Param):
+        return params[expr.name]
+    if isinstance(expr, Literal):
+        return expr.value
+    if isinstance(expr, Epoch):
+        time = value(expr.attr, binding, params)
+        return time - time % expr.width
+    raise TypeError(f"cannot evaluate {expr!r} on one row")
+
+
+def holds(pred: Predicate, binding: Binding, params: dict[str, Any]) -> bool:
+    left, right = value(pred.left, binding, params), value(pred.right, binding, params)
+    if left is None or right is None:
+        return False
+    return COMPARE[pred.op](left, right)
+
+
+def finish(block: QueryBlock, bindings: list[Binding], params: dict[str, Any]) -> list[tuple]:
+    """Aggregate, sort, limit and project bound rows as ``block`` says."""
+    if block.aggregates or block.group_by:
+        groups: dict[tuple, list[Binding]] = {}
+        for binding in bindings:
+            key = tuple(value(g, binding, params) for g in block.group_by)
+            groups.setdefault(key, []).append(binding)
+        if not groups and not block.group_by:
+            groups[()] = []  # an aggregate over no rows still answers one row
+        rows = [_aggregate_row(block, members, params) for members in groups.values()]
+    else:
+        rows = [_plain_row(block, binding, params) for binding in bindings]
+    if block.order_by:
+        rows = sort_rows(rows, block.order_by)
+    if block.limit is not None:
+        rows = rows[: block.limit]
+    return [tuple(row[item.name] for item in block.select) for row in rows]
+
+
+def _plain_row(block: QueryBlock, binding: Binding, params: dict[str, Any]) -> dict[Any, Any]:
+    row: dict[Any, Any] = {}
+    for item in block.select:
+        row[item.name] = _scalar(item.expr, binding, params)
+    for order in block.order_by:
+        row[order.expr] = _scalar(order.expr, binding, params)
+    return row
+
+
+def _scalar(expr: Expr, binding: Binding, params: dict[str, Any]) -> Any:
+    if isinstance(expr, Ratio):
+        num, den = value(expr.numerator, binding, params), value(expr.denominator, binding, params)
+        return None if not den else num / den
+    return value(expr, binding, params)
+
+
+def _aggregate_row(block: QueryBlock, members: list[Binding], params: dict[str, Any]) -> dict:
+    row: dict[Any, Any] = {}
+    sample = members[0] if members else {}
+    for expr in [i.expr for i in block.select] + [o.expr for o in block.order_by]:
+        computed = aggregate(expr, members, params) if isinstance(expr, Aggregate) \
+            else (_scalar(expr, sample, params) if members else None)
+        row[expr] = computed
+    for item in block.select:
+        row[item.name] = row[item.expr]
+    return row
+
+
+def aggregate(agg: Aggregate, members: Iterable[Binding], params: dict[str, Any]) -> Any:
+    values = [1 if agg.arg is None else value(agg.arg, m, params) for m in members]
+    values = [v for v in values if v is not None]
+    if agg.distinct:
+        values = list(dict.fromkeys(values))
+    if agg.func == "COUNT":
+        return len(values)
+    if not values:
+        return None
+    if agg.func == "SUM":
+        return sum(values)
+    if agg.func == "AVG":
+        return sum(values) / len(values)
+    if agg.func == "MIN":
+        return min(values)
+    if agg.func == "MAX":
+        return max(values)
+    raise ValueError(f"piql cannot compute {agg.func} locally")
+
+
+def sort_rows(rows: list[dict], order: tuple[OrderItem, ...]) -> list[dict]:
+    """Stable multi-key sort; NULLs first ascending, as SQLite orders them."""
+    for item in reversed(order):
+        key = item.expr
+        rows = sorted(rows, key=lambda r: (r[key] is not None, r[key] if r[key] is not None else 0),
+                      reverse=item.desc)
+    return rows
+
+
+def check_type(declared: str, given: Any) -> bool:
+    """Does ``given`` fit a column declared ``declared``? (None always does.)"""
+    base = declared.upper().split("(")[0]
+    if given is None:
+        return True
+    if base in INTEGER_TYPES:
+        return isinstance(given, int) and not isinstance(given, bool)
+    if base in REAL_TYPES:
+        return isinstance(given, (int, float)) and not isinstance(given, bool)
+    if base in TEXT_TYPES:
+        return isinstance(given, str)
+    if base == "BOOLEAN":
+        return isinstance(given, (bool, int))
+    return True

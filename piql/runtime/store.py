@@ -1,0 +1,191 @@
+"""The embedded serving store: SQLite tables clustered on their keys, with operation counts.
+
+Every read and write goes through :class:`Store`, which counts operations as
+DESIGN.md defines them: one per tuple read or written, at least one per key
+lookup or range scan, and one more per row fetched from the base table after
+a non-covering secondary-index entry.
+"""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+OPS = {"=": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass
+class Counter:
+    """Operations counted since the counter was started."""
+
+    reads: int = 0
+    writes: int = 0
+
+    @property
+    def ops(self) -> int:
+        return self.reads + self.writes
+
+
+@dataclass(frozen=True)
+class TableShape:
+    """What the store needs to know of a table: columns in order and its clustered key."""
+
+    name: str
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+    types: tuple[str, ...] = ()
+
+
+@dataclass
+class Store:
+    """A SQLite database (a file or ``:memory:``) and the tables piql keeps in it."""
+
+    path: str
+    connection: sqlite3.Connection = field(init=False)
+    shapes: dict[str, TableShape] = field(default_factory=dict)
+    counter: Counter = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        self.connection = sqlite3.connect(self.path, isolation_level=None,
+                                          check_same_thread=False)
+        if self.path != ":memory:":
+            self.connection.execute("PRAGMA journal_mode=WAL")
+        self.connection.execute("PRAGMA synchronous=NORMAL")
+
+    def close(self) -> None:
+        self.connection.close()
+
+    # -- schema ------------------------------------------------------------
+    def create_table(self, shape: TableShape) -> None:
+        types = shape.types or ("",) * len(shape.columns)
+        columns = ", ".join(f"{quote(c)} {_affinity(t)}".rstrip() for c, t in zip(shape.columns, types))
+        key = ", ".join(quote(c) for c in shape.key)
+        self.connection.execute(
+            f"CREATE TABLE IF NOT EXISTS {quote(shape.name)} ({columns}, PRIMARY KEY ({key})) "
+            "WITHOUT ROWID")
+        self.shapes[shape.name] = shape
+
+    def create_index(self, name: str, table: str, columns: Sequence[str]) -> None:
+        self.connection.execute(
+            f"CREATE INDEX IF NOT EXISTS {quote(name)} ON {quote(table)} "
+            f"({', '.join(quote(c) for c in columns)})")
+
+    def register(self, shape: TableShape) -> None:
+        self.shapes[shape.name] = shape
+
+    # -- transactions --------------------------------------------------------
+    def begin(self) -> None:
+        self.connection.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.connection.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.connection.in_transaction:
+            self.connection.execute("ROLLBACK")
+
+    # -- reads ---------------------------------------------------------------
+    def scan(self, table: str, columns: Sequence[str], eq: Sequence[tuple[str, Any]] = (),
+             ranges: Sequence[tuple[str, str, Any]] = (), order: Sequence[str] = (),
+             descending: bool = False, limit: int | None = None, index: str | None = None,
+             fetches: bool = False) -> list[tuple]:
+        """Rows of ``table`` with ``eq`` equalities on a key prefix and ``ranges`` on the
+        next column, in ``order``; counts max(1, rows) reads, doubled when every index
+        entry needs its base row (``fetches``)."""
+        where = [f"{quote(c)} = ?" for c, _ in eq] + [f"{quote(c)} {OPS[op]} ?" for c, op, _ in ranges]
+        values = [v for _, v in eq] + [v for _, _, v in ranges]
+        sql = f"SELECT {', '.join(quote(c) for c in columns)} FROM {quote(table)}"
+        if index:
+            sql += f" INDEXED BY {quote(index)}"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        if order:
+            direction = " DESC" if descending else ""
+            sql += " ORDER BY " + ", ".join(quote(c) + direction for c in order)
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        rows = self.connection.execute(sql, values).fetchall()
+        self.counter.reads += max(1, len(rows)) + (len(rows) if fetches else 0)
+        return rows
+
+    def get(self, table: str, key: dict[str, Any]) -> tuple | None:
+        shape = self.shapes[table]
+        rows = self.scan(table, shape.columns, list(key.items()))
+        return rows[0] if rows else None
+
+    def count_distinct(self, table: str, column: str, eq: Sequence[tuple[str, Any]],
+                       cap: int, exclude: Any) -> int:
+        """Distinct ``column`` values other than ``exclude`` with ``eq``, reading at most cap."""
+        where = " AND ".join([f"{quote(c)} = ?" for c, _ in eq] + [f"{quote(column)} <> ?"])
+        sql = (f"SELECT DISTINCT {quote(column)} FROM {quote(table)} WHERE {where} "
+               f"LIMIT {int(cap)}")
+        rows = self.connection.execute(sql, [v for _, v in eq] + [exclude]).fetchall()
+        self.counter.reads += max(1, len(rows))
+        return len(rows)
+
+    def all_rows(self, table: str) -> list[tuple]:
+        """Every row (for checks and tests, never for serving): not counted."""
+        shape = self.shapes[table]
+        return self.connection.execute(
+            f"SELECT {', '.join(quote(c) for c in shape.columns)} FROM {quote(table)}").fetchall()
+
+    def sql(self, statement: str, values: Sequence[Any] = ()) -> list[tuple]:
+        """Set-oriented SQL (bulk loads, view builds, checks): not counted."""
+        return self.connection.execute(statement, list(values)).fetchall()
+
+    # -- writes --------------------------------------------------------------
+    def insert(self, table: str, row: dict[str, Any]) -> None:
+        columns = list(row)
+        self.connection.execute(
+            f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in columns)}) "
+            f"VALUES ({', '.join('?' for _ in columns)})", [row[c] for c in columns])
+        self.counter.writes += 1
+
+    def delete(self, table: str, key: dict[str, Any]) -> int:
+        cursor = self.connection.execute(
+            f"DELETE FROM {quote(table)} WHERE " + " AND ".join(f"{quote(c)} = ?" for c in key),
+            list(key.values()))
+        self.counter.writes += 1
+        return cursor.rowcount
+
+    def add(self, table: str, key: dict[str, Any], deltas: dict[str, Any], count_column: str) -> None:
+        """Add ``deltas`` to the aggregate row at ``key`` (one read, one write); a row whose
+        count drops to zero is removed."""
+        current = self.get(table, key)
+        shape = self.shapes[table]
+        if current is None:
+            row = dict(key) | {c: 0 for c in shape.columns if c not in key}
+        else:
+            row = dict(zip(shape.columns, current))
+        for column, delta in deltas.items():
+            row[column] = (row[column] or 0) + delta
+        if current is not None:
+            self.connection.execute(
+                f"DELETE FROM {quote(table)} WHERE "
+                + " AND ".join(f"{quote(c)} = ?" for c in key), list(key.values()))
+        if row[count_column] != 0:
+            self.connection.execute(
+                f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in shape.columns)}) "
+                f"VALUES ({', '.join('?' for _ in shape.columns)})", [row[c] for c in shape.columns])
+        self.counter.writes += 1
+
+    def replace_rows(self, table: str, rows: Iterable[Sequence[Any]], where: str = "",
+                     values: Sequence[Any] = ()) -> int:
+        """Delete the rows matching ``where`` (all when empty) and insert ``rows``: not counted."""
+        shape = self.shapes[table]
+        self.connection.execute(f"DELETE FROM {quote(table)}" + (f" WHERE {where}" if where else ""),
+                                list(values))
+        rows = list(rows)
+        self.connection.executemany(
+            f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in shape.columns)}) "
+            f"VALUES ({', '.join('?' for _ in shape.columns)})", rows)
+        return len(rows)
+
+
+def _affinity(declared: str) -> str:
+    """SQLite keeps the declared type name; "ANY" means no affinity at all."""
+    return "" if declared.upper() == "ANY" else declared

@@ -1,0 +1,183 @@
+"""Maintained writes: one base-row insert or delete, its constraint checks, index upkeep and
+every view's delta rules, in one transaction.
+
+Rules read the state without the written tuple (paper §5.1, see
+``planner.maintenance``): for an insert every delta is computed before anything
+is written; for a delete the base row goes first and the views follow in
+dependency order, so a view whose maintenance reads another view sees it
+already without the tuple.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from piql.catalog import Catalog, Table
+from piql.planner.views import STAGING, DeltaRule, ViewDef
+from piql.query import Aggregate
+from piql.runtime.errors import BoundExceeded, ConstraintError
+from piql.runtime.evaluate import holds, value
+from piql.runtime.executor import execute
+from piql.runtime.store import Store
+
+Partitioner = Callable[[ViewDef, dict[str, Any]], int]
+
+
+@dataclass(frozen=True)
+class WriteReport:
+    """What one write cost: measured operations per rule and in total, beside the bounds."""
+
+    table: str
+    event: str
+    ops: int
+    bound: int
+    rules: tuple[tuple[str, int, int], ...]  # (rule, measured, bound)
+
+
+@dataclass
+class Maintainer:
+    catalog: Catalog
+    views: tuple[ViewDef, ...]
+    store: Store
+    partition_of: Partitioner
+    index_counts: dict[str, int]
+    strict: bool = True
+
+    def write_bound(self, table: Table, event: str) -> int:
+        """Static bound of one write: key check, CARDINALITY and FOREIGN KEY checks, the row,
+        its indexes, and every rule."""
+        if event == "insert":
+            checks = 1 + sum(c.limit for c in table.cardinalities) + len(table.foreign_keys)
+        else:
+            checks = 1 + len(self._referencing(table))
+        rules = sum(r.ops_bound for _, r in self._rules(table.name, event))
+        return checks + 1 + self.index_counts.get(table.name, 0) + rules
+
+    # -- the two primitive writes ---------------------------------------------
+    def insert(self, table: Table, row: dict[str, Any]) -> WriteReport:
+        start = self.store.counter.ops
+        key = {c: row[c] for c in table.primary_key}
+        if self.store.get(table.name, key) is not None:
+            raise ConstraintError(f"{table.name} already has a row with key {_show(key)} "
+                                  f"(PRIMARY KEY ({', '.join(table.primary_key)}))")
+        self._check_cardinality(table, row)
+        self._check_parents(table, row)
+        pending = [(view, rule, *self._delta(rule, row))
+                   for view, rule in self._rules(table.name, "insert")]
+        self.store.insert(table.name, row)
+        self.store.counter.writes += self.index_counts.get(table.name, 0)
+        measured = [self._apply(view, rule, rows, reads) for view, rule, rows, reads in pending]
+        return self._report(table, "insert", start, measured)
+
+    def delete(self, table: Table, key: dict[str, Any], *, replacing: bool = False) -> WriteReport:
+        """Delete one row; ``replacing`` (an update's first half) keeps the key, so rows that
+        refer to it stay valid."""
+        start = self.store.counter.ops
+        found = self.store.get(table.name, key)
+        if found is None:
+            raise ConstraintError(f"{table.name} has no row with key {_show(key)}")
+        row = dict(zip(self.store.shapes[table.name].columns, found))
+        if not replacing:
+            self._check_children(table, row)
+        self.store.delete(table.name, key)
+        self.store.counter.writes += self.index_counts.get(table.name, 0)
+        measured = [self._apply(view, rule, *self._delta(rule, row))
+                    for view, rule in self._rules(table.name, "delete")]
+        return self._report(table, "delete", start, measured)
+
+    # -- pieces ----------------------------------------------------------------
+    def _rules(self, table: str, event: str) -> list[tuple[ViewDef, DeltaRule]]:
+        return [(view, rule) for view in self.views for rule in view.rules
+                if rule.table.lower() == table.lower() and rule.event == event]
+
+    def _check_cardinality(self, table: Table, row: dict[str, Any]) -> None:
+        for constraint in table.cardinalities:
+            eq = [(c, row[c]) for c in constraint.per]
+            others = self.store.count_distinct(table.name, constraint.column, eq,
+                                               constraint.limit, row[constraint.column])
+            if others >= constraint.limit:
+                raise ConstraintError(
+                    f"insert into {table.name} breaks {constraint.describe()}: "
+                    f"{_show(dict(eq))} already has {constraint.limit} {constraint.column} values "
+                    f"(limit {constraint.limit})")
+
+    def _check_parents(self, table: Table, row: dict[str, Any]) -> None:
+        """Bounded plans trust foreign keys (a lookup through one never drops a row)."""
+        for fk in table.foreign_keys:
+            values = [row[c] for c in fk.columns]
+            if any(v is None for v in values):
+                continue
+            if self.store.get(fk.ref_table, dict(zip(fk.ref_columns, values))) is None:
+                raise ConstraintError(
+                    f"insert into {table.name} breaks FOREIGN KEY ({', '.join(fk.columns)}) "
+                    f"REFERENCES {fk.ref_table}: no {fk.ref_table} row with "
+                    f"{_show(dict(zip(fk.ref_columns, values)))}")
+
+    def _referencing(self, table: Table) -> list[tuple[Table, Any]]:
+        return [(child, fk) for child in self.catalog.tables for fk in child.foreign_keys
+                if fk.ref_table.lower() == table.name.lower()]
+
+    def _check_children(self, table: Table, row: dict[str, Any]) -> None:
+        for child, fk in self._referencing(table):
+            eq = [(c, row[r]) for c, r in zip(fk.columns, fk.ref_columns)]
+            if self.store.scan(child.name, fk.columns, eq, limit=1):
+                raise ConstraintError(
+                    f"delete from {table.name} breaks FOREIGN KEY ({', '.join(fk.columns)}) "
+                    f"REFERENCES {table.name} of {child.name}: {child.name} rows still refer to "
+                    f"{_show(dict(eq))}")
+
+    def _delta(self, rule: DeltaRule, row: dict[str, Any]) -> tuple[list[tuple], int]:
+        """The view rows (or aggregate updates) one written tuple produces, and the reads
+        it took to find them."""
+        start = self.store.counter.ops
+        if not all(holds(g, {}, row) for g in rule.guards):
+            return [], 0
+        if rule.plan is None:
+            rows = [tuple(value(i.expr, {}, row) for i in rule.delta.select)]
+        else:
+            rows = execute(self.store, rule.plan, row)
+        return rows, self.store.counter.ops - start
+
+    def _apply(self, view: ViewDef, rule: DeltaRule, rows: list[tuple],
+               reads: int) -> tuple[str, int, int]:
+        start = self.store.counter.ops
+        names = [i.name for i in rule.delta.select]
+        key = [c.name for c in view.key]
+        for produced in rows:
+            values = dict(zip(names, produced))
+            if view.kind == STAGING:
+                values["partition"] = self.partition_of(view, values)
+                key_values = {c: values[c] for c in ["partition"] + key}
+            else:
+                key_values = {c: values[c] for c in key}
+            if rule.action == "insert":
+                self.store.insert(view.name, values)
+            elif rule.action == "delete":
+                self.store.delete(view.name, key_values)
+            else:
+                sign = 1 if rule.action == "add" else -1
+                deltas = {c.name: sign * (values[c.name] or 0) for c in view.columns
+                          if isinstance(c.source, Aggregate)}
+                self.store.add(view.name, key_values or {"_all": 0}, deltas, _count_column(view))
+        measured = reads + self.store.counter.ops - start
+        if self.strict and measured > rule.ops_bound:
+            raise BoundExceeded(f"rule {rule.name} did {measured} operations; its bound is "
+                                f"{rule.ops_bound}")
+        return rule.name, measured, rule.ops_bound
+
+    def _report(self, table: Table, event: str, start: int,
+                measured: list[tuple[str, int, int]]) -> WriteReport:
+        ops = self.store.counter.ops - start
+        bound = self.write_bound(table, event)
+        if self.strict and ops > bound:
+            raise BoundExceeded(f"{event} into {table.name} did {ops} operations; its bound is {bound}")
+        return WriteReport(table.name, event, ops, bound, tuple(measured))
+
+
+def _count_column(view: ViewDef) -> str:
+    return next(c.name for c in view.columns
+                if isinstance(c.source, Aggregate) and c.source == Aggregate("COUNT", None))
+
+
+def _show(values: dict[str, Any]) -> str:
+    return "(" + ", ".join(f"{k}={v!r}" for k, v in values.items()) + ")"
