@@ -1,22 +1,32 @@
 """The queries file: ``-- name:`` blocks of parameterized SQL, parsed with sqlglot.
 
+A block is a ``-- name: <queryName>`` line, optional ``-- view: <name>`` and
+``-- periodic: <interval>`` lines (anywhere before the SQL), then one SQL
+statement. Comments after the statement belong to the next block.
+
 ``load_queries`` splits the file into blocks, turns ``<param>`` placeholders
-into sqlglot named parameters (keeping every character offset, so positions
-map back to the file), and normalizes each statement into a
-:class:`~piql.query.QueryBlock` resolved against the catalog. Constructs
-outside the supported subset are collected per query as
-:class:`~piql.query.Unsupported`; mistakes (syntax errors, unknown or ambiguous
-names) raise :class:`~piql.errors.InputError`.
+into something sqlglot parses *and positions* while keeping every character
+offset (so positions map back to the file), and normalizes each statement
+into a :class:`~piql.query.QueryBlock` resolved against the catalog.
+Constructs outside the supported subset are collected per query as
+:class:`~piql.query.Unsupported`. Mistakes (malformed blocks, syntax errors,
+unknown or ambiguous names) are collected over the whole file; the first by
+position is raised as :class:`~piql.errors.InputError`, carrying all of them
+in ``all_errors``.
 """
 from __future__ import annotations
 
+import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.parser import Parser
+from sqlglot.tokens import Token, Tokenizer, TokenType
 
 from piql.catalog import Catalog
 from piql.errors import InputError, Location
@@ -26,7 +36,7 @@ from piql.query import (
     Param, QueryBlock, Relation, SelectItem, Unsupported, normalized_predicate,
 )
 
-NAME_LINE = re.compile(r"^\s*--\s*name\s*:\s*(\S*)\s*$", re.IGNORECASE)
+NAME_LINE = re.compile(r"^\s*--\s*name\s*:\s*(.*?)\s*$", re.IGNORECASE)
 OPTION_LINE = re.compile(r"^\s*--\s*(periodic|view)\s*:\s*(.*?)\s*$", re.IGNORECASE)
 PLACEHOLDER = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)>")
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -54,6 +64,30 @@ UNSUPPORTED_NODES: dict[type, tuple[str, str]] = {
     exp.Distinct: ("DISTINCT", "group by the selected columns instead"),
 }
 
+# sqlglot positions identifiers, literals and function names, but not keywords: a
+# construct that starts with a keyword is located at that keyword's token, found in
+# the gap before the construct's first positioned node (see _Places).
+JOIN_KEYWORDS = frozenset({
+    TokenType.LEFT, TokenType.RIGHT, TokenType.FULL, TokenType.INNER, TokenType.OUTER,
+    TokenType.CROSS, TokenType.NATURAL, TokenType.SEMI, TokenType.ANTI, TokenType.JOIN,
+    TokenType.STRAIGHT_JOIN,
+})
+LEADING_KEYWORDS: dict[type, frozenset[TokenType]] = {
+    exp.Not: frozenset({TokenType.NOT}),
+    exp.Exists: frozenset({TokenType.EXISTS}),
+    exp.Case: frozenset({TokenType.CASE}),
+    exp.Subquery: frozenset({TokenType.L_PAREN}),
+    exp.Having: frozenset({TokenType.HAVING}),
+    exp.Limit: frozenset({TokenType.LIMIT}),
+    exp.Offset: frozenset({TokenType.OFFSET}),
+    exp.With: frozenset({TokenType.WITH}),
+    exp.Distinct: frozenset({TokenType.DISTINCT}),
+    exp.Join: JOIN_KEYWORDS,
+    exp.Union: frozenset({TokenType.UNION}),
+    exp.Intersect: frozenset({TokenType.INTERSECT}),
+    exp.Except: frozenset({TokenType.EXCEPT}),
+}
+
 
 def load_queries(path: str | Path, catalog: Catalog) -> tuple[NamedQuery, ...]:
     """Read and resolve the queries file at ``path``."""
@@ -66,86 +100,245 @@ def load_queries(path: str | Path, catalog: Catalog) -> tuple[NamedQuery, ...]:
 
 
 def parse_queries(text: str, catalog: Catalog, file: str = "<queries>") -> tuple[NamedQuery, ...]:
-    """Parse every ``-- name:`` block of ``text``; the first mistake raises InputError."""
+    """Parse every ``-- name:`` block of ``text``.
+
+    Every mistake in the file is collected; the first by position is raised,
+    with all of them (itself included) in its ``all_errors`` attribute.
+    """
+    chunks, errors = _split_blocks(text, file)
     queries: list[NamedQuery] = []
-    errors: list[InputError] = []
-    for chunk in _split_blocks(text, file):
+    for chunk in chunks:
         try:
             queries.append(_parse_named(chunk, text, catalog, file))
         except InputError as err:
             errors.append(err)
     if errors:
+        errors.sort(key=lambda e: (e.location.line, e.location.column) if e.location else (0, 0))
         first = errors[0]
         first.all_errors = errors  # type: ignore[attr-defined]
         raise first
     return tuple(queries)
 
 
+# -- comments and quoted text ------------------------------------------------------------
+
+COMMENT_KINDS = frozenset({"line comment", "block comment"})
+QUOTED_KINDS = frozenset({"string", "identifier"})
+
+
+@dataclass(frozen=True)
+class _Span:
+    """A comment or a quoted string/identifier: text where SQL code and placeholders are not."""
+
+    kind: str  # "line comment", "block comment", "string" or "identifier"
+    start: int
+    end: int  # exclusive
+    closed: bool = True
+
+
+def _scan(text: str) -> list[_Span]:
+    """The comments and quoted text of ``text``, read as sqlglot's default dialect reads them."""
+    spans: list[_Span] = []
+    i = 0
+    while i < len(text):
+        if text.startswith("--", i):
+            span = _Span("line comment", i, _end_of_line(text, i))
+        elif text.startswith("/*", i):
+            span = _block_comment(text, i)
+        elif text[i] == "'":
+            span = _quoted(text, i, "string")
+        elif text[i] == '"':
+            span = _quoted(text, i, "identifier")
+        else:
+            i += 1
+            continue
+        spans.append(span)
+        i = span.end
+    return spans
+
+
+def _end_of_line(text: str, start: int) -> int:
+    ends = [i for i in (text.find("\n", start), text.find("\r", start)) if i >= 0]
+    return min(ends) if ends else len(text)
+
+
+def _block_comment(text: str, start: int) -> _Span:
+    """``/* ... */``, nested as sqlglot nests them; unclosed, it runs to the end."""
+    depth, i = 0, start
+    while i < len(text):
+        if text.startswith("/*", i):
+            depth, i = depth + 1, i + 2
+        elif text.startswith("*/", i):
+            depth, i = depth - 1, i + 2
+            if depth == 0:
+                return _Span("block comment", start, i)
+        else:
+            i += 1
+    return _Span("block comment", start, len(text), closed=False)
+
+
+def _quoted(text: str, start: int, kind: str) -> _Span:
+    """A quoted string (``''`` escapes a quote) or identifier; unclosed, it runs to the end."""
+    quote, i = text[start], start + 1
+    while i < len(text):
+        if text[i] == quote:
+            if kind == "string" and text.startswith(quote * 2, i):
+                i += 2
+                continue
+            return _Span(kind, start, i + 1)
+        i += 1
+    return _Span(kind, start, len(text), closed=False)
+
+
+def _blank(text: str, spans: list[_Span], kinds: frozenset[str]) -> str:
+    """``text`` with the spans of ``kinds`` replaced by spaces; line breaks and offsets stay."""
+    chars = list(text)
+    for span in spans:
+        if span.kind in kinds:
+            for i in range(span.start, span.end):
+                if chars[i] not in "\r\n":
+                    chars[i] = " "
+    return "".join(chars)
+
+
+def _unclosed(spans: list[_Span], at: Callable[[int], Location]) -> InputError | None:
+    for span in spans:
+        if not span.closed:
+            what = {"block comment": "'/*' comment", "string": "string literal",
+                    "identifier": "quoted identifier"}[span.kind]
+            return InputError(f"SQL syntax error: unterminated {what}", at(span.start))
+    return None
+
+
+# -- splitting the file into blocks ---------------------------------------------------------
+
 @dataclass(frozen=True)
 class _Chunk:
+    """One ``-- name:`` block: its header, and its SQL text with the offset of that text."""
+
     name: str
-    location: Location
+    location: Location  # of the name itself
     options: dict[str, str]
-    start: int  # offset of the SQL in the file
-    sql: str
+    start: int  # offset of ``sql`` in the file
+    sql: str  # from after the header lines up to the next '-- name:' line
 
 
-def _split_blocks(text: str, file: str) -> list[_Chunk]:
+def _lines(text: str, offset: int = 0) -> list[tuple[int, str]]:
+    """(file offset, line) for each line of ``text``, line break included.
+
+    Only '\\n' ends a line, as in :class:`Location` (``str.splitlines`` would also
+    split on form feeds and other separators and put lines out of step).
+    """
+    result = []
+    for part in text.split("\n"):
+        result.append((offset, part + "\n"))
+        offset += len(part) + 1
+    last_offset, last = result[-1]
+    result[-1] = (last_offset, last[:-1])
+    return result
+
+
+def _split_blocks(text: str, file: str) -> tuple[list[_Chunk], list[InputError]]:
+    """The blocks of the file, and every mistake in its structure."""
+    at = lambda offset: _location_at(text, offset, file)  # noqa: E731
+    name_lines = [(offset, line) for offset, line in _lines(text) if NAME_LINE.match(line)]
+    boundaries = [offset for offset, _ in name_lines] + [len(text)]
+    errors = _preamble_errors(text[:boundaries[0]], at)
     chunks: list[_Chunk] = []
-    seen: dict[str, Location] = {}
-    current: dict | None = None
-    offset = 0
-
-    def close() -> None:
-        if current is None:
-            return
-        body = text[current["start"]:offset]
-        if not _strip_comments(body).strip().strip(";").strip():
-            raise InputError(f"query '{current['name']}' has no SQL", current["location"])
-        chunks.append(_Chunk(current["name"], current["location"], current["options"],
-                             current["start"], body))
-
-    for lineno, line in enumerate(text.splitlines(keepends=True), start=1):
-        named = NAME_LINE.match(line)
-        option = OPTION_LINE.match(line)
-        if named:
-            close()
-            name = named.group(1)
-            location = Location(file, lineno, line.index(":") + 2)
-            if not IDENTIFIER.match(name):
-                raise InputError(f"expected a query name after '-- name:', found {name!r}",
-                                 location)
-            if name.lower() in seen:
-                raise InputError(f"duplicate query name '{name}' (first defined at "
-                                 f"{seen[name.lower()]})", location)
-            seen[name.lower()] = location
-            current = {"name": name, "location": location, "options": {},
-                       "start": offset + len(line)}
-        elif option and current is not None:
-            current["options"][option.group(1).lower()] = option.group(2)
-            _check_option(option.group(1).lower(), option.group(2),
-                          Location(file, lineno, line.index(":") + 2))
-            current["start"] = offset + len(line)
-        elif current is None and _strip_comments(line).strip():
-            raise InputError("expected '-- name: <queryName>' before the first query",
-                             Location(file, lineno, len(line) - len(line.lstrip()) + 1))
-        offset += len(line)
-    close()
-    return chunks
+    first_seen: dict[str, Location] = {}
+    for (offset, line), end in zip(name_lines, boundaries[1:]):
+        named = NAME_LINE.match(line.rstrip("\r\n"))
+        name, location = named.group(1), at(offset + named.start(1))
+        if not IDENTIFIER.match(name):
+            errors.append(InputError(
+                f"expected a query name after '-- name:', found {name!r}", location))
+        elif name.lower() in first_seen:
+            errors.append(InputError(f"duplicate query name '{name}' (first defined at "
+                                     f"{first_seen[name.lower()]})", location))
+        else:
+            first_seen[name.lower()] = location
+        body_start = offset + len(line)
+        options, sql_start, has_sql, found = _read_block(text[body_start:end], body_start, at)
+        errors += found
+        if not has_sql:
+            errors.append(InputError(f"query '{name}' has no SQL", location))
+            continue
+        chunks.append(_Chunk(name, location, options, sql_start, text[sql_start:end]))
+    return chunks, errors
 
 
-def _check_option(option: str, value: str, location: Location) -> None:
+def _preamble_errors(preamble: str, at: Callable[[int], Location]) -> list[InputError]:
+    """Before the first '-- name:' line only comments may stand."""
+    spans = _scan(preamble)
+    unclosed = _unclosed(spans, at)
+    if unclosed is not None:
+        return [unclosed]
+    errors = [_misplaced_option(line_offset, option, at)
+              for line_offset, _, option in _option_lines(preamble, spans, 0)]
+    code = _blank(preamble, spans, COMMENT_KINDS)
+    first = len(code) - len(code.lstrip())
+    if first < len(code):
+        errors.append(InputError("expected '-- name: <queryName>' before the first query",
+                                 at(first)))
+    return errors
+
+
+def _read_block(body: str, offset: int, at: Callable[[int], Location]
+                ) -> tuple[dict[str, str], int, bool, list[InputError]]:
+    """The options of one block, where its SQL text starts, and whether it has any SQL.
+
+    ``body`` is the text after the '-- name:' line, at file offset ``offset``. Option
+    lines count only before the first line of SQL; elsewhere they are mistakes.
+    """
+    spans = _scan(body)
+    code = _blank(body, spans, COMMENT_KINDS)
+    sql_begins = len(code) - len(code.lstrip())  # the first character of SQL, if any
+    options: dict[str, str] = {}
+    sql_start = offset
+    errors: list[InputError] = []
+    for line_offset, line, option in _option_lines(body, spans, offset):
+        if line_offset - offset > sql_begins:
+            errors.append(_misplaced_option(line_offset, option, at))
+            continue
+        key, value = option.group(1).lower(), option.group(2)
+        value_location = at(line_offset + option.start(2))
+        if key in options:
+            errors.append(InputError(f"duplicate '-- {key}:' line", value_location))
+        problem = _option_problem(key, value)
+        if problem:
+            errors.append(InputError(problem, value_location))
+        options[key] = value
+        sql_start = line_offset + len(line)  # the SQL text starts after the last option
+    sql_start = min(sql_start, offset + len(body))
+    has_sql = bool(code.replace(";", "").strip())
+    return options, sql_start, has_sql, errors
+
+
+def _option_lines(text: str, spans: list[_Span], offset: int) -> list[tuple[int, str, re.Match]]:
+    """(file offset, line, match) of each '-- view:'/'-- periodic:' line that is a line comment."""
+    comment_starts = {span.start for span in spans if span.kind == "line comment"}
+    found = []
+    for line_offset, line in _lines(text, offset):
+        option = OPTION_LINE.match(line.rstrip("\r\n"))
+        if option and line_offset - offset + line.index("--") in comment_starts:
+            found.append((line_offset, line, option))
+    return found
+
+
+def _misplaced_option(line_offset: int, match: re.Match, at: Callable[[int], Location]) -> InputError:
+    return InputError(f"'-- {match.group(1).lower()}:' must come right after a query's "
+                      "'-- name:' line, before its SQL", at(line_offset + match.start(1)))
+
+
+def _option_problem(option: str, value: str) -> str | None:
     if option == "view" and not IDENTIFIER.match(value):
-        raise InputError(f"expected a view name after '-- view:', found {value!r}", location)
+        return f"expected a view name after '-- view:', found {value!r}"
     if option == "periodic":
         try:
             parse_interval(value)
         except ValueError as err:
-            raise InputError(str(err), location) from None
-
-
-def _strip_comments(sql: str) -> str:
-    return re.sub(r"--[^\n]*", "", sql)
+            return str(err)
+    return None
 
 
 def _location_at(text: str, offset: int, file: str) -> Location:
@@ -154,72 +347,346 @@ def _location_at(text: str, offset: int, file: str) -> Location:
     return Location(file, line, column)
 
 
+# -- one block's statement ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Source:
+    """One block's SQL, ready for sqlglot.
+
+    ``sql`` is ``text`` with each ``<name>`` outside strings and comments written
+    ``$name`` plus a blank: the same length, so every offset is still an offset of
+    the file. sqlglot's default dialect reads ``$name`` as one identifier, whatever
+    the name (``<from>`` and ``<limit>`` included), and records its position,
+    which a sqlglot placeholder (``:name``) would not have.
+    """
+
+    text: str  # as written, up to the end of the statement (trailing comments cut)
+    sql: str
+    params: dict[int, str] = field(default_factory=dict)  # offset of each '<' -> name
+
+    def word(self, token: Token) -> str:
+        """How an error message quotes ``token``: keywords bare, anything else as written."""
+        if token.start in self.params:
+            return repr(f"<{self.params[token.start]}>")
+        written = self.text[token.start:token.end + 1]
+        if token.token_type not in (TokenType.VAR, TokenType.IDENTIFIER) and \
+                written.replace(" ", "").isalpha():
+            return " ".join(written.upper().split())
+        return repr(written if len(written) <= 30 else written[:27] + "...")
+
+
+def _prepare(chunk_sql: str, at: Callable[[int], Location]) -> tuple[_Source, str]:
+    """The statement of a block, and the query's text as shown to users (``NamedQuery.sql``)."""
+    spans = _scan(chunk_sql)
+    unclosed = _unclosed(spans, at)
+    if unclosed is not None:
+        raise unclosed
+    code = _blank(chunk_sql, spans, COMMENT_KINDS)
+    end = len(code.rstrip())  # comments after the statement describe the next query
+    shown = chunk_sql[:end] + _same_line_comment(chunk_sql, end, spans)
+    names = _blank(chunk_sql, spans, COMMENT_KINDS | QUOTED_KINDS)[:end]
+    sql = list(chunk_sql[:end])
+    params: dict[int, str] = {}
+    for found in PLACEHOLDER.finditer(names):
+        name = found.group(1)
+        sql[found.start():found.end()] = f"${name} "
+        params[found.start()] = name
+    return _Source(chunk_sql[:end], "".join(sql), params), shown.strip()
+
+
+def _same_line_comment(text: str, end: int, spans: list[_Span]) -> str:
+    """A ``-- comment`` right after the statement on its last line still belongs to it."""
+    rest = text[end:_end_of_line(text, end)]
+    comment = next((s for s in spans if s.kind == "line comment" and s.start >= end), None)
+    if comment is not None and not text[end:comment.start].strip() and comment.end <= end + len(rest):
+        return rest
+    return ""
+
+
 def _parse_named(chunk: _Chunk, text: str, catalog: Catalog, file: str) -> NamedQuery:
-    # `<p>` becomes `:p ` (same length) so sqlglot offsets stay file offsets.
-    sql = PLACEHOLDER.sub(lambda m: ":" + m.group(1) + " ", chunk.sql).rstrip()
-    sql = sql[:-1] if sql.endswith(";") else sql
     at = lambda offset: _location_at(text, chunk.start + offset, file)  # noqa: E731
-    try:
-        statements = sqlglot.parse(sql)
-    except (ParseError, TokenError) as err:
-        raise _syntax_error(err, sql, at) from None
-    statements = [s for s in statements if s is not None]
-    if len(statements) != 1:
-        raise InputError(f"query '{chunk.name}' must be exactly one SQL statement, "
-                         f"found {len(statements)}", chunk.location)
-    resolver = _Resolver(catalog, at, chunk.location)
-    block = resolver.block(statements[0])
+    source, shown = _prepare(chunk.sql, at)
+    statement, tokens = _parse_statement(source, chunk, at)
+    places = _Places(statement, tokens, at, chunk.location)
+    resolver = _Resolver(catalog, places)
+    block = resolver.block(statement)
     if resolver.unsupported:
         block = None
-    return NamedQuery(chunk.name, chunk.sql.strip(), chunk.location, block,
+    return NamedQuery(chunk.name, shown, chunk.location, block,
                       tuple(resolver.unsupported), chunk.options.get("periodic"),
                       chunk.options.get("view"))
 
 
-def _syntax_error(err: Exception, sql: str, at) -> InputError:
-    details = getattr(err, "errors", None) or []
-    if details:
-        first = details[0]
-        line, col = first.get("line") or 1, first.get("col") or 1
-        offset = _offset_of(sql, line, col)
-        message = first.get("description") or str(err)
-        highlight = first.get("highlight")
-        if highlight:
-            message = f"{message} near '{highlight}'"
-        return InputError(f"SQL syntax error: {message}", at(offset))
-    return InputError(f"SQL syntax error: {str(err).splitlines()[0]}", at(0))
+def _parse_statement(source: _Source, chunk: _Chunk, at: Callable[[int], Location]
+                     ) -> tuple[exp.Expression, list[Token]]:
+    """The one statement of a block, with its tokens; syntax errors raise InputError."""
+    try:
+        tokens = Tokenizer().tokenize(source.sql)
+        statements = sqlglot.parse(source.sql)
+    except TokenError:
+        # Unclosed quotes and comments were reported by _prepare; what is left is rare.
+        first = len(source.sql) - len(source.sql.lstrip())
+        raise InputError("SQL syntax error: cannot read the query text", at(first)) from None
+    except ParseError as err:
+        message, offset = _syntax_problem(err, tokens, source)
+        raise InputError(f"SQL syntax error: {message}", at(offset)) from None
+    # `;` between comments parses as an empty statement or a comment-only Semicolon.
+    statements = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
+    if len(statements) != 1:
+        raise InputError(f"query '{chunk.name}' must be exactly one SQL statement, "
+                         f"found {len(statements)}", chunk.location)
+    empty_item = _empty_list_item(tokens, source)
+    if empty_item is not None:
+        message, offset = empty_item
+        raise InputError(f"SQL syntax error: {message}", at(offset))
+    return _bind_parameters(statements[0], source, at), tokens
 
 
-def _offset_of(sql: str, line: int, col: int) -> int:
-    lines = sql.split("\n")
-    line = max(1, min(line, len(lines)))
-    offset = sum(len(l) + 1 for l in lines[: line - 1])
-    # sqlglot reports the column at the end of the offending token.
-    return max(0, min(offset + max(col - 1, 0), len(sql)))
+def _bind_parameters(statement: exp.Expression, source: _Source,
+                     at: Callable[[int], Location]) -> exp.Expression:
+    """Turn each ``$name`` column written by _prepare into a positioned Placeholder."""
+    for identifier in list(statement.find_all(exp.Identifier)):
+        start = identifier.meta.get("start")
+        name = source.params.get(start) if not identifier.quoted else None
+        if name is None:
+            continue
+        column = identifier.parent
+        if not isinstance(column, exp.Column) or column.table or column.this is not identifier:
+            raise InputError(f"parameter <{name}> stands where a name is expected", at(start))
+        placeholder = exp.Placeholder(this=name)
+        placeholder.meta.update(start=start, end=start + len(name) + 1, param=True)
+        if column is statement:  # pragma: no cover - a statement is never a bare column
+            return placeholder
+        column.replace(placeholder)
+    return statement
 
+
+# -- syntax errors in plain words ------------------------------------------------------------
+
+MISSING = re.compile(r"Required keyword: '(\w+)' missing for <class '(?:[\w.]*\.)?(\w+)'>")
+
+
+def _binary_operators() -> dict[str, frozenset[TokenType]]:
+    """sqlglot's binary expression classes and the operator tokens that make them."""
+    found: dict[str, set[TokenType]] = {}
+    for table in ("EQUALITY", "COMPARISON", "TERM", "FACTOR", "CONJUNCTION", "DISJUNCTION",
+                  "BITWISE"):
+        for token_type, klass in getattr(Parser, table, {}).items():
+            found.setdefault(klass.__name__, set()).add(token_type)
+    return {name: frozenset(types) for name, types in found.items()}
+
+
+BINARY_OPERATORS = _binary_operators()
+CLAUSE_KEYWORDS: dict[str, frozenset[TokenType]] = {
+    "Where": frozenset({TokenType.WHERE}), "Having": frozenset({TokenType.HAVING}),
+    "Group": frozenset({TokenType.GROUP_BY}), "Order": frozenset({TokenType.ORDER_BY}),
+    "Limit": frozenset({TokenType.LIMIT}), "Offset": frozenset({TokenType.OFFSET}),
+    "From": frozenset({TokenType.FROM}), "Join": JOIN_KEYWORDS,
+    "Not": frozenset({TokenType.NOT}), "Between": frozenset({TokenType.BETWEEN}),
+    "In": frozenset({TokenType.IN}), "Like": frozenset({TokenType.LIKE}),
+    "Is": frozenset({TokenType.IS}),
+}
+EXPECTED = {"Where": "a condition", "Having": "a condition", "And": "a condition",
+            "Or": "a condition", "Not": "a condition", "Limit": "a number", "Offset": "a number"}
+# Tokens that cannot follow a comma: the comma left an empty item in a list.
+AFTER_EMPTY_ITEM = frozenset({
+    TokenType.COMMA, TokenType.R_PAREN, TokenType.SEMICOLON, TokenType.FROM, TokenType.WHERE,
+    TokenType.GROUP_BY, TokenType.ORDER_BY, TokenType.HAVING, TokenType.LIMIT, TokenType.OFFSET,
+    TokenType.ON, TokenType.UNION, *JOIN_KEYWORDS,
+})
+
+
+def _syntax_problem(err: ParseError, tokens: list[Token], source: _Source) -> tuple[str, int]:
+    """Say what sqlglot's first error means, in words, and at which offset.
+
+    sqlglot's own descriptions name its classes and tokens ("<class
+    'sqlglot.expressions.EQ'>", "<Token token_type: ...>"), which mean nothing to
+    a user; they are rewritten from the tokens around the error instead.
+    """
+    detail = (getattr(err, "errors", None) or [{}])[0]
+    description = detail.get("description") or ""
+    index = next((i for i, t in enumerate(tokens)
+                  if (t.line, t.col) == (detail.get("line"), detail.get("col"))), None)
+    if index is None:
+        first = len(source.sql) - len(source.sql.lstrip())
+        return "the query cannot be read", first
+    token, last = tokens[index], index == len(tokens) - 1
+    missing = MISSING.match(description)
+    if missing:
+        return _missing_part(missing.group(2), missing.group(1), tokens, index, source)
+    if description.startswith("Expected table name"):
+        return _missing_after("a table name", tokens, _find_back(
+            tokens, index, CLAUSE_KEYWORDS["From"] | JOIN_KEYWORDS), index, source)
+    if description.startswith("Expecting "):
+        wanted = repr(description[len("Expecting "):].strip())
+        if last:
+            return f"unexpected end of query after {source.word(token)}, expected {wanted}", token.start
+        return f"expected {wanted}, found {source.word(token)}", token.start
+    if "<" in description or "Unexpected token" in description:
+        return f"unexpected {source.word(token)}", token.start
+    return description, token.start
+
+
+def _missing_part(klass: str, part: str, tokens: list[Token], index: int,
+                  source: _Source) -> tuple[str, int]:
+    """A ``Required keyword: 'part' missing for <class klass>`` error, in words."""
+    what = EXPECTED.get(klass, "an expression")
+    operators = BINARY_OPERATORS.get(klass) or CLAUSE_KEYWORDS.get(klass)
+    operator = _find_back(tokens, index, operators) if operators else None
+    if operator is None:
+        token = tokens[index]
+        return f"incomplete {klass.upper()} at {source.word(token)}", token.start
+    if part == "this" and klass in BINARY_OPERATORS:  # the left operand is missing
+        return f"expected {what} before {source.word(tokens[operator])}", tokens[operator].start
+    return _missing_after(what, tokens, operator, index, source)
+
+
+def _missing_after(what: str, tokens: list[Token], operator: int | None, index: int,
+                   source: _Source) -> tuple[str, int]:
+    """``what`` should follow the token at ``operator``: say what came instead, or that none did."""
+    if operator is None:
+        token = tokens[index]
+        return f"expected {what}, found {source.word(token)}", token.start
+    keyword = tokens[operator]
+    if operator + 1 >= len(tokens):
+        return f"unexpected end of query after {source.word(keyword)}, expected {what}", keyword.start
+    found = tokens[operator + 1]
+    return (f"expected {what} after {source.word(keyword)}, found {source.word(found)}",
+            found.start)
+
+
+def _find_back(tokens: list[Token], index: int, kinds: frozenset[TokenType]) -> int | None:
+    """The token of ``kinds`` that a construct erroring at ``index`` started with.
+
+    sqlglot reports the token it stood on, or at the end of the query its last token;
+    so the construct's own token is before ``index``, or is the last token itself.
+    """
+    if index == len(tokens) - 1 and tokens[index].token_type in kinds:
+        return index
+    for i in range(index - 1, -1, -1):
+        if tokens[i].token_type in kinds:
+            return i
+    return index if tokens[index].token_type in kinds else None
+
+
+def _empty_list_item(tokens: list[Token], source: _Source) -> tuple[str, int] | None:
+    """sqlglot silently drops an empty list item (``SELECT a,, b``, ``FROM t,``): refuse it."""
+    for i, token in enumerate(tokens):
+        if token.token_type is not TokenType.COMMA:
+            continue
+        after = tokens[i + 1] if i + 1 < len(tokens) else None
+        if after is None:
+            return "unexpected end of query after ','", token.start
+        if after.token_type in AFTER_EMPTY_ITEM:
+            return f"expected an expression after ',', found {source.word(after)}", after.start
+        before = tokens[i - 1] if i else None
+        if before is None or before.token_type in (TokenType.SELECT, TokenType.L_PAREN):
+            start = f"after {source.word(before)}" if before else "at the start of the query"
+            return f"expected an expression {start}, found ','", token.start
+    return None
+
+
+# -- positions -------------------------------------------------------------------------------
+
+class _Places:
+    """Where the nodes of one statement are in the file.
+
+    sqlglot records positions on identifiers, literals and function names (and
+    _bind_parameters on placeholders). A node is where its first positioned
+    descendant is, except a construct that starts with a keyword (LEADING_KEYWORDS):
+    that keyword has no node, so its token is looked up between the last positioned
+    node before the construct and the construct's first positioned node.
+    """
+
+    def __init__(self, statement: exp.Expression, tokens: list[Token],
+                 at: Callable[[int], Location], fallback: Location) -> None:
+        self.statement = statement
+        self.tokens = tokens
+        self.at = at
+        self.fallback = fallback
+        self.ends = sorted(n.meta["end"] for n in statement.walk() if "end" in n.meta)
+
+    def of(self, node: exp.Expression) -> Location:
+        keywords = LEADING_KEYWORDS.get(type(node))
+        offset = self._keyword(_anchor(node), keywords) if keywords else None
+        if offset is None and node is self.statement and self.tokens:
+            offset = self.tokens[0].start
+        if offset is None:
+            offset = _start(node)
+        return self.at(offset) if offset is not None else self.fallback
+
+    def _keyword(self, anchor: exp.Expression | None, kinds: frozenset[TokenType]) -> int | None:
+        first = _start(anchor) if anchor is not None else None
+        if first is None:
+            return None
+        before = bisect.bisect_left(self.ends, first)
+        low = self.ends[before - 1] if before else -1
+        return next((t.start for t in self.tokens
+                     if low < t.start < first and t.token_type in kinds), None)
+
+
+def _start(node: exp.Expression) -> int | None:
+    starts = [n.meta["start"] for n in node.walk() if "start" in n.meta]
+    return min(starts) if starts else None
+
+
+def _anchor(node: exp.Expression) -> exp.Expression | None:
+    """The node right after a construct's keyword."""
+    if isinstance(node, exp.SetOperation):  # UNION: the keyword comes before the right branch
+        return node.expression
+    if isinstance(node, exp.Distinct) and isinstance(node.parent, exp.Select):
+        return node.parent.expressions[0] if node.parent.expressions else None
+    return node
+
+
+def _text(node: exp.Expression) -> str:
+    """The SQL of ``node`` for messages, with parameters written ``<name>`` as the user did."""
+    def as_written(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Placeholder) and n.meta.get("param"):
+            return exp.var(f"<{n.name}>")
+        return n
+    return node.transform(as_written).sql()
+
+
+# -- resolution ------------------------------------------------------------------------------
 
 class _Resolver:
     """Turns one sqlglot SELECT into a QueryBlock, collecting unsupported constructs."""
 
-    def __init__(self, catalog: Catalog, at, query_location: Location) -> None:
+    def __init__(self, catalog: Catalog, places: _Places) -> None:
         self.catalog = catalog
-        self.at = at
-        self.query_location = query_location
+        self.places = places
         self.unsupported: list[Unsupported] = []
+        self._refused: set[int] = set()  # ids of the nodes already reported
 
-    # -- positions ---------------------------------------------------------
+    # -- reporting ---------------------------------------------------------
     def where(self, node: exp.Expression) -> Location:
-        starts = [n.meta["start"] for n in node.walk() if "start" in n.meta]
-        return self.at(min(starts)) if starts else self.query_location
+        return self.places.of(node)
 
     def refuse(self, node: exp.Expression, construct: str, hint: str = "") -> None:
-        self.unsupported.append(Unsupported(construct, self.where(node), hint))
+        """Report ``node`` as unsupported, once however many checks come across it."""
+        if id(node) in self._refused:
+            return
+        self._refused.add(id(node))
+        found = Unsupported(construct, self.where(node), hint)
+        if found not in self.unsupported:
+            self.unsupported.append(found)
+
+    def reported(self, node: exp.Expression) -> bool:
+        """Whether ``node`` or a part of it was reported already (so not again as a whole)."""
+        return any(id(n) in self._refused for n in node.walk())
 
     def error(self, node: exp.Expression, message: str) -> InputError:
         return InputError(message, self.where(node))
 
     # -- the block ---------------------------------------------------------
     def block(self, node: exp.Expression) -> QueryBlock:
+        cte = node.args.get("with_") or node.args.get("with")  # 'with_' from sqlglot 26 on
+        if cte is not None:
+            # The CTE names tables the catalog does not have: resolving further would
+            # only add "unknown table" errors.
+            self.refuse(cte, "WITH (common table expression)", "inline the subquery in FROM")
+            return QueryBlock(relations=())
         if not isinstance(node, exp.Select):
             construct = UNSUPPORTED_NODES.get(type(node), (type(node).__name__.upper(), ""))
             self.refuse(node, *construct)
@@ -242,28 +709,29 @@ class _Resolver:
     def _refuse_clauses(self, node: exp.Select) -> None:
         for key, construct, hint in (
             ("having", "HAVING", "filter the grouped rows in the application"),
-            ("with", "WITH (common table expression)", "inline the subquery in FROM"),
             ("offset", "OFFSET", "page with a key range: WHERE key > <last> ORDER BY key LIMIT n"),
             ("distinct", "DISTINCT", "group by the selected columns instead"),
         ):
             if node.args.get(key):
-                self.refuse(node.args[key] if key != "distinct" else node, construct, hint)
+                self.refuse(node.args[key], construct, hint)
         for found in node.find_all(*UNSUPPORTED_NODES):
+            # DISTINCT of the select list is reported above; inside COUNT(DISTINCT x) it is fine.
             if isinstance(found, exp.Distinct) or found is node:
-                continue
-            if isinstance(found, exp.Is) and node.args.get("distinct"):
                 continue
             self.refuse(found, *UNSUPPORTED_NODES[type(found)])
         for sub in node.find_all(exp.Subquery, exp.Select):
-            if sub is node or isinstance(sub.parent, (exp.From, exp.Join)) or isinstance(
-                    sub.parent, exp.Subquery):
-                continue
-            if isinstance(sub, exp.Select) and isinstance(sub.parent, exp.Subquery):
-                continue
-            if isinstance(sub, exp.Subquery) and isinstance(sub.parent, (exp.From, exp.Join)):
-                continue
-            if not _inside_from(sub, node):
+            if sub is node or isinstance(sub.parent, exp.Subquery) or _inside_from(sub, node):
+                continue  # the Subquery around a Select is the one reported; FROM is resolved
+            if not self._inside_reported(sub):  # e.g. IN (SELECT ...) is reported as IN
                 self.refuse(sub, "subquery outside FROM", "rewrite it as a join")
+
+    def _inside_reported(self, node: exp.Expression) -> bool:
+        parent = node.parent
+        while parent is not None:
+            if id(parent) in self._refused:
+                return True
+            parent = parent.parent
+        return False
 
     def _relations(self, node: exp.Select) -> tuple[list[Relation], list[exp.Expression]]:
         items = []
@@ -301,7 +769,7 @@ class _Resolver:
                 raise self.error(item, f"unknown table '{item.name}' (known tables: {known})")
             alias = item.alias or table.name
             return Relation(alias, table.column_names, table=table.name)
-        if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select):
+        if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Query):
             inner = self.block(item.this)
             if not inner.relations:
                 return None
@@ -337,7 +805,10 @@ class _Resolver:
         if isinstance(node, exp.Column):
             return self._attr(node, relations)
         if isinstance(node, exp.Placeholder):
-            return Param(node.name)
+            if node.meta.get("param"):
+                return Param(node.name)
+            self.refuse(node, f"parameter '{node.sql()}'", "write parameters as <name>")
+            return None
         if isinstance(node, exp.Literal):
             value: object = node.this if node.is_string else _number(node.this)
             return Literal(value, node.sql())
@@ -348,8 +819,9 @@ class _Resolver:
         epoch = self._epoch(node, relations)
         if epoch is not None:
             return epoch
-        self.refuse(node, f"expression '{node.sql()}'",
-                    "compare columns with parameters, literals or other columns")
+        if not self.reported(node):  # e.g. CASE or a window function: reported by name
+            self.refuse(node, f"expression '{_text(node)}'",
+                        "compare columns with parameters, literals or other columns")
         return None
 
     def _epoch(self, node: exp.Expression, relations: list[Relation]) -> Epoch | None:
@@ -378,8 +850,8 @@ class _Resolver:
             return self._conjuncts(low, relations) + self._conjuncts(high, relations)
         op = COMPARISON_NODES.get(type(node))
         if op is None:
-            if type(node) not in UNSUPPORTED_NODES:  # those are already reported
-                self.refuse(node, f"condition '{node.sql()}'",
+            if not self.reported(node):  # OR, LIKE, ... are reported by name
+                self.refuse(node, f"condition '{_text(node)}'",
                             "use =, <, <=, >, >= joined with AND")
             return []
         left, right = self._operand(node.this, relations), self._operand(node.expression, relations)
@@ -387,7 +859,7 @@ class _Resolver:
             return []
         predicate = normalized_predicate(left, op, right, self.where(node))
         if predicate.kind == "other":
-            self.refuse(node, f"condition '{node.sql()}' without a column",
+            self.refuse(node, f"condition '{_text(node)}' without a column",
                         "every condition must involve a column")
             return []
         return [predicate]
@@ -412,7 +884,8 @@ class _Resolver:
         if arg is None or isinstance(arg, exp.Star):
             return Aggregate(name, None, distinct)
         if not isinstance(arg, exp.Column):
-            self.refuse(node, f"aggregate of expression '{arg.sql()}'", "aggregate a column")
+            if not self.reported(arg):
+                self.refuse(node, f"aggregate of expression '{_text(arg)}'", "aggregate a column")
             return None
         return Aggregate(name, self._attr(arg, relations), distinct)
 
@@ -438,13 +911,15 @@ class _Resolver:
 
     def _order(self, node: exp.Ordered, relations: list[Relation],
                select: tuple[SelectItem, ...]) -> OrderItem | None:
-        target = node.this
+        target, desc = node.this, bool(node.args.get("desc"))
         if isinstance(target, exp.Column) and not target.table:
+            # A bare name is an output column first (SQLite, PostgreSQL), even when an
+            # input column has the same name.
             named = [s for s in select if s.name.lower() == target.name.lower()]
-            if named and not any(c.lower() == target.name.lower() for r in relations for c in r.columns):
-                return OrderItem(named[0].expr, bool(node.args.get("desc")))
+            if named:
+                return OrderItem(named[0].expr, desc)
         expr = self._expr(target, relations)
-        return None if expr is None else OrderItem(expr, bool(node.args.get("desc")))
+        return None if expr is None else OrderItem(expr, desc)
 
     def _limit(self, node: exp.Select) -> int | None:
         limit = node.args.get("limit")
@@ -452,7 +927,7 @@ class _Resolver:
             return None
         value = limit.expression
         if not _is_int_literal(value) or int(value.this) < 0:
-            self.refuse(limit, f"LIMIT {value.sql()}", "LIMIT takes an integer literal")
+            self.refuse(limit, f"LIMIT {_text(value)}", "LIMIT takes an integer literal")
             return None
         return int(value.this)
 

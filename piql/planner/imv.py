@@ -53,7 +53,9 @@ def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple
     if read.plan is None:
         assert read.failure is not None
         return Rejection("Invariant 1", "even over the view the query is unbounded: "
-                         + read.failure.message, read.failure.hint, tuple(trace))
+                         + read.failure.message,
+                         "compare more of the view's key columns with parameters, or add "
+                         "ORDER BY ... LIMIT n", tuple(trace))
     trace.append(TraceSection("rewritten query plan", tuple(read.plan.root.lines())))
     storage = bound_storage(catalog, constructed.definition)
     trace += storage.trace

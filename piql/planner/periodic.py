@@ -207,15 +207,18 @@ def _needed(block: QueryBlock, window: Window) -> set[str]:
 def _staging_view(name: str, query: str, window: Window, partition_key: tuple[str, ...],
                   stored: tuple[str, ...]) -> ViewDef:
     table, alias = window.table, window.relation.alias
+    # The partition leads the clustered key; piql computes it on write from the row's key.
+    partition = ViewColumn("partition", Literal(None, f"HASH({', '.join(partition_key)})"), True,
+                           "partitioned_by", "INTEGER")
     columns = tuple(
-        [ViewColumn(window.column, Attr(alias, window.column), True, "order_by",
+        [partition, ViewColumn(window.column, Attr(alias, window.column), True, "order_by",
                     table.column(window.column).type)]  # type: ignore[union-attr]
         + [ViewColumn(c, Attr(alias, c), True, "partitioned_by", table.column(c).type)  # type: ignore
            for c in partition_key]
         + [ViewColumn(c, Attr(alias, c), False, "needed", table.column(c).type)  # type: ignore
            for c in stored[1:] if c not in partition_key])
     definition = QueryBlock((Relation(alias, table.column_names, table=table.name),), (),
-                            tuple(SelectItem(c.name, c.source) for c in columns))
+                            tuple(SelectItem(c.name, c.source) for c in columns[1:]))
     shown = f"SELECT HASH({', '.join(partition_key)}), {', '.join(stored)} FROM {table.name}"
     rules = tuple(_staging_rule(name, table, alias, event, columns) for event in ("insert", "delete"))
     return ViewDef(name, STAGING, (query,), definition, columns, f"CREATE VIEW {name} AS {shown}",
@@ -225,16 +228,17 @@ def _staging_view(name: str, query: str, window: Window, partition_key: tuple[st
 def _staging_rule(view: str, table: Table, alias: str, event: str,
                   columns: tuple[ViewColumn, ...]) -> DeltaRule:
     name = f"{view}_on_{event}_{table.name}_{alias}"
-    delta = QueryBlock((), (), tuple(SelectItem(c.name, Param(c.name)) for c in columns))
+    stored = [c for c in columns if c.name != "partition"]
+    delta = QueryBlock((), (), tuple(SelectItem(c.name, Param(c.name)) for c in stored))
     on = "INSERT INTO" if event == "insert" else "DELETE FROM"
     verb = "INSERT INTO" if event == "insert" else "DELETE FROM"
-    values = ", ".join(f"<{c.name}>" for c in columns)
+    values = ", ".join(f"<{c.name}>" for c in stored)
     sql = f"CREATE RULE {name} ON {on} {table.name} {verb} {view} SELECT {values}"
     return DeltaRule(name, event, table.name, (alias,), delta, (), event, sql, "SI-0", 0, 1)
 
 
 def _over_staging(block: QueryBlock, window: Window, staging: str,
-                  stored: tuple[str, ...]) -> QueryBlock:
+                  stored: tuple[str, ...], inner: bool = False) -> QueryBlock:
     """The query with the windowed relation read from the staging view instead.
 
     A time window's equality parameters become grouping columns: the refresh
@@ -243,13 +247,15 @@ def _over_staging(block: QueryBlock, window: Window, staging: str,
     """
     if block is not window.block:  # a tuple window inside a FROM-subquery
         outer = block.relations[0]
-        inner = _over_staging(outer.subquery, window, staging, stored)  # type: ignore[arg-type]
-        sub = replace(outer, subquery=inner, columns=tuple(s.name for s in inner.select))
+        window_block = _over_staging(outer.subquery, window, staging, stored, inner=True)  # type: ignore[arg-type]
+        sub = replace(outer, subquery=window_block, columns=tuple(s.name for s in window_block.select))
         return replace(block, relations=(sub,))
     columns = _staging_order(stored, window)
     staged = rename_alias(block, window.relation.alias, staging, columns, staging)
-    if window.kind == "tuple":
+    if inner:  # the FROM-subquery window passes on every staged column: SELECT *
         return replace(staged, select=tuple(SelectItem(c, Attr(staging, c)) for c in columns))
+    if window.kind == "tuple":
+        return staged
     keys = [p.left for p in staged.predicates
             if p.kind == "attr=param" and isinstance(p.left, Attr)]
     epoch = next(p.left for p in staged.predicates if isinstance(p.left, Epoch))

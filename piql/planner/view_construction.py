@@ -81,8 +81,8 @@ def construct_view(catalog: Catalog, block: QueryBlock, name: str) -> Constructi
     if any(not rel.is_base for rel in block.relations):
         return Rejection("unsupported", "an incrementally maintained view cannot hold a "
                          "FROM-subquery window", "tuple windows are answered by periodic views (SI-3)")
-    a_eq = _unique(p.left for p in block.predicates if p.kind == "attr=param")
-    a_eq = [a for a in a_eq if isinstance(a, Epoch)] + [a for a in a_eq if not isinstance(a, Epoch)]
+    a_eq = _epochs_first(catalog, block, _unique(
+        p.left for p in block.predicates if p.kind == "attr=param"))
     a_ineq = _unique(p.left for p in block.predicates if p.kind == "attr op param")
     classes = EquivalenceClasses(block.predicates)
     p_view = _view_predicates(block.predicates, classes)
@@ -169,6 +169,23 @@ def _aggregate_view(catalog: Catalog, block: QueryBlock, name: str, a_eq: list, 
                             group_by=tuple(group_key))
     rewritten = _rewrite(block, name, tuple(columns), classes)
     return Construction(tuple(columns), definition, rewritten, tuple(group_key), tuple(trace))
+
+
+def _epochs_first(catalog: Catalog, block: QueryBlock, a_eq: list) -> list:
+    """§3.3 prepends the epoch to the view key. An epoch of a TEMPORAL column would then
+    lead the key and make a write hotspot, so it follows the other equality attributes
+    instead when there are any (they spread the inserts)."""
+    epochs = [a for a in a_eq if isinstance(a, Epoch)]
+    others = [a for a in a_eq if not isinstance(a, Epoch)]
+    temporal = [e for e in epochs if _is_temporal(catalog, block, e.attr)]
+    if temporal and others:
+        return [e for e in epochs if e not in temporal] + others + temporal
+    return epochs + others
+
+
+def _is_temporal(catalog: Catalog, block: QueryBlock, attr: Attr) -> bool:
+    column = _table(catalog, block.relation(attr.alias)).column(attr.column)
+    return column is not None and column.temporal
 
 
 def _aggregate_refusal(aggregate: Aggregate) -> tuple[str, str] | None:

@@ -66,9 +66,6 @@ def create_table(view: ViewDef, dialect: str) -> str:
     """The view's storage: a table clustered on the view key."""
     names = [(c.name, c.type) for c in view.columns]
     key = [c.name for c in view.key]
-    if view.kind == STAGING:  # clustered by partition, then the TEMPORAL order
-        names.insert(0, ("partition", "BIGINT"))
-        key.insert(0, "partition")
     columns: list[exp.Expression] = [
         exp.ColumnDef(this=exp.to_identifier(name), kind=exp.DataType.build(_type(kind)))
         for name, kind in names]

@@ -12,7 +12,9 @@ RULES = {
     "unsupported": "The query uses SQL outside piql's supported subset.",
     "hotspot": "An index or view would be keyed first on a TEMPORAL column.",
     "index": "The query needs a secondary index.",
-    "view": "The query needs a materialized view.",
+    "view": "The query is answered from an incrementally maintained view (SI-2).",
+    "view-rejected": "No view answers the query within the scale-independence invariants.",
+    "periodic": "The query is answered from a periodically refreshed view (SI-3).",
 }
 
 
@@ -38,7 +40,7 @@ def render(plan: Plan) -> str:
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {
-                "name": "piql", "informationUri": "https://github.com/piql/piql",
+                "name": "piql",
                 "rules": [{"id": r, "shortDescription": {"text": RULES.get(r, r)}} for r in used],
             }},
             "results": results,

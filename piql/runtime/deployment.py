@@ -85,8 +85,6 @@ class Deployment:
             columns = [c.name for c in view.columns]
             types = [c.type for c in view.columns]
             key = [c.name for c in view.key]
-            if view.kind == STAGING:
-                columns, types, key = ["partition"] + columns, ["INTEGER"] + types, ["partition"] + key
             if not key:  # one aggregate row for the whole table
                 columns, types, key = ["_all"] + columns, ["INTEGER"] + types, ["_all"]
             shapes.append(TableShape(view.name, tuple(columns), tuple(key), tuple(types)))

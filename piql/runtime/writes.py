@@ -147,9 +147,7 @@ class Maintainer:
             values = dict(zip(names, produced))
             if view.kind == STAGING:
                 values["partition"] = self.partition_of(view, values)
-                key_values = {c: values[c] for c in ["partition"] + key}
-            else:
-                key_values = {c: values[c] for c in key}
+            key_values = {c: values[c] for c in key}
             if rule.action == "insert":
                 self.store.insert(view.name, values)
             elif rule.action == "delete":
