@@ -135,5 +135,5 @@ def test_invalid_periodic_interval_is_an_input_error():
     with pytest.raises(InputError) as caught:
         parse_queries("-- name: q\n-- periodic: soon\nSELECT * FROM Tags WHERE docId = <d>\n",
                       paper_catalog(), "q.sql")
-    assert (caught.value.location.line, caught.value.location.column) == (2, 13)
+    assert (caught.value.location.line, caught.value.location.column) == (2, 14)
     assert "interval" in caught.value.message

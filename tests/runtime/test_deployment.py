@@ -1,0 +1,206 @@
+"""The Python API on the paper's application: writes, refusals, atomicity, loads, checks."""
+from __future__ import annotations
+
+import pytest
+
+import piql
+from piql.runtime import writes
+from piql.runtime.errors import (
+    BoundExceeded, ConstraintError, DeploymentError, ParameterError, RuntimeErrorBase, UnknownName,
+)
+from tests.conftest import PAPER_QUERIES, PAPER_SCHEMA, paper_schema_text
+
+APP = piql.load(PAPER_SCHEMA, PAPER_QUERIES)
+
+
+@pytest.fixture
+def db():
+    deployment = APP.deploy()
+    deployment.insert("Documents", docId=1, timestamp=10, text="one")
+    deployment.insert("Documents", docId=2, timestamp=20, text="two")
+    for doc, tag in [(1, "a"), (1, "b"), (2, "a"), (2, "b"), (2, "c")]:
+        deployment.insert("Tags", docId=doc, tag=tag, timestamp=doc * 10)
+    yield deployment
+    deployment.close()
+
+
+def state(db) -> dict[str, list]:
+    return {name: sorted(db.rows(name), key=repr) for name in db.store.shapes}
+
+
+def test_queries_return_rows_and_their_operations(db):
+    result = db.query("twoTags", tag1="a", tag2="b")
+    assert result.rows == ((1,), (2,))  # ordered by the documents' timestamps
+    assert result.ops <= result.bound == 5
+    assert db.query("countTags", tag="a").rows == ((2,),)
+    assert db.query("countTags", tag="zzz").rows == ((0,),)  # empty group: COUNT is 0
+    assert db.query("tagsOfDoc", doc=2).dicts()[0] == {"docId": 2, "tag": "a", "timestamp": 20}
+
+
+def test_writes_report_measured_operations_within_their_bounds(db):
+    report = db.insert("Tags", docId=1, tag="c", timestamp=10)
+    assert report.ops <= report.bound
+    assert all(measured <= bound for _, measured, bound in report.rules)
+    assert db.query("twoTags", tag1="c", tag2="a").rows == ((1,), (2,))
+
+
+def test_cardinality_violation_is_refused_and_changes_nothing():
+    small = paper_schema_text().replace("WITH CARDINALITY (tag, 10)", "WITH CARDINALITY (tag, 2)")
+    path = PAPER_SCHEMA.parent / "_small_schema.sql"
+    path.write_text(small)
+    try:
+        deployment = piql.load(path, PAPER_QUERIES).deploy()
+    finally:
+        path.unlink()
+    deployment.insert("Documents", docId=1, timestamp=1, text="x")
+    deployment.insert("Tags", docId=1, tag="a", timestamp=1)
+    deployment.insert("Tags", docId=1, tag="b", timestamp=1)
+    before = state(deployment)
+    with pytest.raises(ConstraintError) as caught:
+        deployment.insert("Tags", docId=1, tag="c", timestamp=1)
+    message = str(caught.value)
+    assert "Tags" in message and "CARDINALITY (tag, 2) PER (docId)" in message
+    assert "docId=1" in message and "limit 2" in message
+    assert state(deployment) == before
+
+
+def test_duplicate_key_and_missing_parent_are_refused(db):
+    before = state(db)
+    with pytest.raises(ConstraintError, match="already has a row with key"):
+        db.insert("Tags", docId=1, tag="a", timestamp=5)
+    with pytest.raises(ConstraintError, match="FOREIGN KEY"):
+        db.insert("Tags", docId=99, tag="a", timestamp=5)
+    with pytest.raises(ConstraintError, match="still refer"):
+        db.delete("Documents", docId=1)
+    with pytest.raises(ConstraintError, match="no row with key"):
+        db.delete("Tags", docId=1, tag="zz")
+    assert state(db) == before
+
+
+def test_a_crash_in_the_middle_of_maintenance_leaves_the_store_unchanged(db, monkeypatch):
+    before = state(db)
+    calls = {"n": 0}
+    original = writes.Maintainer._apply
+
+    def crash_on_second_rule(self, *args):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("injected crash")
+        return original(self, *args)
+
+    monkeypatch.setattr(writes.Maintainer, "_apply", crash_on_second_rule)
+    with pytest.raises(RuntimeError, match="injected crash"):
+        db.insert("Tags", docId=1, tag="z", timestamp=10)
+    assert calls["n"] == 2  # the first rule had already written to its view
+    assert state(db) == before
+    monkeypatch.undo()
+    assert db.check().consistent
+
+
+@pytest.mark.parametrize("params, words", [
+    ({"tag1": "a"}, "needs parameter <tag2>"),
+    ({"tag1": "a", "tag2": "b", "tag3": "c"}, "has no parameter <tag3>"),
+    ({"tag1": "a", "tag2": 7}, "parameter <tag2>"),
+])
+def test_bad_parameters_are_clear_errors(db, params, words):
+    before = state(db)
+    with pytest.raises(ParameterError, match=words):
+        db.query("twoTags", **params)
+    assert state(db) == before
+
+
+def test_bad_writes_name_what_is_wrong(db):
+    with pytest.raises(UnknownName, match="no table named 'Nope'"):
+        db.insert("Nope", x=1)
+    with pytest.raises(UnknownName, match="no column 'colour'"):
+        db.insert("Tags", docId=1, tag="q", timestamp=1, colour="red")
+    with pytest.raises(ConstraintError, match="Tags.timestamp is BIGINT"):
+        db.insert("Tags", docId=1, tag="q", timestamp="yesterday")
+    with pytest.raises(UnknownName, match="no query named"):
+        db.query("nope")
+
+
+def test_strict_mode_raises_when_a_bound_is_exceeded(db, monkeypatch):
+    query = APP.plan.query("tagsOfDoc")
+    from dataclasses import replace
+
+    tighter = replace(query, ops_bound=1)
+    monkeypatch.setattr(db, "_query", lambda name: tighter)
+    with pytest.raises(BoundExceeded, match="tagsOfDoc did 2 operations; its bound is 1"):
+        db.query("tagsOfDoc", doc=1)
+
+
+def test_update_is_delete_then_insert_atomically(db):
+    db.update("Documents", docId=1, timestamp=30, text="moved")
+    assert db.query("twoTags", tag1="a", tag2="b").rows == ((2,), (1,))
+    assert db.check().consistent
+
+
+def test_a_store_deployed_with_another_plan_is_refused(tmp_path):
+    path = tmp_path / "app.db"
+    APP.deploy(path).close()
+    APP.deploy(path).close()  # the same plan reopens
+    other = piql.load(PAPER_SCHEMA, PAPER_SCHEMA.parent / "paper_bounded_queries.sql")
+    with pytest.raises(DeploymentError, match="deployed with a different plan"):
+        other.deploy(path)
+
+
+def test_data_survives_reopening_a_file_store(tmp_path):
+    path = tmp_path / "app.db"
+    first = APP.deploy(path)
+    first.insert("Documents", docId=1, timestamp=1, text="x")
+    first.insert("Tags", docId=1, tag="a", timestamp=1)
+    first.close()
+    again = APP.deploy(path)
+    assert again.query("countTags", tag="a").rows == ((1,),)
+    assert again.store.sql("PRAGMA journal_mode")[0][0] == "wal"
+
+
+def test_unbounded_queries_are_not_run():
+    app = piql.load(PAPER_SCHEMA, PAPER_SCHEMA.parent / "paper_unbounded_queries.sql")
+    db = app.deploy()
+    name = next(q.name for q in app.plan.queries if not q.bounded and q.query.block is not None)
+    with pytest.raises(RuntimeErrorBase, match="unbounded"):
+        db.query(name, **{p: 1 for p in app.plan.query(name).query.block.params})
+
+
+def test_bulk_load_builds_views_in_one_pass_and_checks_constraints(tmp_path):
+    db = APP.deploy()
+    db.load("Documents", [{"docId": d, "timestamp": d, "text": f"d{d}"} for d in range(1, 51)])
+    csv = tmp_path / "tags.csv"
+    csv.write_text("docId,tag,timestamp\n" + "".join(
+        f"{d},{t},{d}\n" for d in range(1, 51) for t in ("a", "b", "c")[: 1 + d % 3]))
+    assert db.load("Tags", path=csv) == sum(1 + d % 3 for d in range(1, 51))
+    assert db.check().consistent
+    assert db.query("countTags", tag="a").rows == ((50,),)
+    before = state(db)
+    with pytest.raises(ConstraintError, match="two rows with key"):
+        db.load("Tags", [(60, "a", 1), (60, "a", 2)])
+    with pytest.raises(ConstraintError, match=r"CARDINALITY \(tag, 10\)"):
+        db.load("Tags", [(1, f"t{i}", 1) for i in range(10)])
+    assert state(db) == before
+
+
+def test_load_parquet(tmp_path):
+    import duckdb
+
+    path = tmp_path / "docs.parquet"
+    duckdb.sql("SELECT range::BIGINT AS docId, range * 10 AS timestamp, 'x' AS text "
+               f"FROM range(1, 6)").write_parquet(str(path))
+    db = APP.deploy()
+    assert db.load("Documents", path=path) == 5
+    assert len(db.rows("Documents")) == 5
+
+
+def test_consistency_check_finds_and_repairs_a_corrupted_view(db):
+    db.store.sql('DELETE FROM "twoTags_view" WHERE "docId" = 1')
+    db.store.sql('UPDATE "docsPerTag" SET "cnt" = 42 WHERE "tag" = \'a\'')
+    report = db.check()
+    assert not report.consistent
+    broken = {c.view: c for c in report.views if not c.consistent}
+    assert set(broken) == {"twoTags_view", "docsPerTag"}
+    assert len(broken["twoTags_view"].missing) == 4  # (a,a), (a,b), (b,a), (b,b) for doc 1
+    repaired = db.check(repair=True)
+    assert all(c.repaired for c in repaired.views if not c.consistent)
+    assert db.check().consistent
+    assert db.query("twoTags", tag1="a", tag2="b").rows == ((1,), (2,))
