@@ -1,7 +1,9 @@
 """The ``piql`` command line.
 
 Exit codes (DESIGN.md): 0 every query bounded, 1 some query unbounded,
-2 input error (malformed schema or queries file, unknown query name).
+2 input error (malformed schema or queries file, unknown query name). The
+runtime commands (deploy, query, refresh, check) exit 0 on success and 2 when
+the store refuses what was asked (a bad parameter, a broken constraint).
 """
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import argparse
 import sys
 from typing import Callable, Sequence
 
-from piql.errors import InputError
+from piql.errors import InputError, PiqlError
 from piql.loader import load_plan
 from piql.planner.application import Plan
 from piql.report import ddl, explain, github, json_report, sarif, text
@@ -44,7 +46,38 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--dialect", choices=DIALECTS, default="sqlite",
                       help="SQL dialect (default: sqlite)")
     plan.set_defaults(run=_plan)
+
+    deploy = commands.add_parser("deploy", help="create (or reopen) a store and load data into it")
+    _files(deploy)
+    _store(deploy)
+    deploy.add_argument("--load", action="append", default=[], metavar="TABLE=FILE",
+                        help="bulk-load a CSV or Parquet file into TABLE (repeatable)")
+    deploy.set_defaults(run=_deploy)
+
+    query = commands.add_parser("query", help="run a named query on a deployed store")
+    _files(query)
+    _store(query)
+    query.add_argument("name", metavar="NAME", help="the query's -- name:")
+    query.add_argument("params", nargs="*", metavar="PARAM=VALUE", help="parameter values")
+    query.set_defaults(run=_query)
+
+    refresh = commands.add_parser("refresh", help="recompute the SI-3 periodic views")
+    _files(refresh)
+    _store(refresh)
+    refresh.set_defaults(run=_refresh)
+
+    check = commands.add_parser("check", help="recompute maintained views and diff them (paper §7)")
+    _files(check)
+    _store(check)
+    check.add_argument("--repair", action="store_true", help="replace views that differ")
+    check.set_defaults(run=_check)
     return parser
+
+
+def _store(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--db", required=True, metavar="PATH", help="the SQLite store file")
+    command.add_argument("--partitions", type=int, default=16, metavar="N",
+                         help="staging partitions of SI-3 views (default: 16)")
 
 
 def _files(command: argparse.ArgumentParser) -> None:
@@ -79,6 +112,72 @@ def _plan(args: argparse.Namespace) -> int:
     return EXIT_OK if all(q.bounded for q in plan.queries) else EXIT_UNBOUNDED
 
 
+def _deployment(args: argparse.Namespace):
+    from piql.runtime.deployment import Deployment
+
+    return Deployment(load_plan(args.schema, args.queries), args.db, partitions=args.partitions)
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    db = _deployment(args)
+    for item in args.load:
+        table, _, path = item.partition("=")
+        if not path:
+            raise InputError(f"--load expects TABLE=FILE, got {item!r}")
+        print(f"loaded {db.load(table, path=path)} rows into {table}")
+    plan = db.plan
+    print(f"deployed {len(plan.catalog.tables)} tables, {len(plan.indexes)} indexes and "
+          f"{len(plan.views)} views into {args.db}")
+    print(db.check())
+    return EXIT_OK
+
+
+def _query(args: argparse.Namespace) -> int:
+    from piql.report import table
+
+    db = _deployment(args)
+    params = _parameters(db, args.name, args.params)
+    result = db.query(args.name, **params)
+    print(table.render(result.columns, result.rows, limit=50))
+    print(f"\n{len(result.rows)} rows, {result.ops} operations (bound {result.bound})")
+    return EXIT_OK
+
+
+def _parameters(db, name: str, given: list[str]) -> dict[str, object]:
+    """``name=value`` pairs, typed by the column each parameter is compared with."""
+    from piql.runtime.deployment import _param_types
+
+    query = db.query_plan(name)
+    types = _param_types(db.plan, query.query.block) if query.query.block else {}
+    params: dict[str, object] = {}
+    for item in given:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise InputError(f"parameters are written NAME=VALUE, got {item!r}")
+        kind = types.get(key, "").upper().split("(")[0]
+        try:
+            params[key] = int(text) if kind in ("INT", "INTEGER", "BIGINT", "SMALLINT") else \
+                float(text) if kind in ("DOUBLE", "FLOAT", "REAL", "DECIMAL") else text
+        except ValueError:
+            raise InputError(f"parameter <{key}> is compared with a {kind} column; "
+                             f"{text!r} is not one") from None
+    return params
+
+
+def _refresh(args: argparse.Namespace) -> int:
+    for report in _deployment(args).refresh():
+        print(f"{report.view}: {report.rows} rows from {report.partitions} partitions, "
+              f"at most {report.max_partition_reads} reads in one partition "
+              f"(bound {report.per_partition_bound}), {report.seconds * 1000:.1f} ms")
+    return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    report = _deployment(args).check(repair=args.repair)
+    print(report)
+    return EXIT_OK if report.consistent or args.repair else EXIT_UNBOUNDED
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -86,6 +185,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as err:
         for error in getattr(err, "all_errors", [err]):
             print(f"piql: error: {error}", file=sys.stderr)
+        return EXIT_INPUT
+    except PiqlError as err:  # the store refused: a bad parameter, a broken constraint, ...
+        print(f"piql: error: {err}", file=sys.stderr)
         return EXIT_INPUT
 
 

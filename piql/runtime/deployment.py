@@ -156,7 +156,7 @@ class Deployment:
     # -- queries -------------------------------------------------------------
     def query(self, name: str, **params: Any) -> Result:
         """Run a named query through its bounded plan; ``.ops`` is what it cost."""
-        query = self._query(name)
+        query = self.query_plan(name)
         if query.physical is None:
             reason = next((d.message for d in query.diagnostics if d.severity == "error"), "")
             raise RuntimeErrorBase(f"query {query.name} is unbounded, so piql does not run it: {reason}")
@@ -173,7 +173,8 @@ class Deployment:
             raise BoundExceeded(f"query {query.name} did {ops} operations; its bound is {bound}")
         return Result(tuple(i.name for i in block.select), tuple(rows), ops, bound)
 
-    def _query(self, name: str) -> QueryPlan:
+    def query_plan(self, name: str) -> QueryPlan:
+        """The planned query called ``name`` (UnknownName if there is none)."""
         query = self.plan.query(name)
         if query is None:
             known = ", ".join(q.name for q in self.plan.queries)

@@ -125,7 +125,7 @@ def test_strict_mode_raises_when_a_bound_is_exceeded(db, monkeypatch):
     from dataclasses import replace
 
     tighter = replace(query, ops_bound=1)
-    monkeypatch.setattr(db, "_query", lambda name: tighter)
+    monkeypatch.setattr(db, "query_plan", lambda name: tighter)
     with pytest.raises(BoundExceeded, match="tagsOfDoc did 2 operations; its bound is 1"):
         db.query("tagsOfDoc", doc=1)
 

@@ -1,0 +1,106 @@
+"""``piql lint --format github``: workflow commands, escaped as GitHub Actions requires."""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import pytest
+
+from piql.diagnostics import Diagnostic
+from piql.errors import Location
+from piql.planner.application import Plan
+from piql.report import github
+from tests.conftest import plan_text
+
+SCHEMA = """
+CREATE TABLE Documents (docId BIGINT, timestamp BIGINT, text VARCHAR, PRIMARY KEY (docId));
+CREATE TABLE Tags (docId BIGINT, tag VARCHAR, timestamp BIGINT, PRIMARY KEY (docId, tag))
+  WITH CARDINALITY (tag, 10);
+"""
+MIXED = """-- name: byText
+SELECT * FROM Documents WHERE text = <t>
+
+-- name: either
+SELECT * FROM Tags WHERE tag = <a> OR tag = <b>
+
+-- name: tagsOfDoc
+SELECT * FROM Tags WHERE docId = <doc>
+"""
+COMMAND = re.compile(r"^::(?P<command>error|warning|notice) "
+                     r"file=(?P<file>[^,]*),line=(?P<line>\d+),col=(?P<col>\d+),"
+                     r"title=(?P<title>[^,:]*)::(?P<message>.*)$")
+
+
+@pytest.fixture(scope="module")
+def mixed_plan() -> Plan:
+    return plan_text(SCHEMA, MIXED)
+
+
+def commands(report: str) -> list[str]:
+    return [line for line in report.splitlines() if line.startswith("::")]
+
+
+def with_diagnostics(plan: Plan, *found: Diagnostic) -> Plan:
+    query = replace(plan.queries[0], diagnostics=found)
+    return Plan(plan.catalog, (query,), "custom.sql")
+
+
+@pytest.mark.parametrize("which", ["paper_plan", "mixed_plan"])
+def test_one_command_per_diagnostic(which, request):
+    plan = request.getfixturevalue(which)
+    lines = commands(github.render(plan))
+    expected = [(q, d) for q in plan.queries for d in q.diagnostics]
+    assert len(lines) == len(expected)
+    for line, (query, d) in zip(lines, expected):
+        match = COMMAND.match(line)
+        assert match, line
+        assert match["command"] == {"error": "error", "warning": "warning", "info": "notice"}[
+            d.severity]
+        assert (match["file"], int(match["line"]), int(match["col"])) == (
+            d.location.file, d.location.line, d.location.column)
+        assert match["title"] == f"piql {d.code}%3A {query.name}"
+        assert match["message"].startswith(d.message.replace("%", "%25"))
+
+
+def test_unsupported_or_is_an_error_annotation(mixed_plan):
+    lines = commands(github.render(mixed_plan))
+    (line,) = [l for l in lines if "unsupported" in l]
+    assert line.startswith("::error file=queries.sql,line=5,col=26,title=piql unsupported%3A either::")
+    assert "OR is not supported by piql Hint: " in line
+    (unbounded,) = [l for l in lines if "title=piql unbounded" in l]
+    assert unbounded.startswith("::error file=queries.sql,line=2,col=31,")
+
+
+def test_the_last_line_summarizes(mixed_plan):
+    last = github.render(mixed_plan).splitlines()[-1]
+    assert not last.startswith("::")
+    assert "3 queries" in last and "unbounded 2" in last
+
+
+def test_message_escapes_percent_and_newlines(mixed_plan):
+    plan = with_diagnostics(mixed_plan, Diagnostic(
+        "unbounded", "error", "100% of rows\nare read\r", "split: a, b", Location("q.sql", 3, 4)))
+    (line,) = commands(github.render(plan))
+    assert line == ("::error file=q.sql,line=3,col=4,title=piql unbounded%3A byText::"
+                    "100%25 of rows%0Aare read%0D Hint: split: a, b")
+
+
+def test_properties_escape_colon_comma_percent_and_newlines(mixed_plan):
+    plan = with_diagnostics(mixed_plan, Diagnostic(
+        "view", "warning", "m", "", Location("C:\\sql\\a,b%c\nd.sql", 1, 2)))
+    (line,) = commands(github.render(plan))
+    assert line == ("::warning file=C%3A\\sql\\a%2Cb%25c%0Ad.sql,line=1,col=2,"
+                    "title=piql view%3A byText::m")
+    assert "\n" not in line
+
+
+def test_info_is_a_notice_and_a_diagnostic_without_location_has_only_a_title(mixed_plan):
+    plan = with_diagnostics(mixed_plan, Diagnostic("index", "info", "needs an index", "h"))
+    (line,) = commands(github.render(plan))
+    assert line == "::notice title=piql index%3A byText::needs an index Hint: h"
+
+
+def test_paper_plan_has_no_error_annotations(paper_plan):
+    lines = commands(github.render(paper_plan))
+    assert lines and not any(line.startswith("::error") for line in lines)
+    assert any("title=piql view%3A twoTags" in line for line in lines)

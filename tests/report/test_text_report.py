@@ -1,0 +1,118 @@
+"""``piql lint`` (text): a verdict line per query, located diagnostics with hints, a summary."""
+from __future__ import annotations
+
+import re
+
+from piql.report import text
+from tests.conftest import plan_text
+
+SCHEMA = """
+CREATE TABLE Documents (docId BIGINT, timestamp BIGINT, text VARCHAR, PRIMARY KEY (docId));
+CREATE TABLE Tags (docId BIGINT, tag VARCHAR, timestamp BIGINT, PRIMARY KEY (docId, tag))
+  WITH CARDINALITY (tag, 10);
+"""
+MIXED = """-- name: byText
+SELECT * FROM Documents WHERE text = <t>
+
+-- name: either
+SELECT * FROM Tags WHERE tag = <a> OR tag = <b>
+
+-- name: tagsOfDoc
+SELECT * FROM Tags WHERE docId = <doc>
+"""
+LOCATED = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+): "
+                     r"(?P<severity>error|warning|info)\[(?P<code>[\w-]+)\] (?P<query>\w+): .+")
+
+
+def verdicts(report: str, names) -> dict[str, str]:
+    lines = report.splitlines()
+    found = {}
+    for name in names:
+        matching = [line for line in lines if re.match(rf"^{re.escape(name)}\s", line)]
+        assert len(matching) == 1, (name, matching)
+        found[name] = matching[0]
+    return found
+
+
+def test_one_verdict_line_per_query_with_level_and_bound(paper_plan):
+    report = text.render(paper_plan)
+    lines = verdicts(report, [q.name for q in paper_plan.queries])
+    for query in paper_plan.queries:
+        line = lines[query.name]
+        assert re.search(rf"\s{re.escape(query.level)}\s", line + " ")
+        if query.bounded:
+            assert f"ops <= {query.ops_bound}" in line
+    assert re.match(r"^tagsOfDoc\s+SI-0\s+ops <= 10\b", lines["tagsOfDoc"])
+    assert re.match(r"^twoTags\s+SI-2\s+ops <= 5\b", lines["twoTags"])
+    assert "twoTags_view" in lines["twoTags"]
+    assert re.match(r"^newestWithTag\s+SI-1\s+ops <= 10\b", lines["newestWithTag"])
+    assert "idx_tags_tag_timestamp" in lines["newestWithTag"]
+
+
+def test_verdict_lines_come_first_in_query_order(paper_plan):
+    first = text.render(paper_plan).splitlines()[:len(paper_plan.queries)]
+    assert [line.split()[0] for line in first] == [q.name for q in paper_plan.queries]
+
+
+def test_summary_line_counts_every_level(paper_plan):
+    report = text.render(paper_plan)
+    total = len(paper_plan.queries)
+    expected = f"{total} queries: " + ", ".join(
+        f"{level} {count}" for level, count in paper_plan.summary.items())
+    assert expected in report.splitlines()
+    assert "SI-0 1" in expected and "SI-2 3" in expected
+
+
+def test_summary_line_for_a_single_query():
+    plan = plan_text(SCHEMA, "-- name: q\nSELECT * FROM Tags WHERE docId = <d>\n")
+    assert "1 query: SI-0 1, SI-1 0, SI-2 0, SI-3 0, unbounded 0" in text.render(plan).splitlines()
+
+
+def test_indexes_and_views_are_listed(paper_plan):
+    lines = text.render(paper_plan).splitlines()
+    (indexes,) = [line for line in lines if line.startswith("indexes:")]
+    assert "idx_tags_tag_timestamp on Tags(tag, timestamp)" in indexes
+    (views,) = [line for line in lines if line.startswith("views:")]
+    assert "twoTags_view (imv)" in views
+
+
+def test_diagnostics_are_located_file_line_col(paper_plan):
+    lines = text.render(paper_plan).splitlines()
+    for query in paper_plan.queries:
+        for d in query.diagnostics:
+            if d.code == "index" and d.severity == "info":
+                continue  # the verdict line already names the index
+            expected = f"{d.location}: {d.severity}[{d.code}] {query.name}: {d.message}"
+            assert expected in lines
+            assert LOCATED.match(expected)
+            if d.hint:
+                assert lines[lines.index(expected) + 1] == f"    hint: {d.hint}"
+
+
+def test_unbounded_and_unsupported_queries_are_explained():
+    report = text.render(plan_text(SCHEMA, MIXED))
+    lines = report.splitlines()
+    found = verdicts(report, ["byText", "either", "tagsOfDoc"])
+    assert re.match(r"^byText\s+unbounded\s+no bound", found["byText"])
+    assert re.match(r"^either\s+unbounded\s+no bound", found["either"])
+    assert "ops <=" not in found["byText"]
+
+    unsupported = "queries.sql:5:26: error[unsupported] either: OR is not supported by piql"
+    assert unsupported in lines
+    assert lines[lines.index(unsupported) + 1].startswith("    hint: ")
+
+    unbounded = [line for line in lines if line.startswith("queries.sql:2:31: error[unbounded] byText: ")]
+    assert len(unbounded) == 1 and "Documents" in unbounded[0]
+    assert lines[lines.index(unbounded[0]) + 1].startswith("    hint: ")
+    assert "3 queries: SI-0 1, SI-1 0, SI-2 0, SI-3 0, unbounded 2" in lines
+
+
+def test_every_diagnostic_line_parses(paper_plan):
+    report = text.render(plan_text(SCHEMA, MIXED)) + text.render(paper_plan)
+    for line in report.splitlines():
+        if re.match(r"^\S+:\d+:\d+: ", line):
+            assert LOCATED.match(line), line
+
+
+def test_report_ends_with_newline(paper_plan):
+    assert text.render(paper_plan).endswith("\n")
