@@ -24,11 +24,17 @@ class App:
     plan: Plan
 
     def deploy(self, path: str | Path = ":memory:", *, strict: bool = True,
-               partitions: int = DEFAULT_PARTITIONS):
-        """Create (or reopen) the store at ``path`` with this plan's tables, indexes and views."""
+               partitions: int = DEFAULT_PARTITIONS, engine: str = "duckdb",
+               spark_master: str | None = None):
+        """Create (or reopen) the store at ``path`` with this plan's tables, indexes and views.
+
+        ``engine`` runs view builds, periodic refreshes and checks: ``duckdb`` (embedded),
+        ``spark`` (``spark_master``, default ``local[*]``), or ``store`` (SQLite itself).
+        """
         from piql.runtime.deployment import Deployment
 
-        return Deployment(self.plan, str(path), strict=strict, partitions=partitions)
+        return Deployment(self.plan, str(path), strict=strict, partitions=partitions,
+                          engine=engine, spark_master=spark_master)
 
     @property
     def levels(self) -> dict[str, str]:

@@ -64,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     refresh = commands.add_parser("refresh", help="recompute the SI-3 periodic views")
     _files(refresh)
     _store(refresh)
+    refresh.add_argument("--every", metavar="INTERVAL", default=None,
+                         help="keep refreshing on this period, e.g. '1 min' (until interrupted)")
+    refresh.add_argument("--times", type=int, default=None, metavar="N",
+                         help="with --every: stop after N refreshes")
     refresh.set_defaults(run=_refresh)
 
     check = commands.add_parser("check", help="recompute maintained views and diff them (paper §7)")
@@ -78,6 +82,10 @@ def _store(command: argparse.ArgumentParser) -> None:
     command.add_argument("--db", required=True, metavar="PATH", help="the SQLite store file")
     command.add_argument("--partitions", type=int, default=16, metavar="N",
                          help="staging partitions of SI-3 views (default: 16)")
+    command.add_argument("--engine", choices=("duckdb", "spark", "store"), default="duckdb",
+                         help="engine for view builds, refreshes and checks (default: duckdb)")
+    command.add_argument("--spark-master", metavar="URL", default=None,
+                         help="Spark master for --engine spark (default: local[*])")
 
 
 def _files(command: argparse.ArgumentParser) -> None:
@@ -115,7 +123,8 @@ def _plan(args: argparse.Namespace) -> int:
 def _deployment(args: argparse.Namespace):
     from piql.runtime.deployment import Deployment
 
-    return Deployment(load_plan(args.schema, args.queries), args.db, partitions=args.partitions)
+    return Deployment(load_plan(args.schema, args.queries), args.db, partitions=args.partitions,
+                      engine=args.engine, spark_master=args.spark_master)
 
 
 def _deploy(args: argparse.Namespace) -> int:
@@ -165,11 +174,31 @@ def _parameters(db, name: str, given: list[str]) -> dict[str, object]:
 
 
 def _refresh(args: argparse.Namespace) -> int:
-    for report in _deployment(args).refresh():
-        print(f"{report.view}: {report.rows} rows from {report.partitions} partitions, "
-              f"at most {report.max_partition_reads} reads in one partition "
-              f"(bound {report.per_partition_bound}), {report.seconds * 1000:.1f} ms")
-    return EXIT_OK
+    import time
+
+    from piql.interval import parse_interval
+
+    period = None
+    if args.every:
+        try:
+            period = parse_interval(args.every).seconds
+        except ValueError as err:
+            raise InputError(f"--every: {err}") from None
+    db = _deployment(args)
+    done = 0
+    while True:
+        for report in db.refresh():
+            print(f"{report.view}: {report.rows} rows from {report.partitions} partitions on "
+                  f"{report.engine}, at most {report.max_partition_reads} tuples read in one "
+                  f"partition (bound {report.per_partition_bound}), {report.seconds * 1000:.1f} ms",
+                  flush=True)
+        done += 1
+        if period is None or (args.times is not None and done >= args.times):
+            return EXIT_OK
+        try:
+            time.sleep(period)
+        except KeyboardInterrupt:
+            return EXIT_OK
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -132,6 +132,7 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         "per_partition_ops_bound": per_partition, "refresh_every": str(refresh),
         "partitions": partitions,
         "refresh_ops_total": partitions * per_partition,
+        "window": window.kind,
         "staging": staging_name,
     }
     staging = replace(staging, extra={k: v for k, v in facts.items() if k != "staging"})

@@ -11,12 +11,16 @@ import csv
 import hashlib
 import json
 import sqlite3
+import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from piql.catalog import Table
+from piql.engines import ENGINES, make_engine
+from piql.engines.base import Engine
+from piql.engines.jobs import cardinality_violation, view_rows
 from piql.planner.application import Plan, QueryPlan
 from piql.planner.periodic import DEFAULT_PARTITIONS
 from piql.planner.views import IMV, PERIODIC, STAGING, ViewDef
@@ -60,9 +64,17 @@ class Deployment:
     """A plan's tables, indexes and views on one SQLite store, and its bounded entry points."""
 
     def __init__(self, plan: Plan, path: str = ":memory:", *, strict: bool = True,
-                 partitions: int = DEFAULT_PARTITIONS) -> None:
+                 partitions: int = DEFAULT_PARTITIONS, engine: str = "duckdb",
+                 spark_master: str | None = None) -> None:
         if partitions < 1:
             raise DeploymentError("partitions must be a positive integer")
+        if engine not in ENGINES + ("store",):
+            raise DeploymentError(f"unknown engine {engine!r}; choose one of "
+                                  f"{', '.join(ENGINES)} or store")
+        self.engine_name = engine
+        self.spark_master = spark_master
+        self._engine: Engine | None = None
+        self.lock = threading.RLock()  # one transaction at a time (scheduled refreshes too)
         self.plan = plan
         self.strict = strict
         self.partitions = partitions
@@ -151,7 +163,42 @@ class Deployment:
         return zlib.crc32(key) % self.partitions
 
     def close(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
         self.store.close()
+
+    def engine(self) -> Engine | None:
+        """The engine for set-oriented work, started on first use (None: the store itself)."""
+        if self.engine_name == "store":
+            return None
+        if self._engine is None:
+            self._engine = make_engine(self.engine_name, spark_master=self.spark_master)
+        return self._engine
+
+    def recomputed(self, view: ViewDef) -> list[tuple]:
+        """``view`` computed from base data by the engine (or by SQLite for engine "store")."""
+        engine = self.engine()
+        if engine is None:
+            return recompute(self.store, view, self.partition_of)
+        return view_rows(engine, self.store, view, self.partition_of)
+
+    def build_views(self, tables: Iterable[str] | None = None) -> list[str]:
+        """Recompute every maintained view reading ``tables`` (all when None) in one pass."""
+        wanted = None if tables is None else {t.lower() for t in tables}
+        built = []
+        with self.lock:
+            self.store.begin()
+            try:
+                for view in self.views:
+                    if view.kind in (IMV, STAGING) and (
+                            wanted is None or any(_reads(view, t) for t in wanted)):
+                        self.store.replace_rows(view.name, self.recomputed(view))
+                        built.append(view.name)
+                self.store.commit()
+            except BaseException:
+                self.store.rollback()
+                raise
+        return built
 
     # -- queries -------------------------------------------------------------
     def query(self, name: str, **params: Any) -> Result:
@@ -202,17 +249,18 @@ class Deployment:
                                           self.maintainer.insert(definition, full)])
 
     def _transaction(self, work):
-        self.store.begin()
-        try:
-            result = work()
-            self.store.commit()
-            return result
-        except sqlite3.IntegrityError as err:
-            self.store.rollback()
-            raise ConstraintError(f"the store refused the write: {err}") from None
-        except BaseException:
-            self.store.rollback()
-            raise
+        with self.lock:
+            self.store.begin()
+            try:
+                result = work()
+                self.store.commit()
+                return result
+            except sqlite3.IntegrityError as err:
+                self.store.rollback()
+                raise ConstraintError(f"the store refused the write: {err}") from None
+            except BaseException:
+                self.store.rollback()
+                raise
 
     def _table(self, name: str) -> Table:
         table = self.plan.catalog.table(name)
@@ -229,38 +277,62 @@ class Deployment:
         in one pass. All or nothing."""
         definition = self._table(table)
         records = list(_read_rows(definition, rows, path))
-        self.store.begin()
-        try:
-            staged = f"_load_{definition.name}"
-            columns = definition.column_names
-            self.store.sql(f"CREATE TEMP TABLE {quote(staged)} AS SELECT * FROM "
-                           f"{quote(definition.name)} WHERE 0")
-            self.store.connection.executemany(
-                f"INSERT INTO {quote(staged)} VALUES ({', '.join('?' for _ in columns)})", records)
-            _bulk_checks(self.store, definition, staged)
-            self.store.sql(f"INSERT INTO {quote(definition.name)} SELECT * FROM {quote(staged)}")
-            self.store.sql(f"DROP TABLE {quote(staged)}")
-            for view in self.views:
-                if view.kind in (IMV, STAGING) and _reads(view, definition.name):
-                    self.store.replace_rows(view.name, recompute(self.store, view, self.partition_of))
-            self.store.commit()
-        except BaseException:
-            self.store.rollback()
-            self.store.sql(f"DROP TABLE IF EXISTS temp.{quote('_load_' + definition.name)}")
-            raise
+        staged = f"_load_{definition.name}"
+        shape = self.store.shapes[definition.name]
+        with self.lock:
+            self.store.begin()
+            try:
+                self.store.sql(f"CREATE TEMP TABLE {quote(staged)} AS SELECT * FROM "
+                               f"{quote(definition.name)} WHERE 0")
+                self.store.connection.executemany(
+                    f"INSERT INTO {quote(staged)} VALUES ({', '.join('?' for _ in shape.columns)})",
+                    records)
+                self.store.register(TableShape(staged, shape.columns, shape.key, shape.types))
+                _key_checks(self.store, definition, staged)
+                self._cardinality_checks(definition, staged)
+                self.store.sql(f"INSERT INTO {quote(definition.name)} SELECT * FROM {quote(staged)}")
+                for view in self.views:
+                    if view.kind in (IMV, STAGING) and _reads(view, definition.name):
+                        self.store.replace_rows(view.name, self.recomputed(view))
+                self.store.commit()
+            except BaseException:
+                self.store.rollback()
+                raise
+            finally:
+                self.store.shapes.pop(staged, None)
+                self.store.sql(f"DROP TABLE IF EXISTS temp.{quote(staged)}")
         return len(records)
+
+    def _cardinality_checks(self, table: Table, staged: str) -> None:
+        """Group and count per key, on the engine: the bulk form of the per-write check."""
+        engine = self.engine()
+        found = cardinality_violation(engine, self.store, table, staged) if engine else \
+            _sqlite_cardinality_violation(self.store, table, staged)
+        if found:
+            constraint, row = found
+            values = ", ".join(f"{c}={v!r}" for c, v in zip(constraint.per, row))
+            raise ConstraintError(
+                f"loading {table.name} breaks {constraint.describe()}: ({values}) would have "
+                f"{row[-1]} {constraint.column} values (limit {constraint.limit})")
 
     # -- periodic views and checks ------------------------------------------
     def refresh(self, now_ms: int | None = None) -> list[RefreshReport]:
-        """Recompute every SI-3 periodic view from its staging view (in-process)."""
+        """Recompute every SI-3 periodic view from its staging view, on the engine."""
         staging = {v.name: v for v in self.views if v.kind == STAGING}
-        return [refresh_view(self.store, view, staging[view.extra["staging"]], self.partitions,
-                             now_ms, self.strict)
-                for view in self.views if view.kind == PERIODIC]
+        with self.lock:
+            return [refresh_view(self.store, view, staging[view.extra["staging"]],
+                                 self.partitions, now_ms, self.strict, self.engine())
+                    for view in self.views if view.kind == PERIODIC]
+
+    def run_refresh_every(self, seconds: float) -> "RefreshSchedule":
+        """Refresh the periodic views every ``seconds`` in a background thread until
+        ``.stop()``; the latest reports (or error) are kept on the schedule."""
+        return RefreshSchedule(self, seconds)
 
     def check(self, repair: bool = False) -> CheckReport:
         """Recompute every maintained view from base data and diff it (paper §7)."""
-        return check_views(self.store, self.views, self.partition_of, repair)
+        with self.lock:
+            return check_views(self.store, self.views, self.recomputed, repair)
 
     def rows(self, table: str) -> list[tuple]:
         """Every row of a table or view, for inspection and tests (not a bounded read)."""
@@ -391,7 +463,36 @@ def _typed(table: Table, record: dict[str, str]) -> dict[str, Any]:
     return typed
 
 
-def _bulk_checks(store: Store, table: Table, staged: str) -> None:
+class RefreshSchedule:
+    """A background thread that refreshes a deployment's periodic views on a fixed period."""
+
+    def __init__(self, deployment: Deployment, seconds: float) -> None:
+        if seconds <= 0:
+            raise DeploymentError("the refresh period must be positive")
+        self.deployment, self.seconds = deployment, seconds
+        self.reports: list[RefreshReport] = []
+        self.runs = 0
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="piql-refresh", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.reports = self.deployment.refresh()
+                self.runs += 1
+            except BaseException as err:  # kept for the caller; the schedule stops
+                self.error = err
+                return
+            self._stop.wait(self.seconds)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _key_checks(store: Store, table: Table, staged: str) -> None:
     key = ", ".join(quote(c) for c in table.primary_key)
     duplicate = store.sql(f"SELECT {key} FROM {quote(staged)} GROUP BY {key} HAVING COUNT(*) > 1 "
                           "LIMIT 1")
@@ -403,16 +504,16 @@ def _bulk_checks(store: Store, table: Table, staged: str) -> None:
     if clash:
         raise ConstraintError(f"{table.name} already has a row with key "
                               f"({', '.join(f'{c}={v!r}' for c, v in zip(table.column_names, clash[0]) if c in table.primary_key)})")
+
+
+def _sqlite_cardinality_violation(store: Store, table: Table, staged: str):
     for constraint in table.cardinalities:
         per = ", ".join(quote(c) for c in constraint.per)
         both = f"(SELECT * FROM {quote(table.name)} UNION ALL SELECT * FROM {quote(staged)})"
-        select_per = f"{per}, " if per else ""
-        group = f" GROUP BY {per}" if per else ""
-        broken = store.sql(f"SELECT {select_per}COUNT(DISTINCT {quote(constraint.column)}) FROM "
-                           f"{both}{group} HAVING COUNT(DISTINCT {quote(constraint.column)}) > "
+        counted = f"COUNT(DISTINCT {quote(constraint.column)})"
+        broken = store.sql(f"SELECT {per + ', ' if per else ''}{counted} FROM {both}"
+                           f"{' GROUP BY ' + per if per else ''} HAVING {counted} > "
                            f"{constraint.limit} LIMIT 1")
         if broken:
-            values = ", ".join(f"{c}={v!r}" for c, v in zip(constraint.per, broken[0]))
-            raise ConstraintError(
-                f"loading {table.name} breaks {constraint.describe()}: ({values}) would have "
-                f"{broken[0][-1]} {constraint.column} values (limit {constraint.limit})")
+            return constraint, broken[0]
+    return None

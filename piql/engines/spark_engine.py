@@ -1,0 +1,64 @@
+"""Spark (PySpark): the same SQL on a cluster, ``local[*]`` by default.
+
+The session starts on first use and is shared by every SparkEngine in the
+process (starting Spark takes seconds); its logs are quiet. Java is checked
+first so a missing JDK is one clear sentence, not a JVM stack trace.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from piql.engines.base import Engine, TableData
+from piql.errors import PiqlError
+
+_SESSIONS: dict[str, Any] = {}
+
+
+class EngineError(PiqlError):
+    """An engine could not start or run."""
+
+
+def spark_session(master: str = "local[*]"):
+    """The process's Spark session for ``master``, started once."""
+    if master in _SESSIONS:
+        return _SESSIONS[master]
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        raise EngineError("the Spark engine needs Java 17 (a JDK or JRE): install one, for "
+                          "example `apt-get install openjdk-17-jre-headless`, or set JAVA_HOME; "
+                          "or use the default engine, duckdb")
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise EngineError("the Spark engine needs pyspark: pip install 'piql[spark]'") from None
+    log_config = Path(__file__).with_name("log4j2.properties")
+    session = (SparkSession.builder.master(master).appName("piql")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "8")
+               .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    _SESSIONS[master] = session
+    return session
+
+
+class SparkEngine(Engine):
+    name = "spark"
+    dialect = "spark"
+
+    def __init__(self, master: str = "local[*]") -> None:
+        self.master = master
+        self.session = spark_session(master)
+
+    def register(self, data: TableData) -> None:
+        frame = self.session.createDataFrame(data.arrow())
+        frame.createOrReplaceTempView(data.name)
+
+    def define(self, name: str, sql: str) -> None:
+        self.session.sql(sql).createOrReplaceTempView(name)
+
+    def query(self, sql: str) -> list[tuple[Any, ...]]:
+        return [tuple(row) for row in self.session.sql(sql).collect()]
