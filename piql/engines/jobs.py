@@ -12,11 +12,8 @@ from piql import sqlgen
 from piql.catalog import Table
 from piql.engines.base import Engine, TableData
 from piql.planner.views import ViewDef
-from piql.query import Epoch, Literal, Param, QueryBlock, Relation
+from piql.query import QueryBlock
 from piql.runtime.store import Store
-
-ROW_NUMBER = "piql_rn"
-
 
 def export(store: Store, engine: Engine, names: list[str], rename: dict[str, str] | None = None) -> None:
     """Copy whole tables from the store into the engine (``rename`` gives engine-side names)."""
@@ -65,41 +62,6 @@ def cardinality_violation(engine: Engine, store: Store, table: Table, staged: st
         if broken:
             return constraint, broken[0]
     return None
-
-
-def window_rows(engine: Engine, store: Store, view: ViewDef, staging: ViewDef,
-                window: QueryBlock, epoch: int | None) -> tuple[list[tuple], int]:
-    """Run the periodic view's query on the engine over the bounded share of every staging
-    partition; returns the result rows and the most tuples one partition contributed."""
-    raw = f"{staging.name}__all"
-    export(store, engine, [staging.name], {staging.name: raw})
-    column = view.extra["order_by"][0]
-    if epoch is None:  # tuple window: each partition's first n in order
-        direction = " DESC" if window.order_by[0].desc else ""
-        ranked = (f'SELECT *, ROW_NUMBER() OVER (PARTITION BY "partition" ORDER BY "{column}"'
-                  f'{direction}) AS {ROW_NUMBER} FROM "{raw}"')
-        share = f"SELECT * FROM ({ranked}) AS ranked WHERE {ROW_NUMBER} <= {window.limit}"
-    else:  # time window: each partition's tuples of one epoch, read in order
-        width = next(p.left.width for p in window.predicates if isinstance(p.left, Epoch))
-        share = (f'SELECT * FROM "{raw}" WHERE "{column}" >= {epoch} '
-                 f'AND "{column}" < {epoch + width}')  # type: ignore[operator]
-    engine.define(staging.name, sqlglot.transpile(share, read="duckdb", write=engine.dialect)[0])
-    counts = engine.query(sqlglot.transpile(
-        f'SELECT COUNT(*) FROM "{staging.name}" GROUP BY "partition"', read="duckdb",
-        write=engine.dialect)[0])
-    definition = view.definition if epoch is None else _bind_epoch(view.definition, epoch)
-    rows = engine.query(sqlgen.block_sql(definition, engine.dialect))
-    return [tuple(_plain(v) for v in row) for row in rows], max((c[0] for c in counts), default=0)
-
-
-def _bind_epoch(block: QueryBlock, epoch: int) -> QueryBlock:
-    """The definition with the refreshed epoch in place of the query's epoch parameter."""
-    from dataclasses import replace
-
-    predicates = tuple(replace(p, right=Literal(epoch, str(epoch)))
-                       if isinstance(p.left, Epoch) and isinstance(p.right, Param) else p
-                       for p in block.predicates)
-    return replace(block, predicates=predicates)
 
 
 def _plain(value):

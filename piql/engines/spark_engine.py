@@ -45,6 +45,19 @@ def spark_session(master: str = "local[*]"):
     return session
 
 
+def _spark_type(arrow_type):
+    from pyspark.sql.types import BooleanType, DoubleType, LongType, StringType
+    import pyarrow as pa
+
+    if pa.types.is_integer(arrow_type):
+        return LongType()
+    if pa.types.is_floating(arrow_type):
+        return DoubleType()
+    if pa.types.is_boolean(arrow_type):
+        return BooleanType()
+    return StringType()
+
+
 class SparkEngine(Engine):
     name = "spark"
     dialect = "spark"
@@ -62,3 +75,33 @@ class SparkEngine(Engine):
 
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in self.session.sql(sql).collect()]
+
+    def read_shares(self, path: str, name: str, columns: tuple[str, ...], types: tuple[str, ...],
+                    shares: list, sql: str) -> tuple[list[tuple[Any, ...]], int]:
+        """One Spark task per staging partition reads its bounded share straight from the
+        store file; Spark then merges the shares and runs ``sql`` on them. Returns the rows
+        and the most tuples one task read."""
+        from pyspark.sql.types import StructField, StructType
+
+        def read(task: tuple[str, tuple]) -> list[tuple]:
+            import sqlite3
+
+            statement, values = task
+            connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                return connection.execute(statement, values).fetchall()
+            finally:
+                connection.close()
+
+        tasks = [(share.sql, share.values) for share in shares]
+        per_task = self.session.sparkContext.parallelize(tasks, len(tasks)).map(read).cache()
+        try:
+            counts = per_task.map(len).collect()
+            arrow = TableData(name, columns, types, []).arrow().schema
+            schema = StructType([StructField(f.name, _spark_type(f.type)) for f in arrow])
+            self.session.createDataFrame(per_task.flatMap(lambda rows: rows), schema) \
+                .createOrReplaceTempView(name)
+            rows = self.query(sql)
+        finally:
+            per_task.unpersist()
+        return rows, max([max(1, c) for c in counts], default=0)

@@ -6,9 +6,10 @@ window, its tuples of the refreshed epoch for a time window (the current and
 the previous epoch are refreshed). The shares are merged, the rest of the
 query runs on them, and the periodic view is replaced in one transaction.
 
-The shares are read either from the serving store itself, partition by
-partition with operation counts (``engine=None``), or by an engine (DuckDB,
-Spark) running the same SQL over a copy of the staging view.
+Who reads the shares: Spark tasks, one per partition, when the store is a
+file they can open; otherwise the caller, partition by partition, through the
+store's counted scans. Who merges and runs the query: the engine (DuckDB,
+Spark) or, without one, piql's own evaluator.
 """
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from piql import sqlgen
 from piql.planner.views import ViewDef
-from piql.query import Epoch, OrderItem, QueryBlock, SelectItem
+from piql.query import Epoch, Literal, OrderItem, Param, QueryBlock, SelectItem
 from piql.runtime.errors import BoundExceeded
-from piql.runtime.evaluate import Binding, finish, sort_rows
-from piql.runtime.store import Store
+from piql.runtime.evaluate import finish, sort_rows
+from piql.runtime.store import Store, quote
 
 
 @dataclass(frozen=True)
@@ -34,24 +36,31 @@ class RefreshReport:
     engine: str = "store"
 
 
+@dataclass(frozen=True)
+class Share:
+    """What one partition read: its SQL, given to whoever runs the partition's task."""
+
+    sql: str
+    values: tuple[Any, ...]
+
+
 def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
                  now_ms: int | None = None, strict: bool = True, engine=None) -> RefreshReport:
     """Recompute ``view`` from its staging view and replace it atomically."""
     started = time.perf_counter()
     window = window_block(view.definition, staging.name)
-    source = _StoreShares(store, staging, view, partitions) if engine is None else \
-        _EngineShares(engine, store, staging, view)
     if view.extra["window"] == "tuple":
-        result, busiest = source.tuple_window(window)
-        epochs = {None: ranked_tuples(view, result)}
+        rows, busiest = _compute(store, view, staging, window, partitions, None, engine)
+        epochs: dict[int | None, list[tuple]] = {None: ranked_tuples(view, rows)}
     else:
         now = int(time.time() * 1000) if now_ms is None else now_ms
-        width = next(p.left.width for p in window.predicates if isinstance(p.left, Epoch))
+        width = _epoch(window).width
         current = now - now % width
         epochs, busiest = {}, 0
         for epoch in (current - width, current):
-            values, reads = source.time_window(window, epoch)
-            epochs[epoch] = ranked_groups(view, window, values)
+            rows, reads = _compute(store, view, staging, window, partitions, epoch, engine)
+            names = [i.name for i in unlimited(window).select]
+            epochs[epoch] = ranked_groups(view, window, [dict(zip(names, r)) for r in rows])
             busiest = max(busiest, reads)
     bound = view.extra["per_partition_ops_bound"]
     if strict and busiest > bound:
@@ -73,11 +82,75 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
                          time.perf_counter() - started, getattr(engine, "name", "store"))
 
 
+def _compute(store: Store, view: ViewDef, staging: ViewDef, window: QueryBlock, partitions: int,
+             epoch: int | None, engine) -> tuple[list[tuple], int]:
+    """The periodic query over every partition's share: its rows (for a time window, the
+    unlimited rows with hidden order columns) and the most tuples one partition read."""
+    shape = store.shapes[staging.name]
+    shares = [share_of(staging.name, shape.columns, view, window, p, epoch) for p in range(partitions)]
+    query = view.definition if epoch is None else unlimited(bind_epoch(view.definition, epoch))
+    if engine is not None and hasattr(engine, "read_shares") and store.path != ":memory:":
+        return engine.read_shares(store.path, staging.name, shape.columns, shape.types, shares,
+                                  sqlgen.block_sql(query, engine.dialect))
+    merged: list[tuple] = []
+    busiest = 0
+    for share in shares:
+        before = store.counter.reads
+        rows = store.connection.execute(share.sql, share.values).fetchall()
+        store.counter.reads += max(1, len(rows))
+        busiest = max(busiest, store.counter.reads - before)
+        merged += rows
+    if engine is not None:
+        from piql.engines.base import TableData
+
+        engine.register(TableData(staging.name, shape.columns, shape.types, merged))
+        return engine.query(sqlgen.block_sql(query, engine.dialect)), busiest
+    bindings = [{(staging.name, c): v for c, v in zip(shape.columns, row)} for row in merged]
+    return _evaluate(query, staging.name, bindings), busiest
+
+
+def share_of(staging: str, columns: tuple[str, ...], view: ViewDef, window: QueryBlock,
+             partition: int, epoch: int | None) -> Share:
+    """One partition's bounded read, in the partition's TEMPORAL order (a clustered scan)."""
+    column = view.extra["order_by"][0]
+    select = f"SELECT {', '.join(quote(c) for c in columns)} FROM {quote(staging)} WHERE \"partition\" = ?"
+    if epoch is None:
+        direction = " DESC" if window.order_by[0].desc else ""
+        return Share(f"{select} ORDER BY {quote(column)}{direction} LIMIT {int(window.limit)}",
+                     (partition,))
+    width = _epoch(window).width
+    return Share(f"{select} AND {quote(column)} >= ? AND {quote(column)} < ? ORDER BY {quote(column)}",
+                 (partition, epoch, epoch + width))
+
+
+def _evaluate(query: QueryBlock, staging: str, bindings: list[dict]) -> list[tuple]:
+    """piql's own evaluator for the query over the merged shares (no engine)."""
+    if query.relations[0].subquery is None:
+        return finish(query, bindings, {})
+    inner = query.relations[0].subquery
+    alias = query.relations[0].alias
+    names = [i.name for i in inner.select]
+    outer = [{(alias, n): v for n, v in zip(names, row)} for row in finish(inner, bindings, {})]
+    return finish(query, outer, {})
+
+
 def window_block(definition: QueryBlock, staging: str) -> QueryBlock:
     """The block of the periodic view's query that reads the staging view."""
     if definition.relations[0].table == staging:
         return definition
     return definition.relations[0].subquery  # type: ignore[return-value]
+
+
+def _epoch(block: QueryBlock) -> Epoch:
+    return next(p.left for p in block.predicates if isinstance(p.left, Epoch))  # type: ignore
+
+
+def bind_epoch(block: QueryBlock, epoch: int) -> QueryBlock:
+    """The query with the refreshed epoch in place of its epoch parameter."""
+    predicates = tuple(replace(p, right=Literal(epoch, str(epoch)))
+                       if isinstance(p.left, Epoch) and isinstance(p.right, Param) else p
+                       for p in block.predicates)
+    return replace(block, predicates=predicates)
 
 
 def unlimited(block: QueryBlock) -> QueryBlock:
@@ -107,72 +180,3 @@ def ranked_groups(view: ViewDef, block: QueryBlock, values: list[dict[str, Any]]
         for rank, row in enumerate(ordered[: block.limit or len(ordered)], start=1):
             rows.append(tuple((row | {"rank": rank})[c] for c in columns))
     return rows
-
-
-class _StoreShares:
-    """Reads every partition's share from the serving store, counting each partition."""
-
-    def __init__(self, store: Store, staging: ViewDef, view: ViewDef, partitions: int) -> None:
-        self.store, self.staging, self.view, self.partitions = store, staging, view, partitions
-        self.column = view.extra["order_by"][0]
-
-    def _read(self, partition: int, ranges=(), limit=None, descending=False) -> tuple[list[Binding], int]:
-        before = self.store.counter.reads
-        shape = self.store.shapes[self.staging.name]
-        rows = self.store.scan(self.staging.name, shape.columns, [("partition", partition)], ranges,
-                               order=(self.column,), descending=descending, limit=limit)
-        bindings = [{(self.staging.name, c): v for c, v in zip(shape.columns, row)} for row in rows]
-        return bindings, self.store.counter.reads - before
-
-    def tuple_window(self, window: QueryBlock) -> tuple[list[tuple], int]:
-        merged: list[Binding] = []
-        busiest = 0
-        for partition in range(self.partitions):
-            share, reads = self._read(partition, limit=window.limit,
-                                      descending=window.order_by[0].desc)
-            merged += share
-            busiest = max(busiest, reads)
-        newest = finish(window, merged, {})
-        definition = self.view.definition
-        if definition.relations[0].subquery is None:
-            return newest, busiest
-        alias = definition.relations[0].alias
-        names = [i.name for i in window.select]
-        outer = [{(alias, n): v for n, v in zip(names, row)} for row in newest]
-        return finish(definition, outer, {}), busiest
-
-    def time_window(self, window: QueryBlock, epoch: int) -> tuple[list[dict], int]:
-        epoch_pred = next(p for p in window.predicates if isinstance(p.left, Epoch))
-        width = epoch_pred.left.width  # type: ignore[union-attr]
-        merged: list[Binding] = []
-        busiest = 0
-        for partition in range(self.partitions):
-            share, reads = self._read(partition, ranges=((self.column, ">=", epoch),
-                                                         (self.column, "<", epoch + width)))
-            merged += share
-            busiest = max(busiest, reads)
-        block = unlimited(window)
-        names = [i.name for i in block.select]
-        rows = finish(block, merged, {epoch_pred.right.name: epoch})  # type: ignore[union-attr]
-        return [dict(zip(names, row)) for row in rows], busiest
-
-
-class _EngineShares:
-    """Lets an engine read every partition's share and run the query on the merge."""
-
-    def __init__(self, engine, store: Store, staging: ViewDef, view: ViewDef) -> None:
-        self.engine, self.store, self.staging, self.view = engine, store, staging, view
-
-    def tuple_window(self, window: QueryBlock) -> tuple[list[tuple], int]:
-        from piql.engines.jobs import window_rows
-
-        return window_rows(self.engine, self.store, self.view, self.staging, window, None)
-
-    def time_window(self, window: QueryBlock, epoch: int) -> tuple[list[dict], int]:
-        from piql.engines.jobs import window_rows
-
-        block = unlimited(window)
-        view = replace(self.view, definition=block)
-        rows, busiest = window_rows(self.engine, self.store, view, self.staging, window, epoch)
-        names = [i.name for i in block.select]
-        return [dict(zip(names, row)) for row in rows], busiest

@@ -159,3 +159,25 @@ def test_refresh_on_a_schedule(tmp_path):
     schedule.stop()
     assert schedule.error is None and schedule.runs >= 2
     assert len(db.query("popularTags")) > 0
+
+
+def test_spark_tasks_read_their_partitions_from_a_file_store(tmp_path):
+    app = temporal_app(tmp_path)
+    data = paper_rows(random.Random(11), docs=80)
+    now = 3_600_000 * 6 + 10
+    answers = {}
+    for engine in ("store", "spark"):
+        db = app.deploy(tmp_path / f"{engine}.db", engine=engine, partitions=6)
+        for table, rows in data.items():
+            db.load(table, rows)
+        reports = {r.view: r for r in db.refresh(now_ms=now)}
+        assert reports["popularTags"].engine == engine
+        answers[engine] = (Counter(db.query("popularTags").rows),
+                           db.query("trending", hour=3_600_000 * 5).rows,
+                           reports["popularTags"].max_partition_reads)
+        db.close()
+    store_tags, store_trending, store_reads = answers["store"]
+    spark_tags, spark_trending, spark_reads = answers["spark"]
+    assert spark_tags == store_tags
+    assert [r[1] for r in spark_trending] == [r[1] for r in store_trending]
+    assert spark_reads == store_reads  # each task read exactly its partition's share
