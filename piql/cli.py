@@ -75,6 +75,18 @@ def build_parser() -> argparse.ArgumentParser:
     _store(check)
     check.add_argument("--repair", action="store_true", help="replace views that differ")
     check.set_defaults(run=_check)
+
+    bench = commands.add_parser("bench", help="benchmarks (they print figures, write JSON and PNG)")
+    benches = bench.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
+    refresh_bench = benches.add_parser("refresh", help="SI-3 periodic refresh vs data size, "
+                                                       "partitions and engine")
+    refresh_bench.add_argument("--engines", default="duckdb,spark", help="comma separated")
+    refresh_bench.add_argument("--sizes", default="10000,100000,400000",
+                               help="rows in Tags, comma separated")
+    refresh_bench.add_argument("--partitions", default="4,16", help="comma separated")
+    refresh_bench.add_argument("--repeat", type=int, default=5, help="refreshes per point")
+    refresh_bench.add_argument("--out", default="bench-results", help="output directory")
+    refresh_bench.set_defaults(run=_bench_refresh)
     return parser
 
 
@@ -205,6 +217,32 @@ def _check(args: argparse.Namespace) -> int:
     report = _deployment(args).check(repair=args.repair)
     print(report)
     return EXIT_OK if report.consistent or args.repair else EXIT_UNBOUNDED
+
+
+def _numbers(text: str, option: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise InputError(f"{option} expects comma-separated integers, got {text!r}") from None
+    if not values or min(values) <= 0:
+        raise InputError(f"{option} expects positive integers, got {text!r}")
+    return values
+
+
+def _bench_refresh(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from piql.bench import refresh as bench
+
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    unknown = [e for e in engines if e not in ("duckdb", "spark", "store")]
+    if unknown:
+        raise InputError(f"--engines: unknown engine {unknown[0]!r} (duckdb, spark, store)")
+    document = bench.run(engines, _numbers(args.sizes, "--sizes"),
+                         _numbers(args.partitions, "--partitions"), args.repeat, Path(args.out))
+    print(bench.summary(document))
+    print(f"\nwrote {Path(args.out) / 'refresh.json'} and {Path(args.out) / 'refresh.png'}")
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

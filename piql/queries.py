@@ -38,7 +38,8 @@ from piql.query import (
 
 NAME_LINE = re.compile(r"^\s*--\s*name\s*:\s*(.*?)\s*$", re.IGNORECASE)
 OPTION_LINE = re.compile(r"^\s*--\s*(periodic|view)\s*:\s*(.*?)\s*$", re.IGNORECASE)
-PLACEHOLDER = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)>")
+# Not glued to a name before it: `x<y>` is no placeholder, and `x$y` would read as one name.
+PLACEHOLDER = re.compile(r"(?<![A-Za-z0-9_$])<([A-Za-z_][A-Za-z0-9_]*)>")
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 AGGREGATES = {

@@ -1,0 +1,1 @@
+"""Benchmarks: commands that print figures and write JSON and PNG, never timed unit tests."""
