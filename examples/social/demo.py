@@ -20,7 +20,7 @@ TAGS = [f"tag{i}" for i in range(30)]
 def generate(db, users: int, seed: int = 7) -> None:
     """Users who follow a few others, write posts, like and tag them (with bulk loads)."""
     rng = random.Random(seed)
-    now = 1_700_000_000_000
+    now = 1_700_000_000_000  # likes are stamped within the hour starting 1_699_999_200_000
     db.load("users", [(u, f"user{u}", f"user{u}@example.com", now + u) for u in range(1, users + 1)])
     follows = {(u, rng.randint(1, users)) for u in range(1, users + 1) for _ in range(8)}
     db.load("follows", [(a, b, now + i) for i, (a, b) in enumerate(sorted(follows))])
@@ -39,7 +39,7 @@ SAMPLES = {  # parameters for each query of examples/social/queries.sql
     "userPostsBetween": {"userId": 42, "since": 0, "until": 2_000_000_000_000},
     "followers": {"userId": 42}, "homeTimeline": {"userId": 42}, "followerCount": {"userId": 42},
     "likeCount": {"postId": 42}, "twoTags": {"tag1": "tag1", "tag2": "tag2"},
-    "latestPosts": {}, "activeAuthors": {},
+    "latestPosts": {}, "activeAuthors": {}, "trending": {"hour": 1_699_999_200_000},
 }
 
 
@@ -55,7 +55,7 @@ def main() -> None:
     loaded = {t.name: len(db.rows(t.name)) for t in app.plan.catalog.tables}
     print(f"loaded {sum(loaded.values())} rows ({', '.join(f'{n} {t}' for t, n in loaded.items())}) "
           f"in {time.perf_counter() - started:.1f} s")
-    for report in db.refresh():
+    for report in db.refresh(now_ms=1_700_000_000_000):
         print(f"refreshed {report.view}: {report.rows} rows, at most {report.max_partition_reads} "
               f"reads in one of {report.partitions} partitions (bound {report.per_partition_bound})")
 

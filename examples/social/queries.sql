@@ -100,6 +100,16 @@ SELECT author, COUNT(*) AS posts
 FROM (SELECT author, createdAt FROM posts ORDER BY createdAt DESC LIMIT 5000) recent
 GROUP BY author;
 
+-- name: trending
+-- periodic: 1 min
+-- Explore page: the 10 most liked posts of an hour (likedAt in milliseconds).
+SELECT postId, COUNT(*) AS likes
+FROM likes
+WHERE likedAt - likedAt % 3600000 = <hour>
+GROUP BY postId
+ORDER BY COUNT(*) DESC
+LIMIT 10;
+
 -- name: likers
 -- Post page: everyone who liked a post (a viral post has millions).
 SELECT l.userId, u.name
