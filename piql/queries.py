@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -32,14 +32,15 @@ from piql.catalog import Catalog
 from piql.errors import InputError, Location
 from piql.interval import parse_interval
 from piql.query import (
-    COMPARISONS, default_name, Aggregate, Attr, Epoch, Expr, Literal, NamedQuery, Operand, OrderItem,
+    default_name, Aggregate, Attr, Epoch, Expr, Literal, NamedQuery, Operand, OrderItem,
     Param, QueryBlock, Relation, SelectItem, Unsupported, normalized_predicate,
 )
 
 NAME_LINE = re.compile(r"^\s*--\s*name\s*:\s*(.*?)\s*$", re.IGNORECASE)
 OPTION_LINE = re.compile(r"^\s*--\s*(periodic|view)\s*:\s*(.*?)\s*$", re.IGNORECASE)
-# Not glued to a name before it: `x<y>` is no placeholder, and `x$y` would read as one name.
-PLACEHOLDER = re.compile(r"(?<![A-Za-z0-9_$])<([A-Za-z_][A-Za-z0-9_]*)>")
+# After whitespace, an operator or punctuation only: `x<y>` is no placeholder (and the
+# `$y` it would become must not glue onto a name before it, see _Source).
+PLACEHOLDER = re.compile(r"(?:^|(?<=[\s(),;.=<>!+\-*/%|&^~]))<([A-Za-z_][A-Za-z0-9_]*)>")
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 AGGREGATES = {
@@ -310,7 +311,6 @@ def _read_block(body: str, offset: int, at: Callable[[int], Location]
             errors.append(InputError(problem, value_location))
         options[key] = value
         sql_start = line_offset + len(line)  # the SQL text starts after the last option
-    sql_start = min(sql_start, offset + len(body))
     has_sql = bool(code.replace(";", "").strip())
     return options, sql_start, has_sql, errors
 
@@ -327,7 +327,7 @@ def _option_lines(text: str, spans: list[_Span], offset: int) -> list[tuple[int,
 
 
 def _misplaced_option(line_offset: int, match: re.Match, at: Callable[[int], Location]) -> InputError:
-    return InputError(f"'-- {match.group(1).lower()}:' must come right after a query's "
+    return InputError(f"'-- {match.group(1).lower()}:' belongs to a query's header: after its "
                       "'-- name:' line, before its SQL", at(line_offset + match.start(1)))
 
 
@@ -363,7 +363,7 @@ class _Source:
 
     text: str  # as written, up to the end of the statement (trailing comments cut)
     sql: str
-    params: dict[int, str] = field(default_factory=dict)  # offset of each '<' -> name
+    params: dict[int, str]  # the offset of each placeholder's '<' -> its name
 
     def word(self, token: Token) -> str:
         """How an error message quotes ``token``: keywords bare, anything else as written."""
@@ -445,19 +445,22 @@ def _parse_statement(source: _Source, chunk: _Chunk, at: Callable[[int], Locatio
 
 def _bind_parameters(statement: exp.Expression, source: _Source,
                      at: Callable[[int], Location]) -> exp.Expression:
-    """Turn each ``$name`` column written by _prepare into a positioned Placeholder."""
-    for identifier in list(statement.find_all(exp.Identifier)):
-        start = identifier.meta.get("start")
-        name = source.params.get(start) if not identifier.quoted else None
-        if name is None:
+    """Turn each ``$name`` column written by _prepare into a positioned Placeholder.
+
+    A parameter anywhere else (a table, an alias, a function, ``t.<x>``) stands
+    where SQL wants a name, which a value cannot be.
+    """
+    for node in list(statement.walk()):
+        start = node.meta.get("start")
+        name = source.params.get(start)
+        if name is None or isinstance(node, exp.Placeholder):
             continue
-        column = identifier.parent
-        if not isinstance(column, exp.Column) or column.table or column.this is not identifier:
+        column = node.parent
+        if not (isinstance(node, exp.Identifier) and not node.quoted
+                and isinstance(column, exp.Column) and not column.table and column.this is node):
             raise InputError(f"parameter <{name}> stands where a name is expected", at(start))
         placeholder = exp.Placeholder(this=name)
         placeholder.meta.update(start=start, end=start + len(name) + 1, param=True)
-        if column is statement:  # pragma: no cover - a statement is never a bare column
-            return placeholder
         column.replace(placeholder)
     return statement
 
@@ -698,10 +701,7 @@ class _Resolver:
         for condition in join_conditions + ([node.args["where"].this] if node.args.get("where") else []):
             predicates += self._conjuncts(condition, relations)
         select = self._select(node, relations)
-        group_by = tuple(
-            g for g in (self._operand(e, relations) for e in
-                        (node.args["group"].expressions if node.args.get("group") else []))
-            if isinstance(g, (Attr, Epoch)))
+        group_by = self._group_by(node, relations)
         order_by = tuple(self._order(o, relations, select)
                          for o in (node.args["order"].expressions if node.args.get("order") else []))
         return QueryBlock(tuple(relations), tuple(predicates), select, group_by,
@@ -865,7 +865,8 @@ class _Resolver:
             return []
         return [predicate]
 
-    def _expr(self, node: exp.Expression, relations: list[Relation]) -> Expr | None:
+    def _expr(self, node: exp.Expression, relations: list[Relation],
+              clause: str = "SELECT") -> Expr | None:
         for klass, name in AGGREGATES.items():
             if type(node) is klass:
                 return self._aggregate(node, name, relations)
@@ -873,7 +874,7 @@ class _Resolver:
             return Aggregate(node.name.upper(), None)
         operand = self._operand(node, relations)
         if isinstance(operand, Param):
-            self.refuse(node, "parameter in SELECT", "the application already knows it")
+            self.refuse(node, f"parameter in {clause}", "the application already knows it")
             return None
         return operand
 
@@ -910,6 +911,16 @@ class _Resolver:
             items.append(SelectItem(alias or default_name(expr, len(items)), expr))
         return _unique_names(items)
 
+    def _group_by(self, node: exp.Select, relations: list[Relation]) -> tuple:
+        groups = []
+        for item in node.args["group"].expressions if node.args.get("group") else []:
+            group = self._operand(item, relations)
+            if isinstance(group, (Attr, Epoch)):
+                groups.append(group)
+            elif group is not None:  # GROUP BY 1 means the first output column in SQL
+                self.refuse(item, f"GROUP BY {_text(item)}", "group by columns, named")
+        return tuple(groups)
+
     def _order(self, node: exp.Ordered, relations: list[Relation],
                select: tuple[SelectItem, ...]) -> OrderItem | None:
         target, desc = node.this, bool(node.args.get("desc"))
@@ -919,7 +930,7 @@ class _Resolver:
             named = [s for s in select if s.name.lower() == target.name.lower()]
             if named:
                 return OrderItem(named[0].expr, desc)
-        expr = self._expr(target, relations)
+        expr = self._expr(target, relations, "ORDER BY")
         return None if expr is None else OrderItem(expr, desc)
 
     def _limit(self, node: exp.Select) -> int | None:

@@ -165,6 +165,62 @@ def test_query_sql_does_not_take_the_next_querys_comment():
     assert two_tags.sql.endswith("LIMIT 5")
 
 
+def test_options_may_follow_comments_in_the_header():
+    text = ("-- name: q\n-- What the screen shows.\n-- view: qView\n-- periodic: 5 min\n"
+            "SELECT COUNT(*) FROM Tags WHERE tag = <t>\n")
+    (query,) = parse(text)
+    assert (query.view_name, query.periodic) == ("qView", "5 min")
+    assert query.sql == "SELECT COUNT(*) FROM Tags WHERE tag = <t>"
+
+
+def test_option_lines_in_a_crlf_file():
+    (query,) = parse("-- name: q\r\n-- view: v\r\nSELECT COUNT(*) FROM Tags WHERE tag = <t>;\r\n")
+    assert query.view_name == "v" and query.sql == "SELECT COUNT(*) FROM Tags WHERE tag = <t>;"
+
+
+def test_a_bad_option_value_is_located_at_the_value():
+    text = "-- name: q\n-- view: two words\n-- periodic: soon\nSELECT * FROM Tags WHERE docId = <d>\n"
+    view, periodic = error(text).all_errors
+    assert where(view.location) == at(text, "two words")
+    assert where(periodic.location) == at(text, "soon")
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("-- name: q\nSELECT * FROM Tags WHERE docId = <d>\n-- view: late\n"
+     "-- name: r\nSELECT * FROM Tags WHERE docId = <d>\n", "view: late"),
+    ("-- periodic: 1 min\n-- name: q\nSELECT * FROM Tags WHERE docId = <d>\n", "periodic"),
+])
+def test_an_option_line_outside_a_query_header_is_an_error(text, needle):
+    err = error(text)
+    assert "header" in err.message
+    assert where(err.location) == at(text, needle)
+
+
+def test_a_duplicate_option_line_is_an_error():
+    text = "-- name: q\n-- view: a\n-- view: b\nSELECT COUNT(*) FROM Tags WHERE tag = <t>\n"
+    err = error(text)
+    assert "duplicate '-- view:'" in err.message and where(err.location) == at(text, "b\n")
+
+
+def test_a_name_with_blanks_is_a_bad_name_not_a_comment():
+    text = "-- name: two words\nSELECT * FROM Tags WHERE docId = <d>\n"
+    err = error(text)
+    assert "expected a query name" in err.message and where(err.location) == at(text, "two")
+
+
+def test_a_comment_on_the_statements_last_line_stays_in_its_sql():
+    text = ("-- name: q\nSELECT * FROM Tags WHERE docId = <d> -- one document\n\n"
+            "-- about r\n-- name: r\nSELECT * FROM Tags WHERE docId = <d>\n")
+    assert parse(text)[0].sql == "SELECT * FROM Tags WHERE docId = <d> -- one document"
+
+
+def test_block_comments_inside_a_query():
+    text = "-- name: q\n/* about q,\n   over lines */\nSELECT * /* every <column> */ FROM Tags WHERE docId = <d>\n"
+    (query,) = parse(text)
+    assert query.block.params == ("d",)
+    assert where(query.block.predicates[0].location) == at(text, "docId = <d>")
+
+
 # -- resolution: parameters, predicates, columns ------------------------------------
 
 def test_placeholders_become_params():
@@ -176,6 +232,49 @@ def test_placeholders_become_params():
 def test_angle_brackets_inside_a_string_literal_are_not_a_parameter():
     query = block("SELECT * FROM Tags WHERE tag = '<b>'")
     assert query.predicates[0].right == Literal("<b>", "'<b>'")
+
+
+@pytest.mark.parametrize("name", ["from", "to", "limit", "order", "select", "where", "and"])
+def test_a_parameter_may_be_named_like_a_sql_keyword(name):
+    text = f"-- name: q\nSELECT * FROM Tags WHERE timestamp > <{name}> AND tag = <t>\n"
+    (query,) = parse(text)
+    assert [p.right for p in query.block.predicates] == [Param(name), Param("t")]
+    assert query.block.params == (name, "t")
+    # The rewritten placeholder keeps its length: what follows is still located exactly.
+    assert where(query.block.predicates[1].location) == at(text, "tag = <t>")
+
+
+def test_keyword_named_parameters_are_located_and_quoted_as_written():
+    text = "-- name: q\nSELECT * FROM Tags WHERE <from> <= timestamp ORDER BY timestamp LIMIT <limit>\n"
+    (query,) = parse(text)
+    (limit,) = query.unsupported
+    assert limit.construct == "LIMIT <limit>" and where(limit.location) == at(text, "LIMIT")
+
+
+def test_a_placeholder_in_a_comment_or_quoted_name_is_not_a_parameter():
+    query = block('SELECT docId AS "<x>" FROM Tags WHERE docId = <d> /* not <e> */')
+    assert query.params == ("d",)
+    assert query.select[0].name == "<x>"
+
+
+@pytest.mark.parametrize("sql, needle", [
+    ("SELECT * FROM <t>", "<t>"),
+    ("SELECT tag AS <x> FROM Tags", "<x>"),
+    ("SELECT * FROM Tags t WHERE t.<c> = 1", "<c>"),
+    ("SELECT <f>(tag) FROM Tags", "<f>"),
+])
+def test_a_parameter_cannot_stand_for_a_name(sql, needle):
+    text = f"-- name: q\n{sql}\n"
+    err = error(text)
+    assert f"parameter {needle}" in err.message and "name" in err.message
+    assert where(err.location) == at(text, needle)
+
+
+def test_a_colon_parameter_is_unsupported_with_a_hint_to_write_angle_brackets():
+    (query,) = parse("-- name: q\nSELECT * FROM Tags WHERE docId = :d\n")
+    assert query.block is None
+    assert [(u.construct, u.hint) for u in query.unsupported] == [
+        ("parameter ':d'", "write parameters as <name>")]
 
 
 @pytest.mark.parametrize("sql, expected", [
@@ -232,6 +331,19 @@ def test_doubled_comma_in_select_list_is_a_syntax_error():
     text = "-- name: q\nSELECT tag,, docId FROM Tags WHERE docId = <d>\n"
     line, column = at(text, ",,")
     assert where(error(text).location) in {(line, column), (line, column + 1)}
+
+
+@pytest.mark.parametrize("sql, needle", [
+    ("SELECT , tag FROM Tags", ", tag"),
+    ("SELECT tag, FROM Tags", "FROM"),
+    ("SELECT COUNT(tag,) FROM Tags", ")"),
+    ("SELECT tag FROM Tags t,", ",\n"),
+])
+def test_other_empty_list_items_are_syntax_errors(sql, needle):
+    text = f"-- name: q\n{sql}\n"
+    err = error(text)
+    assert "syntax error" in err.message.lower() and "','" in err.message
+    assert where(err.location) == at(text, needle)
 
 
 def test_between_becomes_two_predicates():
@@ -352,6 +464,34 @@ def test_syntax_error_messages_do_not_leak_parser_internals(sql):
     assert "sqlglot" not in message
 
 
+@pytest.mark.parametrize("sql, message, needle", [
+    ("SELECT * FROM Tags WHERE tag = = <x>", "expected an expression after '=', found '='", "= <x>"),
+    ("SELECT * FROM", "unexpected end of query after FROM, expected a table name", "FROM"),
+    ("SELECT * FROM Tags WHERE", "unexpected end of query after WHERE, expected a condition", "WHERE"),
+    ("SELECT * FROM Tags WHERE tag = <t> AND", "after AND, expected a condition", "AND"),
+    ("SELECT * FROM Tags LIMIT", "after LIMIT, expected a number", "LIMIT"),
+    ("SELECT * FROM Tags WHERE (tag = <x>", "after '<x>', expected ')'", "<x>"),
+    ("SELECT * FROM Tags WHERE docId = 1 )", "unexpected ')'", ")"),
+])
+def test_syntax_error_messages_say_what_was_expected(sql, message, needle):
+    text = f"-- name: q\n{sql}\n"
+    err = error(text)
+    assert err.message.startswith("SQL syntax error: ") and message in err.message, err.message
+    assert where(err.location) == at(text, needle)
+
+
+@pytest.mark.parametrize("sql, needle, what", [
+    ("SELECT * FROM Tags WHERE tag = 'open", "'open", "string literal"),
+    ('SELECT "open FROM Tags', '"open', "quoted identifier"),
+    ("SELECT * FROM Tags /* open", "/* open", "'/*' comment"),
+])
+def test_unterminated_quotes_and_comments_are_located_where_they_open(sql, needle, what):
+    text = f"-- name: q\n{sql}\n\n-- name: r\nSELECT * FROM Tags WHERE docId = <d>\n"
+    err = error(text)
+    assert err.message == f"SQL syntax error: unterminated {what}"
+    assert where(err.location) == at(text, needle)
+
+
 def test_epoch_with_percent():
     query = block("SELECT COUNT(*) FROM Tags t WHERE t.tag = <tag> "
                   "AND t.timestamp - t.timestamp % 60000 = <epoch>")
@@ -420,6 +560,12 @@ def test_order_by_an_output_alias():
 def test_order_by_an_output_alias_that_shadows_an_input_column():
     query = block("SELECT docId AS tag FROM Tags WHERE tag = <t> ORDER BY tag")
     assert query.order_by[0].expr == Attr("Tags", "docId")
+
+
+def test_order_by_an_output_name_of_a_column_that_is_ambiguous_among_the_inputs():
+    query = block("SELECT t.docId FROM Tags t, Documents d WHERE t.docId = d.docId AND t.tag = <x> "
+                  "ORDER BY docId")
+    assert query.order_by[0].expr == Attr("t", "docId")
 
 
 def test_limit():
@@ -534,6 +680,16 @@ def test_unsupported_constructs_carry_hints():
         assert all(u.hint for u in bad.unsupported), (case, bad.unsupported)
 
 
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM Tags WHERE docId IN (SELECT docId FROM Documents WHERE timestamp = <t>)",
+    "SELECT * FROM (SELECT * FROM Tags WHERE tag LIKE 'x' ORDER BY timestamp LIMIT 5) w",
+    "SELECT SUM(CASE WHEN tag = 'a' THEN 1 ELSE 0 END) FROM Tags",
+])
+def test_a_construct_inside_another_is_reported_once(sql):
+    bad = parse(unsupported_file(sql))[1]
+    assert len(bad.unsupported) == 1, bad.unsupported
+
+
 @pytest.mark.parametrize("sql, construct", [
     ("SELECT * FROM Tags WHERE tag IS NULL", "IS"),
     ("SELECT * FROM Tags t1 JOIN Tags t2 USING (docId)", "USING"),
@@ -553,6 +709,18 @@ def test_with_clause_is_reported_as_unsupported():
     bad = parse(unsupported_file("WITH x AS (SELECT * FROM Tags) SELECT * FROM x"))[1]
     assert bad.block is None
     assert any("WITH" in u.construct for u in bad.unsupported)
+
+
+@pytest.mark.parametrize("sql, construct, needle", [
+    ("SELECT tag, COUNT(*) FROM Tags GROUP BY <g>", "GROUP BY <g>", "<g>"),
+    ("SELECT tag, COUNT(*) FROM Tags GROUP BY 1", "GROUP BY 1", "1\n"),
+    ("SELECT * FROM Tags WHERE docId = <d> ORDER BY <o>", "parameter in ORDER BY", "<o>"),
+])
+def test_grouping_or_ordering_by_a_value_is_unsupported(sql, construct, needle):
+    text = unsupported_file(sql)
+    bad = parse(text)[1]
+    assert [u.construct for u in bad.unsupported] == [construct]
+    assert where(bad.unsupported[0].location) == at(text, needle)
 
 
 def test_several_unsupported_constructs_in_one_query_are_all_listed():
