@@ -399,3 +399,17 @@ def test_python_dash_m_piql_input_errors_have_no_traceback(tmp_path):
     done = piql("explain", PAPER_SCHEMA, BOUNDED, "nope")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "no query named 'nope'" in done.stderr
+
+
+def test_social_plan_shows_staging_builds_with_their_partition_column(capsys):
+    social = Path(__file__).parent.parent / "examples" / "social"
+    code, out, err = run(capsys, "plan", "--dialect", "sqlite", social / "schema.sql",
+                         social / "queries.sql")
+    assert err == ""
+    staging = re.findall(r"^CREATE TABLE (\w+Staging) \((partition INTEGER, .*?), PRIMARY KEY", out, re.M)
+    assert staging
+    for name, columns in staging:
+        names = ", ".join(c.split()[0] for c in columns.split(", "))
+        assert f"-- initial build (piql fills partition per row): INSERT INTO {name} ({names}) " \
+               f"SELECT <partition>, " in out
+        assert not re.search(rf"^INSERT INTO {name}\b", out, re.M)

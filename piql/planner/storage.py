@@ -76,6 +76,7 @@ def dependencies(catalog: Catalog, definition: QueryBlock) -> list[Dependency]:
 def bound_storage(catalog: Catalog, definition: QueryBlock) -> StorageResult:
     """Algorithm 4 (with the §4.3 GROUP BY variant) over every relation of the view."""
     deps = dependencies(catalog, definition)
+    directed = deps + [Dependency(d.rhs, d.lhs, 1, d.rule) for d in deps if d.rule == "equality"]
     all_attrs = {Attr(r.alias, c) for r in definition.relations
                  for c in _table(catalog, r.table).column_names}
     target = set(definition.group_by) if definition.group_by else all_attrs
@@ -84,7 +85,7 @@ def bound_storage(catalog: Catalog, definition: QueryBlock) -> StorageResult:
     for rel in definition.relations:
         table = _table(catalog, rel.table)
         start = {Attr(rel.alias, c) for c in table.primary_key} | {FIXED}
-        derived, factor, steps = _closure(start, deps, target)
+        derived, factor, steps = _closure(start, directed, target)
         complete = target <= derived
         verdict = f"bounded: |view| <= {factor} x |{table.name}|" if complete else \
             "free: " + ", ".join(sorted(map(str, target - derived)))

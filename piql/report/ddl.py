@@ -54,7 +54,13 @@ def _view(view: ViewDef, dialect: str) -> list[str]:
                      f"{view.extra['per_partition_ops_bound']} rows, merged as:")
         lines.append(sqlgen.block_sql(view.definition, dialect) + ";")
         return lines
-    lines.append(f"INSERT INTO {view.name} {sqlgen.block_sql(view.definition, dialect)};")
+    build = f"INSERT INTO {view.name} {sqlgen.block_sql(view.definition, dialect)};"
+    if view.kind == STAGING:
+        # The partition is a hash piql computes per row, so the build is shown, not runnable.
+        columns = ", ".join(c.name for c in view.columns)
+        select = sqlgen.block_sql(view.definition, dialect).replace("SELECT ", "SELECT <partition>, ", 1)
+        build = f"-- initial build (piql fills partition per row): INSERT INTO {view.name} ({columns}) {select};"
+    lines.append(build)
     for rule in view.rules:
         delta = DeltaQuery(rule.table, rule.aliases, rule.delta, rule.guards,
                            tuple(c.name for c in view.columns if not c.key) if view.aggregate else ())

@@ -31,7 +31,7 @@ from piql.runtime.errors import (
 )
 from piql.runtime.evaluate import check_type, finish
 from piql.runtime.executor import execute
-from piql.runtime.refresh import RefreshReport, refresh_view
+from piql.runtime.refresh import DIRTY_DDL, RefreshReport, epoch_windows, mark_epochs, refresh_view
 from piql.runtime.store import Store, TableShape, quote
 from piql.runtime.writes import Maintainer, WriteReport
 
@@ -83,11 +83,13 @@ class Deployment:
         for shape in self._shapes():
             self.store.register(shape)
         self._install()
+        self.store.sql(DIRTY_DDL)
         index_counts: dict[str, int] = {}
         for index in self._indexes():
             index_counts[index[1]] = index_counts.get(index[1], 0) + 1
+        self.epoch_windows = epoch_windows(self.views)
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, self.partition_of,
-                                     index_counts, strict)
+                                     index_counts, strict, self.epoch_windows)
 
     # -- set-up --------------------------------------------------------------
     def _shapes(self) -> list[TableShape]:
@@ -182,6 +184,15 @@ class Deployment:
             return recompute(self.store, view, self.partition_of)
         return view_rows(engine, self.store, view, self.partition_of)
 
+    def _rebuild(self, view: ViewDef) -> None:
+        """Replace ``view``'s rows by its recomputation (inside the caller's transaction)."""
+        rows = self.recomputed(view)
+        self.store.replace_rows(view.name, rows)
+        if view.name in self.epoch_windows:  # the periodic views must catch up on every epoch
+            names = [c.name for c in view.columns]
+            mark_epochs(self.store, self.epoch_windows[view.name],
+                        (dict(zip(names, r)) for r in rows))
+
     def build_views(self, tables: Iterable[str] | None = None) -> list[str]:
         """Recompute every maintained view reading ``tables`` (all when None) in one pass."""
         wanted = None if tables is None else {t.lower() for t in tables}
@@ -192,7 +203,7 @@ class Deployment:
                 for view in self.views:
                     if view.kind in (IMV, STAGING) and (
                             wanted is None or any(_reads(view, t) for t in wanted)):
-                        self.store.replace_rows(view.name, self.recomputed(view))
+                        self._rebuild(view)
                         built.append(view.name)
                 self.store.commit()
             except BaseException:
@@ -291,9 +302,11 @@ class Deployment:
                 _key_checks(self.store, definition, staged)
                 self._cardinality_checks(definition, staged)
                 self.store.sql(f"INSERT INTO {quote(definition.name)} SELECT * FROM {quote(staged)}")
+                # after the insert, so a self-referencing batch may hold its own parents
+                _foreign_key_checks(self.store, definition, staged)
                 for view in self.views:
                     if view.kind in (IMV, STAGING) and _reads(view, definition.name):
-                        self.store.replace_rows(view.name, self.recomputed(view))
+                        self._rebuild(view)
                 self.store.commit()
             except BaseException:
                 self.store.rollback()
@@ -504,6 +517,20 @@ def _key_checks(store: Store, table: Table, staged: str) -> None:
     if clash:
         raise ConstraintError(f"{table.name} already has a row with key "
                               f"({', '.join(f'{c}={v!r}' for c, v in zip(table.column_names, clash[0]) if c in table.primary_key)})")
+
+
+def _foreign_key_checks(store: Store, table: Table, staged: str) -> None:
+    for fk in table.foreign_keys:
+        match = " AND ".join(f"p.{quote(r)} = s.{quote(c)}" for c, r in zip(fk.columns, fk.ref_columns))
+        present = " AND ".join(f"s.{quote(c)} IS NOT NULL" for c in fk.columns)
+        orphan = store.sql(f"SELECT {', '.join('s.' + quote(c) for c in fk.columns)} FROM "
+                           f"{quote(staged)} s WHERE {present} AND NOT EXISTS (SELECT 1 FROM "
+                           f"{quote(fk.ref_table)} p WHERE {match}) LIMIT 1")
+        if orphan:
+            raise ConstraintError(
+                f"the data for {table.name} breaks FOREIGN KEY ({', '.join(fk.columns)}) "
+                f"REFERENCES {fk.ref_table}: no {fk.ref_table} row with "
+                f"{', '.join(f'{r}={v!r}' for r, v in zip(fk.ref_columns, orphan[0]))}")
 
 
 def _sqlite_cardinality_violation(store: Store, table: Table, staged: str):

@@ -2,9 +2,11 @@
 
 Every staging partition contributes at most its bounded share, read in the
 TEMPORAL order the partition is clustered by: its first n tuples for a tuple
-window, its tuples of the refreshed epoch for a time window (the current and
-the previous epoch are refreshed). The shares are merged, the rest of the
-query runs on them, and the periodic view is replaced in one transaction.
+window, its tuples of the refreshed epoch for a time window. A time window
+refreshes the current and the previous epoch, and every older epoch a write
+touched since the last refresh (late data): staging writes record their epoch
+in ``DIRTY``. The shares are merged, the rest of the query runs on them, and
+the periodic view is replaced in one transaction.
 
 Who reads the shares: Spark tasks, one per partition, when the store is a
 file they can open; otherwise the caller, partition by partition, through the
@@ -15,14 +17,51 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Iterable
 
 from piql import sqlgen
-from piql.planner.views import ViewDef
+from piql.planner.views import PERIODIC, ViewDef
 from piql.query import Epoch, Literal, OrderItem, Param, QueryBlock, SelectItem
 from piql.runtime.errors import BoundExceeded
 from piql.runtime.evaluate import finish, sort_rows
 from piql.runtime.store import Store, quote
+
+
+DIRTY = "_piql_dirty_epochs"
+DIRTY_DDL = (f"CREATE TABLE IF NOT EXISTS {DIRTY} (view TEXT, epoch INTEGER, "
+             "PRIMARY KEY (view, epoch)) WITHOUT ROWID")
+
+
+@dataclass(frozen=True)
+class EpochWindow:
+    """A time-window periodic view as its staging writes see it: which epoch a row is in."""
+
+    view: str
+    column: str
+    width: int
+
+    def epoch(self, row: dict[str, Any]) -> int | None:
+        value = row.get(self.column)
+        return None if value is None else value - value % self.width
+
+
+def epoch_windows(views: Iterable[ViewDef]) -> dict[str, list[EpochWindow]]:
+    """Per staging view: the time-window periodic views refreshed from it."""
+    found: dict[str, list[EpochWindow]] = {}
+    for view in views:
+        if view.kind == PERIODIC and view.extra["window"] != "tuple":
+            staging = view.extra["staging"]
+            width = _epoch(window_block(view.definition, staging)).width
+            found.setdefault(staging, []).append(
+                EpochWindow(view.name, view.extra["order_by"][0], width))
+    return found
+
+
+def mark_epochs(store: Store, windows: list[EpochWindow], rows: Iterable[dict[str, Any]]) -> None:
+    """Record the epochs staging rows fall in, for the next refresh. Bookkeeping beside the
+    write (one keyed upsert per window), so it is outside the counted operations."""
+    marks = {(w.view, e) for row in rows for w in windows if (e := w.epoch(row)) is not None}
+    store.connection.executemany(f"INSERT OR IGNORE INTO {DIRTY} VALUES (?, ?)", sorted(marks))
 
 
 @dataclass(frozen=True)
@@ -56,8 +95,10 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
         now = int(time.time() * 1000) if now_ms is None else now_ms
         width = _epoch(window).width
         current = now - now % width
+        late = [e for (e,) in store.connection.execute(
+            f"SELECT epoch FROM {DIRTY} WHERE view = ?", [view.name])]
         epochs, busiest = {}, 0
-        for epoch in (current - width, current):
+        for epoch in sorted({current - width, current, *late}):
             rows, reads = _compute(store, view, staging, window, partitions, epoch, engine)
             names = [i.name for i in unlimited(window).select]
             epochs[epoch] = ranked_groups(view, window, [dict(zip(names, r)) for r in rows])
@@ -73,6 +114,8 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
                 store.replace_rows(view.name, rows)
             else:
                 store.replace_rows(view.name, rows, '"epoch" = ?', [epoch])
+                store.connection.execute(f"DELETE FROM {DIRTY} WHERE view = ? AND epoch = ?",
+                                         [view.name, epoch])
         store.commit()
     except BaseException:
         store.rollback()

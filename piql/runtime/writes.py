@@ -9,7 +9,7 @@ already without the tuple.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from piql.catalog import Catalog, Table
@@ -18,6 +18,7 @@ from piql.query import Aggregate
 from piql.runtime.errors import BoundExceeded, ConstraintError
 from piql.runtime.evaluate import holds, value
 from piql.runtime.executor import execute
+from piql.runtime.refresh import EpochWindow, mark_epochs
 from piql.runtime.store import Store
 
 Partitioner = Callable[[ViewDef, dict[str, Any]], int]
@@ -42,6 +43,8 @@ class Maintainer:
     partition_of: Partitioner
     index_counts: dict[str, int]
     strict: bool = True
+    # staging view -> the time windows whose late epochs its writes mark for refresh
+    epoch_windows: dict[str, list[EpochWindow]] = field(default_factory=dict)
 
     def write_bound(self, table: Table, event: str) -> int:
         """Static bound of one write: key check, CARDINALITY and FOREIGN KEY checks, the row,
@@ -147,6 +150,7 @@ class Maintainer:
             values = dict(zip(names, produced))
             if view.kind == STAGING:
                 values["partition"] = self.partition_of(view, values)
+                mark_epochs(self.store, self.epoch_windows.get(view.name, []), [values])
             key_values = {c: values[c] for c in key}
             if rule.action == "insert":
                 self.store.insert(view.name, values)

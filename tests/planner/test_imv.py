@@ -119,6 +119,19 @@ def test_two_tags_dependencies_and_algorithm_4():
     assert (result.bound.relation, result.bound.alias, result.bound.factor) == ("Tags", "t1", 10)
 
 
+@pytest.mark.parametrize("join", ["a.y = b.y", "b.y = a.y"])
+def test_equality_edges_are_followed_both_ways(join):
+    """§4.1 rule 3 is bidirectional: writing the equality either way round gives the tightest
+    bound, one row per row of a (a.x -> a.y = b.y -> b.z)."""
+    plan = plan_text(
+        "CREATE TABLE a (x BIGINT, y BIGINT, v BIGINT, PRIMARY KEY (x)) WITH CARDINALITY (x, 5) PER (y);"
+        "CREATE TABLE b (y BIGINT, z BIGINT, PRIMARY KEY (y));",
+        f"-- name: q\nSELECT a.x, b.z FROM a, b WHERE {join} AND a.v = <p> ORDER BY b.z LIMIT 3\n")
+    assert plan.query("q").level == "SI-2"
+    storage = plan.views[0].storage
+    assert (storage.relation, storage.factor) == ("a", 1)
+
+
 def test_two_tags_without_cardinality_violates_invariant_3_and_says_the_fix(paper_plan_unconstrained):
     query = paper_plan_unconstrained.query("twoTags")
     assert query.level == "unbounded"

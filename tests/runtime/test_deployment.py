@@ -8,7 +8,7 @@ from piql.runtime import writes
 from piql.runtime.errors import (
     BoundExceeded, ConstraintError, DeploymentError, ParameterError, RuntimeErrorBase, UnknownName,
 )
-from tests.conftest import PAPER_QUERIES, PAPER_SCHEMA, paper_schema_text
+from tests.conftest import EXAMPLES, PAPER_QUERIES, PAPER_SCHEMA, paper_schema_text
 
 APP = piql.load(PAPER_SCHEMA, PAPER_QUERIES)
 
@@ -204,3 +204,35 @@ def test_consistency_check_finds_and_repairs_a_corrupted_view(db):
     assert all(c.repaired for c in repaired.views if not c.consistent)
     assert db.check().consistent
     assert db.query("twoTags", tag1="a", tag2="b").rows == ((1,), (2,))
+
+
+def test_bulk_load_checks_foreign_keys_and_changes_nothing():
+    db = APP.deploy()
+    db.load("Documents", [{"docId": 1, "timestamp": 1, "text": "d1"}])
+    before = state(db)
+    with pytest.raises(ConstraintError, match=r"FOREIGN KEY \(docId\) REFERENCES Documents.*docId=2"):
+        db.load("Tags", [(1, "a", 1), (2, "a", 1)])
+    assert state(db) == before
+
+
+SOCIAL = piql.load(EXAMPLES / "social" / "schema.sql", EXAMPLES / "social" / "queries.sql")
+HOUR = 3_600_000
+
+
+def test_refresh_catches_up_on_writes_to_old_epochs():
+    """Late data: a like in an hour long past shows after the next refresh, written
+    one at a time or loaded in bulk."""
+    db = SOCIAL.deploy(partitions=3)
+    db.load("users", [(u, f"u{u}", f"u{u}@x", 0) for u in (1, 2, 3)])
+    db.load("posts", [(10, 1, 0, "hello"), (11, 2, 0, "again")])
+    db.load("likes", [(10, 1, 5), (11, 1, 7)])
+    db.insert("likes", postId=10, userId=2, likedAt=HOUR * 2 + 1)
+    db.insert("likes", postId=11, userId=3, likedAt=HOUR * 2 + 2)
+    db.insert("likes", postId=10, userId=3, likedAt=HOUR * 2 + 3)
+    db.refresh(now_ms=HOUR * 100)
+    assert sorted(db.query("trending", hour=0).rows) == [(10, 1), (11, 1)]
+    assert db.query("trending", hour=2 * HOUR).rows == ((10, 2), (11, 1))
+    db.delete("likes", postId=10, userId=3)
+    db.refresh(now_ms=HOUR * 100)
+    assert sorted(db.query("trending", hour=2 * HOUR).rows) == [(10, 1), (11, 1)]
+    assert db.store.sql("SELECT COUNT(*) FROM _piql_dirty_epochs") == [(0,)]

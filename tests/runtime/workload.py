@@ -6,7 +6,8 @@ often; columns that some query orders by get unique values so that ORDER BY
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from piql import sqlgen
 from piql.catalog import Catalog, Table
 from piql.planner.application import Plan, QueryPlan
-from piql.query import Attr, Epoch, Param
+from piql.query import Attr, Epoch, Param, SelectItem
 from piql.runtime.deployment import Deployment, _param_types
 from piql.runtime.evaluate import INTEGER_TYPES, REAL_TYPES
 
@@ -115,6 +116,29 @@ def oracle(db: Deployment, query: QueryPlan, params: dict[str, Any]) -> list[tup
     sql = sqlgen.block_sql(block, "sqlite")
     return db.store.sql(sql, params) if not block.params else \
         db.store.connection.execute(sql, params).fetchall()
+
+
+def ordered_oracle(db: Deployment, query: QueryPlan,
+                   params: dict[str, Any]) -> list[tuple[tuple, tuple]]:
+    """The original query without LIMIT, each row beside its ORDER BY values, in order."""
+    block = query.query.block
+    hidden = tuple(SelectItem(f"_order{i}", o.expr) for i, o in enumerate(block.order_by))
+    full = replace(block, select=block.select + hidden, limit=None)
+    rows = db.store.connection.execute(sqlgen.block_sql(full, "sqlite"), params).fetchall()
+    width = len(block.select)
+    return [(tuple(r[:width]), tuple(r[width:])) for r in normal(rows)]
+
+
+def assert_ordered_match(got: list[tuple], full: list[tuple[tuple, tuple]], limit: int | None,
+                         context: Any) -> None:
+    """``got`` is the first rows of some order of ``full`` that its ORDER BY allows: position
+    i holds a row whose order values are the i-th in ``full``, so ties may come either way."""
+    assert len(got) == min(len(full), limit if limit is not None else len(full)), context
+    pool = Counter(full)
+    for position, row in enumerate(normal(got)):
+        key = full[position][1]
+        assert pool[(row, key)] > 0, (context, position, row, key)
+        pool[(row, key)] -= 1
 
 
 def parameter_choices(db: Deployment, query: QueryPlan) -> list[dict[str, Any]]:
