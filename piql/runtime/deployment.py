@@ -27,7 +27,7 @@ from piql.planner.views import IMV, PERIODIC, STAGING, ViewDef
 from piql.query import Attr, Epoch, Param, QueryBlock
 from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.errors import (
-    BoundExceeded, ConstraintError, DeploymentError, ParameterError, RuntimeErrorBase, UnknownName,
+    BoundExceeded, ConstraintError, DeploymentError, ParameterError, UnboundedQuery, UnknownName,
 )
 from piql.runtime.evaluate import check_type, finish
 from piql.runtime.executor import execute
@@ -217,7 +217,7 @@ class Deployment:
         query = self.query_plan(name)
         if query.physical is None:
             reason = next((d.message for d in query.diagnostics if d.severity == "error"), "")
-            raise RuntimeErrorBase(f"query {query.name} is unbounded, so piql does not run it: {reason}")
+            raise UnboundedQuery(f"query {query.name} is unbounded, so piql does not run it: {reason}")
         block = query.query.block
         assert block is not None
         _check_params(self.plan, query, block, params)

@@ -26,3 +26,7 @@ class DeploymentError(RuntimeErrorBase):
 
 class UnknownName(RuntimeErrorBase):
     """No such query, table or column."""
+
+
+class UnboundedQuery(RuntimeErrorBase):
+    """The query has no scale-independent plan, so piql refuses to run it."""

@@ -6,7 +6,7 @@ import pytest
 import piql
 from piql.runtime import writes
 from piql.runtime.errors import (
-    BoundExceeded, ConstraintError, DeploymentError, ParameterError, RuntimeErrorBase, UnknownName,
+    BoundExceeded, ConstraintError, DeploymentError, ParameterError, UnboundedQuery, UnknownName,
 )
 from tests.conftest import EXAMPLES, PAPER_QUERIES, PAPER_SCHEMA, paper_schema_text
 
@@ -160,7 +160,7 @@ def test_unbounded_queries_are_not_run():
     app = piql.load(PAPER_SCHEMA, PAPER_SCHEMA.parent / "paper_unbounded_queries.sql")
     db = app.deploy()
     name = next(q.name for q in app.plan.queries if not q.bounded and q.query.block is not None)
-    with pytest.raises(RuntimeErrorBase, match="unbounded"):
+    with pytest.raises(UnboundedQuery, match="unbounded"):
         db.query(name, **{p: 1 for p in app.plan.query(name).query.block.params})
 
 
