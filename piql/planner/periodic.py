@@ -334,12 +334,17 @@ def _free_name(catalog: Catalog, name: str) -> str:
     return name if catalog.table(name) is None else f"{name}_periodic"
 
 
-def periodic_diagnostic(plan: PeriodicPlan, hotspot_column: str, location) -> Diagnostic:
+def periodic_diagnostic(plan: PeriodicPlan, hotspot_column: str, location,
+                        refused_index: bool) -> Diagnostic:
+    """``refused_index``: Phase 0 refused a TEMPORAL-led index (SI-1 was possible); otherwise
+    the maintained view would have been led by the TEMPORAL column (or its epoch)."""
     facts = plan.periodic.extra
+    instead = f"not SI-1: an index led by the TEMPORAL column {hotspot_column}" if refused_index \
+        else f"not SI-2: a view led by the TEMPORAL column {hotspot_column}" + \
+        (" (its epoch)" if facts["window"] != "tuple" else "")
     return Diagnostic(
         "periodic", "info",
-        f"SI-3, not SI-1: an index led by the TEMPORAL column {hotspot_column} would be a write "
-        f"hotspot; rows go to staging view {plan.staging.name} (hash-partitioned, sorted by "
+        f"SI-3, {instead} would be a write hotspot; rows go to staging view {plan.staging.name} (hash-partitioned, sorted by "
         f"{facts['order_by'][0]}) and {plan.periodic.name} is refreshed every "
         f"{facts['refresh_every']} by {facts['partitions']} parallel tasks reading at most "
         f"{facts['per_partition_ops_bound']} tuples each", "", location)

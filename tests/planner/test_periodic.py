@@ -109,6 +109,8 @@ def test_windowed_count_over_everything_goes_periodic():
     assert (query.level, query.ops_bound) == ("SI-3", 1)
     assert any(d.code == "hotspot" and "TEMPORAL" in d.message for d in query.diagnostics)
     assert [k["column"] for k in view(plan, "perMinute")["key"]] == ["epoch"]
+    periodic = next(d for d in query.diagnostics if d.code == "periodic")
+    assert "SI-3, not SI-2: a view led by the TEMPORAL column timestamp (its epoch)" in periodic.message
 
 
 def test_grouped_time_window_without_limit_stays_unbounded():
