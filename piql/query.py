@@ -146,7 +146,11 @@ def default_name(expr: Expr, position: int) -> str:
     if isinstance(expr, Attr):
         return expr.column
     if isinstance(expr, Aggregate):
-        return expr.func.lower() if expr.arg is None else f"{expr.func.lower()}_{expr.arg.column}"
+        if expr.arg is None:
+            return expr.func.lower()
+        # a delta rule's aggregate may be over the written tuple's value, a parameter
+        argument = expr.arg.name if isinstance(expr.arg, Param) else expr.arg.column
+        return f"{expr.func.lower()}_{argument}"
     if isinstance(expr, Epoch):
         return f"{expr.attr.column}_epoch"
     return f"col{position + 1}"

@@ -107,7 +107,8 @@ def _contribution(state: Aggregate, relations: tuple, sub) -> object:
     if relations:  # summed over the rows the tuple joins with
         return Aggregate(state.func, None if state.arg is None else sub(state.arg))
     if state.func == "COUNT":
-        return Literal(1, "1")
+        # COUNT(col) counts the tuple only when its col is not NULL: COUNT over the one tuple
+        return Literal(1, "1") if state.arg is None else Aggregate("COUNT", sub(state.arg))
     return sub(state.arg)  # SUM of the tuple's own value
 
 

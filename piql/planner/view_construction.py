@@ -201,12 +201,13 @@ def _aggregate_refusal(aggregate: Aggregate) -> tuple[str, str] | None:
 
 
 def _state(aggregates: tuple[Aggregate, ...]) -> list[Aggregate]:
-    """Partial state of fixed size: AVG is kept as SUM and COUNT, and every group keeps
-    its COUNT(*) so maintenance knows when the group is empty and must go."""
+    """Partial state of fixed size: AVG is kept as SUM and COUNT of its argument; a SUM keeps
+    the COUNT of its argument too, so it can turn NULL, as SQL's does, when no non-NULL value
+    is left; every group keeps its COUNT(*) so maintenance knows when the group is empty."""
     state: list[Aggregate] = []
     for aggregate in aggregates:
-        parts = [Aggregate("SUM", aggregate.arg), Aggregate("COUNT", None)] \
-            if aggregate.func == "AVG" else [aggregate]
+        parts = [Aggregate("SUM", aggregate.arg), Aggregate("COUNT", aggregate.arg)] \
+            if aggregate.func in ("AVG", "SUM") else [aggregate]
         state += [p for p in parts if p not in state]
     if Aggregate("COUNT", None) not in state:
         state.append(Aggregate("COUNT", None))
@@ -285,7 +286,8 @@ def _rewrite(block: QueryBlock, view: str, columns: tuple[ViewColumn, ...],
             return expr
         if isinstance(expr, Aggregate):
             if expr.func == "AVG":
-                return Ratio(Attr(view, _state_name(Aggregate("SUM", expr.arg))), Attr(view, "cnt"))
+                return Ratio(Attr(view, _state_name(Aggregate("SUM", expr.arg))),
+                             Attr(view, _state_name(Aggregate("COUNT", expr.arg))))
             return Attr(view, _state_name(expr))
         for column in columns:
             if column.source == expr or (not isinstance(column.source, Aggregate)

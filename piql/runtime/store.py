@@ -152,9 +152,11 @@ class Store:
         self.counter.writes += 1
         return cursor.rowcount
 
-    def add(self, table: str, key: dict[str, Any], deltas: dict[str, Any], count_column: str) -> None:
+    def add(self, table: str, key: dict[str, Any], deltas: dict[str, Any], count_column: str,
+            sums: dict[str, str] | None = None) -> None:
         """Add ``deltas`` to the aggregate row at ``key`` (one read, one write); a row whose
-        count drops to zero is removed."""
+        count drops to zero is removed. ``sums`` maps a SUM column to the COUNT of its
+        argument: with no non-NULL value left, the SUM is NULL."""
         current = self.get(table, key)
         shape = self.shapes[table]
         if current is None:
@@ -163,6 +165,9 @@ class Store:
             row = dict(zip(shape.columns, current))
         for column, delta in deltas.items():
             row[column] = (row[column] or 0) + delta
+        for column, counted in (sums or {}).items():
+            if row[counted] == 0:
+                row[column] = None
         if current is not None:
             self.connection.execute(
                 f"DELETE FROM {quote(table)} WHERE "

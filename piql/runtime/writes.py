@@ -16,7 +16,7 @@ from piql.catalog import Catalog, Table
 from piql.planner.views import STAGING, DeltaRule, ViewDef
 from piql.query import Aggregate
 from piql.runtime.errors import BoundExceeded, ConstraintError
-from piql.runtime.evaluate import holds, value
+from piql.runtime.evaluate import aggregate, holds, value
 from piql.runtime.executor import execute
 from piql.runtime.refresh import EpochWindow, mark_epochs
 from piql.runtime.store import Store
@@ -136,7 +136,8 @@ class Maintainer:
         if not all(holds(g, {}, row) for g in rule.guards):
             return [], 0
         if rule.plan is None:
-            rows = [tuple(value(i.expr, {}, row) for i in rule.delta.select)]
+            rows = [tuple(aggregate(i.expr, [{}], row) if isinstance(i.expr, Aggregate)
+                          else value(i.expr, {}, row) for i in rule.delta.select)]
         else:
             rows = execute(self.store, rule.plan, row)
         return rows, self.store.counter.ops - start
@@ -160,7 +161,8 @@ class Maintainer:
                 sign = 1 if rule.action == "add" else -1
                 deltas = {c.name: sign * (values[c.name] or 0) for c in view.columns
                           if isinstance(c.source, Aggregate)}
-                self.store.add(view.name, key_values or {"_all": 0}, deltas, _count_column(view))
+                self.store.add(view.name, key_values or {"_all": 0}, deltas, _count_column(view),
+                               _sum_counts(view))
         measured = reads + self.store.counter.ops - start
         if self.strict and measured > rule.ops_bound:
             raise BoundExceeded(f"rule {rule.name} did {measured} operations; its bound is "
@@ -179,6 +181,13 @@ class Maintainer:
 def _count_column(view: ViewDef) -> str:
     return next(c.name for c in view.columns
                 if isinstance(c.source, Aggregate) and c.source == Aggregate("COUNT", None))
+
+
+def _sum_counts(view: ViewDef) -> dict[str, str]:
+    """Each SUM state column and the column counting its argument's non-NULL values."""
+    columns = {c.source: c.name for c in view.columns if isinstance(c.source, Aggregate)}
+    return {name: columns[Aggregate("COUNT", source.arg)] for source, name in columns.items()
+            if source.func == "SUM" and Aggregate("COUNT", source.arg) in columns}
 
 
 def _show(values: dict[str, Any]) -> str:

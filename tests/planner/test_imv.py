@@ -84,8 +84,9 @@ def test_windowed_count_prepends_the_epoch(paper_plan):
 def test_avg_is_kept_as_sum_and_count():
     catalog = paper_catalog()
     built = construct_view(catalog, block(catalog, "SELECT AVG(timestamp) FROM Tags WHERE tag = <t>"), "v")
-    assert [c.name for c in built.columns] == ["tag", "sum_timestamp", "cnt"]
-    assert sqlgen.block_sql(built.rewritten) == "SELECT sum_timestamp / cnt AS avg_timestamp FROM v WHERE tag = <t>"
+    assert [c.name for c in built.columns] == ["tag", "sum_timestamp", "cnt_timestamp", "cnt"]
+    assert sqlgen.block_sql(built.rewritten) == \
+        "SELECT sum_timestamp / cnt_timestamp AS avg_timestamp FROM v WHERE tag = <t>"
 
 
 @pytest.mark.parametrize("sql, invariant, words", [

@@ -236,3 +236,21 @@ def test_refresh_catches_up_on_writes_to_old_epochs():
     db.refresh(now_ms=HOUR * 100)
     assert sorted(db.query("trending", hour=2 * HOUR).rows) == [(10, 1), (11, 1)]
     assert db.store.sql("SELECT COUNT(*) FROM _piql_dirty_epochs") == [(0,)]
+
+
+def test_count_and_avg_of_a_column_skip_nulls_under_maintenance():
+    from piql import App
+    from tests.conftest import plan_text
+
+    plan = plan_text("CREATE TABLE r (k BIGINT PRIMARY KEY, g BIGINT, v BIGINT);",
+                     "-- name: stats\nSELECT COUNT(v) AS n, AVG(v) AS mean, SUM(v) AS total, "
+                     "COUNT(*) AS rows_ FROM r WHERE g = <g>\n")
+    assert plan.query("stats").level == "SI-2"
+    db = App(plan).deploy()
+    for k, v in enumerate([4, None, 8, None]):
+        db.insert("r", k=k, g=1, v=v)
+    assert db.query("stats", g=1).rows == ((2, 6.0, 12, 4),)
+    db.delete("r", k=0)
+    db.delete("r", k=2)
+    assert db.query("stats", g=1).rows == ((0, None, None, 2),)
+    assert db.check().consistent
