@@ -216,6 +216,22 @@ def test_explain_an_unbounded_query_says_why_and_exits_1(capsys):
     assert "error[unbounded]" in out and "hint:" in out
 
 
+def test_explain_a_rejected_view_shows_the_attempt(capsys, tmp_path):
+    """Without CARDINALITY on Tags, twoTags' view is refused; explain still shows Phases 1-2
+    and where Algorithm 4 got stuck."""
+    from tests.conftest import paper_schema_text
+
+    schema = tmp_path / "schema.sql"
+    schema.write_text(paper_schema_text(cardinality=False))
+    code, out, _ = run(capsys, "explain", schema, PAPER_QUERIES, "twoTags")
+    assert code == 1 and out.startswith("twoTags: unbounded")
+    for section in ("equivalence classes:", "A_view (view key, in order):",
+                    "dependencies (§4.1):", "Algorithm 4 from t1 (Tags):"):
+        assert section in out
+    assert "free: t2.tag, t2.timestamp" in out
+    assert "error[view-rejected]" in out
+
+
 def test_explain_an_unknown_query_exits_2_naming_the_known_ones(capsys):
     code, out, err = run(capsys, "explain", PAPER_SCHEMA, BOUNDED, "nope")
     assert code == 2 and out == ""

@@ -88,14 +88,22 @@ class Plan:
         return None
 
 
-Strategy = Callable[[Catalog, NamedQuery, Phase0Result], "QueryPlan | list[Diagnostic]"]
+@dataclass(frozen=True)
+class Refusal:
+    """Why a strategy cannot answer a query, and the trace of its attempt (for explain)."""
+
+    diagnostics: tuple[Diagnostic, ...] = ()
+    trace: tuple[TraceSection, ...] = ()
 
 
-def on_demand(catalog: Catalog, query: NamedQuery, phase0: Phase0Result) -> QueryPlan | list[Diagnostic]:
+Strategy = Callable[[Catalog, NamedQuery, Phase0Result], "QueryPlan | Refusal"]
+
+
+def on_demand(catalog: Catalog, query: NamedQuery, phase0: Phase0Result) -> QueryPlan | Refusal:
     """SI-0 / SI-1: a bounded physical plan over base tables and secondary indexes."""
     plan = phase0.plan
     if plan is None:
-        return [_unbounded_diagnostic(query, phase0)]
+        return Refusal((_unbounded_diagnostic(query, phase0),))
     diagnostics = [Diagnostic(
         "index", "info", f"needs secondary index {i.name} on {i.table}({', '.join(i.columns)})",
         "piql creates it; every write to the table also updates it (one operation)",
@@ -105,7 +113,7 @@ def on_demand(catalog: Catalog, query: NamedQuery, phase0: Phase0Result) -> Quer
 
 
 def incremental_view(catalog: Catalog, query: NamedQuery,
-                     phase0: Phase0Result) -> QueryPlan | list[Diagnostic]:
+                     phase0: Phase0Result) -> QueryPlan | Refusal:
     """SI-2: an incrementally maintained view whose storage and maintenance are bounded."""
     assert query.block is not None
     name = query.view_name or f"{query.name}_view"
@@ -114,8 +122,9 @@ def incremental_view(catalog: Catalog, query: NamedQuery,
         hotspot = built.invariant == "hotspot"
         reason = built.message if built.invariant in ("hotspot", "unsupported") \
             else f"{built.invariant} fails: {built.message}"
-        return [Diagnostic("hotspot" if hotspot else "view-rejected", "error",
-                           f"no scale-independent view: {reason}", built.hint, query.location)]
+        return Refusal((Diagnostic("hotspot" if hotspot else "view-rejected", "error",
+                                   f"no scale-independent view: {reason}", built.hint,
+                                   query.location),), built.trace)
     views = (built.view,) + built.nested
     indexes: list[IndexSpec] = list(built.plan.indexes)
     for view in views:
@@ -131,13 +140,13 @@ def incremental_view(catalog: Catalog, query: NamedQuery,
 
 
 def periodic_view(catalog: Catalog, query: NamedQuery,
-                  phase0: Phase0Result) -> QueryPlan | list[Diagnostic]:
+                  phase0: Phase0Result) -> QueryPlan | Refusal:
     """SI-3: a hash-partitioned staging view and a periodic view, when TEMPORAL hotspots
     are all that stands between the query and a bounded plan."""
     assert query.block is not None
     window = find_window(catalog, query.block)
     if isinstance(window, str):
-        return []
+        return Refusal()
     built = build_periodic(catalog, query, window)
     views = (built.staging, built.periodic)
     note = periodic_diagnostic(built, window.column, query.location, bool(phase0.hotspots))
@@ -162,12 +171,15 @@ def plan_named(catalog: Catalog, query: NamedQuery) -> QueryPlan:
         return QueryPlan(query, "unbounded", None, diagnostics=diagnostics)
     phase0 = plan_query(catalog, query.block)
     refusals: list[Diagnostic] = _hotspot_diagnostics(catalog, query, phase0)
+    attempts: list[TraceSection] = []  # what the refused strategies tried, for explain
     for strategy in STRATEGIES:
         outcome = strategy(catalog, query, phase0)
         if isinstance(outcome, QueryPlan):
             return _with_diagnostics(outcome, refusals if outcome.level != "SI-1" else [])
-        refusals += [d for d in outcome if d not in refusals]
-    return QueryPlan(query, "unbounded", None, diagnostics=tuple(refusals), phase0=phase0)
+        refusals += [d for d in outcome.diagnostics if d not in refusals]
+        attempts += outcome.trace
+    return QueryPlan(query, "unbounded", None, diagnostics=tuple(refusals), phase0=phase0,
+                     trace=tuple(attempts))
 
 
 def _with_diagnostics(plan: QueryPlan, extra: list[Diagnostic]) -> QueryPlan:
