@@ -87,6 +87,19 @@ def build_parser() -> argparse.ArgumentParser:
     refresh_bench.add_argument("--repeat", type=int, default=5, help="refreshes per point")
     refresh_bench.add_argument("--out", default="bench-results", help="output directory")
     refresh_bench.set_defaults(run=_bench_refresh)
+    twotags = benches.add_parser("twotags", help="twoTags on demand vs through its IMV, and tag "
+                                                 "inserts with and without maintenance (§8.1)")
+    twotags.add_argument("--scales", default="1000,10000,100000",
+                         help="documents, comma separated (default: 1000,10000,100000)")
+    twotags.add_argument("--queries", type=int, default=1000, help="measured queries per scale")
+    twotags.add_argument("--writes", type=int, default=1000, help="measured tag inserts per scale")
+    twotags.add_argument("--warmup", type=int, default=50, help="unmeasured queries and inserts "
+                                                                "first, per scale")
+    twotags.add_argument("--seed", type=int, default=7, help="random seed for data and requests")
+    twotags.add_argument("--store", choices=("memory", "file"), default="memory",
+                         help="SQLite stores in memory or in files (default: memory)")
+    twotags.add_argument("--out", default="bench-results", help="output directory")
+    twotags.set_defaults(run=_bench_twotags)
     return parser
 
 
@@ -242,6 +255,26 @@ def _bench_refresh(args: argparse.Namespace) -> int:
                          _numbers(args.partitions, "--partitions"), args.repeat, Path(args.out))
     print(bench.summary(document))
     print(f"\nwrote {Path(args.out) / 'refresh.json'} and {Path(args.out) / 'refresh.png'}")
+    return EXIT_OK
+
+
+def _bench_twotags(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from piql.bench import twotags as bench
+
+    for option, value in (("--queries", args.queries), ("--writes", args.writes)):
+        if value < 1:
+            raise InputError(f"{option} expects a positive integer, got {value}")
+    if args.warmup < 0:
+        raise InputError(f"--warmup expects zero or more, got {args.warmup}")
+    settings = bench.Settings(tuple(_numbers(args.scales, "--scales")), args.queries, args.writes,
+                              args.warmup, args.seed, args.store)
+    out = Path(args.out)
+    document = bench.run(settings, out)
+    print(bench.summary(document))
+    print(f"\nwrote {out / 'twotags.json'}, {out / 'twotags-queries.png'} and "
+          f"{out / 'twotags-writes.png'}")
     return EXIT_OK
 
 

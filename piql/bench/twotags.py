@@ -1,0 +1,606 @@
+"""``piql bench twotags``: the twoTags micro-benchmark of paper §8.1 (Figures 3 and 4).
+
+Documents get 1 to 10 tags (4 on average) drawn from a Zipf distribution
+(n=2000, s=0.1). At every scale the same data goes into three places:
+
+- the piql store, deployed from twoTags plus a one-tag lookup: it holds the
+  IMV ``twoTags_view`` (maintained on every write) and the index Tags(tag, docId);
+- a baseline store with the same tables and only the index a DBA would add for
+  twoTags, Tags(tag, docId), and no view: the original query runs there on
+  demand, and its writes do no view maintenance;
+- an in-memory DuckDB database, where the original query runs on demand too.
+
+Queries draw both tags from the same Zipf distribution; every answer through
+the view is compared with the on-demand ones. Writes insert one tag on a random
+document (never more than 10 per document), the same sequence into both stores.
+"""
+from __future__ import annotations
+
+import bisect
+import gc
+import itertools
+import random
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import piql
+from piql import sqlgen
+from piql.bench.common import machine, percentile, progress, pyplot, write_json
+
+SCHEMA = """
+CREATE TABLE Documents (docId BIGINT, timestamp BIGINT, text VARCHAR, PRIMARY KEY (docId));
+CREATE TABLE Tags (docId BIGINT, tag VARCHAR, timestamp BIGINT,
+                   PRIMARY KEY (docId, tag),
+                   FOREIGN KEY (docId) REFERENCES Documents (docId))
+  WITH CARDINALITY (tag, 10);
+"""
+# A one-tag lookup: what makes a DBA (and piql) index Tags(tag, docId).
+DOCS_WITH_TAG = """
+-- name: docsWithTag
+SELECT docId FROM Tags WHERE tag = <tag> ORDER BY docId LIMIT 10
+"""
+TWO_TAGS = """
+-- name: twoTags
+SELECT t1.docId
+FROM Tags t1, Tags t2, Documents d
+WHERE t1.docId = t2.docId AND t1.docId = d.docId
+  AND t1.tag = <tag1> AND t2.tag = <tag2>
+ORDER BY d.timestamp LIMIT 5
+"""
+PIQL_QUERIES = TWO_TAGS + DOCS_WITH_TAG
+BASELINE_QUERIES = DOCS_WITH_TAG
+
+ZIPF_TAGS = 2000
+ZIPF_S = 0.1
+MAX_TAGS = 10
+MEAN_TAGS = 4
+DEFAULT_SCALES = (1_000, 10_000, 100_000)
+STORES = ("memory", "file")
+SYSTEMS = ("piql IMV", "on-demand SQLite", "on-demand DuckDB")
+WRITES = ("with maintenance", "without maintenance")
+# Tuples the on-demand SQLite plan reads (see ScaleResult.sqlite_plan): every index
+# entry of tag1, one primary-key probe of t2 per entry, one Documents row per match.
+ONDEMAND_COUNTS = """
+SELECT (SELECT COUNT(*) FROM Tags WHERE tag = :tag1),
+       (SELECT COUNT(*) FROM Tags t1, Tags t2
+         WHERE t1.docId = t2.docId AND t1.tag = :tag1 AND t2.tag = :tag2)
+"""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What one run measures."""
+
+    scales: tuple[int, ...] = DEFAULT_SCALES  # documents
+    queries: int = 1000
+    writes: int = 1000
+    warmup: int = 50
+    seed: int = 7
+    store: str = "memory"  # SQLite stores in memory, or in files (WAL, as deployed)
+
+
+@dataclass
+class Dataset:
+    """Rows to load, and each document's tags (to keep generated writes legal)."""
+
+    documents: list[tuple[int, int, str]]
+    tags: list[tuple[int, str, int]]
+    tags_of: list[set[str]]
+
+
+@dataclass(frozen=True)
+class Latency:
+    """p50 and p99 in milliseconds, with the samples they came from."""
+
+    p50_ms: float
+    p99_ms: float
+    samples_ms: list[float] = field(repr=False)
+
+    @classmethod
+    def of(cls, seconds: Sequence[float]) -> "Latency":
+        millis = [s * 1000 for s in seconds]
+        return cls(percentile(millis, 50), percentile(millis, 99), millis)
+
+
+@dataclass(frozen=True)
+class Ops:
+    """Measured operations per request beside the static bound, and which operation counts
+    were seen for each request shape (rows a query returned; tags a document had before
+    the insert): the shape, not the data size, decides the cost."""
+
+    mean: float
+    p99: float
+    max: int
+    bound: int
+    by_shape: dict[int, list[int]]
+
+    @classmethod
+    def of(cls, samples: Sequence[tuple[int, int]], bound: int) -> "Ops":
+        """``samples`` are (shape, ops) pairs."""
+        measured = [ops for _, ops in samples]
+        shapes: dict[int, set[int]] = {}
+        for shape, ops in samples:
+            shapes.setdefault(shape, set()).add(ops)
+        return cls(sum(measured) / len(measured), percentile(measured, 99), max(measured), bound,
+                   {shape: sorted(shapes[shape]) for shape in sorted(shapes)})
+
+
+@dataclass(frozen=True)
+class Queries:
+    """twoTags at one scale."""
+
+    latency: dict[str, Latency]  # by SYSTEMS
+    ops: Ops  # through the IMV, shape = rows returned
+    ondemand_tuples: Ops  # read by the on-demand SQLite plan (no bound: -1)
+    mismatches: int  # answers that differ between the IMV, SQLite and DuckDB
+    empty_answers: int
+
+
+@dataclass(frozen=True)
+class Writes:
+    """Tag inserts at one scale, by WRITES."""
+
+    latency: dict[str, Latency]
+    ops: dict[str, Ops]  # shape = tags the document had before
+
+
+@dataclass(frozen=True)
+class ScaleResult:
+    """Everything measured at one scale."""
+
+    documents: int
+    tag_rows: int
+    view_rows: int
+    load_seconds: dict[str, float]
+    sqlite_plan: list[str]  # SQLite's EXPLAIN QUERY PLAN of the on-demand query
+    queries: Queries
+    writes: Writes
+
+
+@dataclass(frozen=True)
+class Target:
+    """One of the issue's targets, judged on what was measured."""
+
+    name: str
+    measured: str
+    goal: str
+    met: bool
+
+
+class Zipf:
+    """Tags ``tag0001``..``tag2000`` drawn with probability proportional to 1/rank^s."""
+
+    def __init__(self, n: int = ZIPF_TAGS, s: float = ZIPF_S) -> None:
+        self.tags = [f"tag{rank:04d}" for rank in range(1, n + 1)]
+        self.cumulative = list(itertools.accumulate(1 / rank ** s for rank in range(1, n + 1)))
+
+    def draw(self, rng: random.Random) -> str:
+        point = rng.random() * self.cumulative[-1]
+        return self.tags[min(bisect.bisect_left(self.cumulative, point), len(self.tags) - 1)]
+
+    def pair(self, rng: random.Random) -> tuple[str, str]:
+        """Two different tags, in the order drawn."""
+        first = second = self.draw(rng)
+        while second == first:
+            second = self.draw(rng)
+        return first, second
+
+    def distinct(self, rng: random.Random, count: int) -> set[str]:
+        chosen: set[str] = set()
+        while len(chosen) < count:
+            chosen.add(self.draw(rng))
+        return chosen
+
+
+def tags_per_document(rng: random.Random) -> int:
+    """1 + Binomial(9, 1/3): between 1 and MAX_TAGS, MEAN_TAGS on average."""
+    trials = MAX_TAGS - 1
+    return 1 + sum(rng.random() < (MEAN_TAGS - 1) / trials for _ in range(trials))
+
+
+def generate(documents: int, zipf: Zipf, rng: random.Random) -> Dataset:
+    """Documents with unique random timestamps, and their Zipf-distributed tags."""
+    label = f"twotags {documents:,} docs: generate"
+    stamps = rng.sample(range(documents * 10), documents)
+    data = Dataset([], [], [])
+    step = max(1, documents // 100)
+    for doc in range(documents):
+        if doc % step == 0:
+            progress(label, doc, documents)
+        tags = zipf.distinct(rng, tags_per_document(rng))
+        data.documents.append((doc, stamps[doc], ""))
+        data.tags.extend((doc, tag, stamps[doc]) for tag in sorted(tags))
+        data.tags_of.append(tags)
+    progress(label, documents, documents)
+    return data
+
+
+def run(settings: Settings, out: Path) -> dict[str, Any]:
+    """Measure every scale; write ``twotags.json``, ``twotags-queries.png`` (Figure 3) and
+    ``twotags-writes.png`` (Figure 4) under ``out``; return the JSON document."""
+    if settings.store not in STORES:
+        raise ValueError(f"store must be one of {STORES}, not {settings.store!r}")
+    work = Path(tempfile.mkdtemp(prefix="piql-twotags-"))
+    try:
+        piql_app = _app(work, "piql", PIQL_QUERIES)
+        baseline_app = _app(work, "baseline", BASELINE_QUERIES)
+        zipf = Zipf()
+        results = [_measure_scale(piql_app, baseline_app, work, zipf, documents, settings)
+                   for documents in settings.scales]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    document = _document(settings, piql_app, baseline_app, results)
+    write_json(out / "twotags.json", document)
+    plot_queries(document, out / "twotags-queries.png")
+    plot_writes(document, out / "twotags-writes.png")
+    return document
+
+
+def _app(work: Path, name: str, queries: str) -> piql.App:
+    (work / f"{name}-schema.sql").write_text(SCHEMA)
+    (work / f"{name}-queries.sql").write_text(queries)
+    return piql.load(work / f"{name}-schema.sql", work / f"{name}-queries.sql")
+
+
+def _measure_scale(piql_app: piql.App, baseline_app: piql.App, work: Path, zipf: Zipf,
+                   documents: int, settings: Settings) -> ScaleResult:
+    rng = random.Random(settings.seed * 1_000_003 + documents)
+    label = f"twotags {documents:,} docs"
+    data = generate(documents, zipf, rng)
+    tag_rows = len(data.tags)
+    loads: dict[str, float] = {}
+    stores = {"piql store (with view)": piql_app, "baseline store (index only)": baseline_app}
+    deployed = []
+    for number, (name, app) in enumerate(stores.items()):
+        progress(f"{label}: load", number, len(stores) + 1)
+        path = ":memory:" if settings.store == "memory" else work / f"{number}-{documents}.db"
+        deployed.append(_deploy(app, path, data, loads, name))
+    db, baseline = deployed
+    progress(f"{label}: load", len(stores), len(stores) + 1)
+    duck = _duckdb(data, loads)
+    progress(f"{label}: load", len(stores) + 1, len(stores) + 1)
+    data.documents.clear()  # loaded everywhere; only tags_of is needed from here on
+    data.tags.clear()
+    _quiet_collector()
+    try:
+        view_rows = db.store.connection.execute("SELECT COUNT(*) FROM twoTags_view").fetchone()[0]
+        queries = _measure_queries(db, baseline, duck, zipf, rng, settings, label)
+        plan = _sqlite_plan(db, baseline)
+        writes = _measure_writes(db, baseline, data, zipf, rng, settings, label)
+    finally:
+        gc.unfreeze()
+        db.close()
+        baseline.close()
+        duck.close()
+    return ScaleResult(documents, tag_rows, view_rows, loads, plan, queries, writes)
+
+
+def _deploy(app: piql.App, path: str | Path, data: Dataset, loads: dict[str, float], name: str):
+    """Deploy ``app`` (strict: any operation count over its bound raises) and bulk-load."""
+    db = app.deploy(path, strict=True)
+    started = time.perf_counter()
+    db.load("Documents", data.documents)
+    db.load("Tags", data.tags)
+    loads[name] = time.perf_counter() - started
+    return db
+
+
+def _duckdb(data: Dataset, loads: dict[str, float]):
+    """The same rows in an in-memory DuckDB database (through Arrow, no per-row inserts)."""
+    import duckdb
+    import pyarrow as pa
+
+    started = time.perf_counter()
+    duck = duckdb.connect(":memory:")
+    for name, rows, columns in (("Documents", data.documents, ("docId", "timestamp", "text")),
+                                ("Tags", data.tags, ("docId", "tag", "timestamp"))):
+        arrow = pa.table({c: [r[i] for r in rows] for i, c in enumerate(columns)})
+        duck.register("arrow_rows", arrow)
+        duck.execute(f"CREATE TABLE {name} AS SELECT * FROM arrow_rows")
+        duck.unregister("arrow_rows")
+    loads["duckdb"] = time.perf_counter() - started
+    return duck
+
+
+def _quiet_collector() -> None:
+    """Move everything alive now out of the collector's reach, so that its pauses (which
+    grow with the objects the benchmark itself holds) do not land in the measured p99."""
+    gc.collect()
+    gc.freeze()
+
+
+def _sqlite_plan(db, baseline) -> list[str]:
+    """How SQLite runs the original twoTags on the baseline store."""
+    sql = sqlgen.block_sql(db.query_plan("twoTags").query.block, "sqlite")
+    return [row[-1] for row in baseline.store.connection.execute(
+        f"EXPLAIN QUERY PLAN {sql}", {"tag1": "tag0001", "tag2": "tag0002"})]
+
+
+def _measure_queries(db, baseline, duck, zipf: Zipf, rng: random.Random, settings: Settings,
+                     label: str) -> Queries:
+    """twoTags through the IMV, on demand on SQLite (baseline store) and on DuckDB."""
+    block = db.query_plan("twoTags").query.block
+    sqlite_sql = sqlgen.block_sql(block, "sqlite")
+    duckdb_sql = sqlgen.block_sql(block, "duckdb")
+    systems: dict[str, Callable[[dict[str, str]], list]] = {
+        SYSTEMS[0]: lambda p: [r[0] for r in db.query("twoTags", **p).rows],
+        SYSTEMS[1]: lambda p: [r[0] for r in baseline.store.connection.execute(sqlite_sql, p)],
+        SYSTEMS[2]: lambda p: [r[0] for r in duck.execute(duckdb_sql, p).fetchall()],
+    }
+    seconds: dict[str, list[float]] = {name: [] for name in systems}
+    ops: list[tuple[int, int]] = []
+    tuples: list[tuple[int, int]] = []
+    bound = mismatches = empty = 0
+    total = settings.warmup + settings.queries
+    for number in range(total):
+        if number % 10 == 0:
+            progress(f"{label}: queries", number, total)
+        tag1, tag2 = zipf.pair(rng)
+        params = {"tag1": tag1, "tag2": tag2}
+        answers = {}
+        for name, ask in systems.items():
+            started = time.perf_counter()
+            answers[name] = ask(params)
+            elapsed = time.perf_counter() - started
+            if number >= settings.warmup:
+                seconds[name].append(elapsed)
+        if number < settings.warmup:
+            continue
+        result = db.query("twoTags", **params)  # again, outside the clock, for its ops
+        bound = max(bound, result.bound)
+        ops.append((len(result.rows), result.ops))
+        entries, matches = baseline.store.connection.execute(ONDEMAND_COUNTS, params).fetchone()
+        tuples.append((len(result.rows), 2 * entries + matches))
+        mismatches += len({tuple(a) for a in answers.values()}) > 1
+        empty += not result.rows
+    progress(f"{label}: queries", total, total)
+    return Queries({name: Latency.of(s) for name, s in seconds.items()}, Ops.of(ops, bound),
+                   Ops.of(tuples, -1), mismatches, empty)
+
+
+def _measure_writes(db, baseline, data: Dataset, zipf: Zipf, rng: random.Random,
+                    settings: Settings, label: str) -> Writes:
+    """Insert the same new tags into the piql store (view maintained) and the baseline."""
+    stores = dict(zip(WRITES, (db, baseline)))
+    seconds: dict[str, list[float]] = {name: [] for name in WRITES}
+    ops: dict[str, list[tuple[int, int]]] = {name: [] for name in WRITES}
+    bounds = dict.fromkeys(WRITES, 0)
+    stamp = len(data.tags_of) * 10
+    total = settings.warmup + settings.writes
+    for number, (doc, tag, before) in enumerate(_new_tags(data, zipf, rng, total)):
+        if number % 10 == 0:
+            progress(f"{label}: tag inserts", number, total)
+        stamp += 1
+        for name, store in stores.items():
+            started = time.perf_counter()
+            report = store.insert("Tags", docId=doc, tag=tag, timestamp=stamp)
+            elapsed = time.perf_counter() - started
+            if number >= settings.warmup:
+                seconds[name].append(elapsed)
+                ops[name].append((before, report.ops))
+                bounds[name] = max(bounds[name], report.bound)
+    progress(f"{label}: tag inserts", total, total)
+    return Writes({name: Latency.of(s) for name, s in seconds.items()},
+                  {name: Ops.of(ops[name], bounds[name]) for name in WRITES})
+
+
+def _new_tags(data: Dataset, zipf: Zipf, rng: random.Random,
+              count: int) -> Iterator[tuple[int, str, int]]:
+    """``count`` legal inserts (docId, tag, tags the document had before): a new tag on a
+    random document that has fewer than MAX_TAGS."""
+    for _ in range(count):
+        while True:
+            doc = rng.randrange(len(data.tags_of))
+            if len(data.tags_of[doc]) < MAX_TAGS:
+                break
+        tag = zipf.draw(rng)
+        while tag in data.tags_of[doc]:
+            tag = zipf.draw(rng)
+        before = len(data.tags_of[doc])
+        data.tags_of[doc].add(tag)
+        yield doc, tag, before
+
+
+# -- the document ---------------------------------------------------------------
+def targets(results: Sequence[ScaleResult]) -> list[Target]:
+    """The issue's targets, judged on the smallest and largest scale measured."""
+    small, large = min(results, key=lambda r: r.documents), max(results, key=lambda r: r.documents)
+
+    def ratio(get: Callable[[ScaleResult], float]) -> float:
+        return get(large) / get(small) if get(small) else float("inf")
+
+    found = []
+    imv = ratio(lambda r: r.queries.latency[SYSTEMS[0]].p99_ms)
+    found.append(Target("twoTags p99 through the IMV, largest / smallest scale",
+                        f"{imv:.2f}x", "<= 1.5x", imv <= 1.5))
+    for system in SYSTEMS[1:]:
+        grown = ratio(lambda r, s=system: r.queries.latency[s].p99_ms)
+        found.append(Target(f"twoTags p99 {system}, largest / smallest scale",
+                            f"{grown:.1f}x", ">= 10x", grown >= 10))
+    found.append(_same_ops("ops of one twoTags query through the IMV, by rows returned",
+                           [r.queries.ops for r in results]))
+    found.append(_same_ops("ops of one tag insert with maintenance, by the document's tags",
+                           [r.writes.ops[WRITES[0]] for r in results]))
+    writes = ratio(lambda r: r.writes.latency[WRITES[0]].p99_ms)
+    found.append(Target("tag insert p99 with maintenance, largest / smallest scale",
+                        f"{writes:.2f}x", "<= 1.5x", writes <= 1.5))
+    return found
+
+
+def _same_ops(name: str, per_scale: Sequence[Ops]) -> Target:
+    """Met when every request shape seen at several scales cost the same there, and no
+    request went over the bound (which must be the same at every scale too)."""
+    seen: dict[int, set[tuple[int, ...]]] = {}
+    for ops in per_scale:
+        for shape, counts in ops.by_shape.items():
+            seen.setdefault(shape, set()).add(tuple(counts))
+    differing = sorted(shape for shape, variants in seen.items() if len(variants) > 1)
+    bounds = sorted({ops.bound for ops in per_scale})
+    within = all(ops.max <= ops.bound for ops in per_scale)
+    merged = {shape: sorted(set().union(*variants)) for shape, variants in sorted(seen.items())}
+    shown = ", ".join(f"{s}: {'/'.join(map(str, c))}" for s, c in merged.items())
+    measured = f"{{{shown}}}; max {[o.max for o in per_scale]}, bound {bounds}"
+    if differing:
+        measured += f"; differ for {differing}"
+    return Target(name, measured, "identical at every scale, <= bound",
+                  not differing and within and len(bounds) == 1)
+
+
+def _document(settings: Settings, piql_app: piql.App, baseline_app: piql.App,
+              results: list[ScaleResult]) -> dict[str, Any]:
+    block = piql_app.plan.query("twoTags").query.block
+    return {
+        "benchmark": "twotags",
+        "query": "twoTags (paper §2.3, §8.1)",
+        "machine": machine(),
+        "settings": asdict(settings),
+        "data": {"zipf_tags": ZIPF_TAGS, "zipf_s": ZIPF_S, "max_tags_per_document": MAX_TAGS,
+                 "mean_tags_per_document": MEAN_TAGS,
+                 "tags_per_document": "1 + Binomial(9, 1/3)",
+                 "query_tags": "tag1 != tag2, both drawn from the same Zipf distribution"},
+        "systems": {
+            SYSTEMS[0]: "Deployment.query('twoTags') on the piql store: a range scan of "
+                        "twoTags_view",
+            SYSTEMS[1]: "the original SQL on the baseline SQLite store (same data, no view)",
+            SYSTEMS[2]: "the original SQL on an in-memory DuckDB copy of the data",
+        },
+        "indexes": {"baseline": _indexes(baseline_app), "piql": _indexes(piql_app)},
+        "piql_views": [v.name for v in piql_app.plan.views],
+        "ondemand_sql": {"sqlite": sqlgen.block_sql(block, "sqlite"),
+                         "duckdb": sqlgen.block_sql(block, "duckdb")},
+        "ondemand_tuples": "tuples the on-demand SQLite plan reads: the index entries of tag1, "
+                           "a primary-key probe of t2 for each, a Documents row per match",
+        "writes": {WRITES[0]: "Deployment.insert('Tags') on the piql store (base row, index and "
+                              "twoTags_view, one transaction)",
+                   WRITES[1]: "Deployment.insert('Tags') on the baseline store (base row and "
+                              "index)"},
+        "results": [_jsonable(r) for r in results],
+        "targets": [asdict(t) for t in targets(results)],
+    }
+
+
+def _indexes(app: piql.App) -> list[str]:
+    return [f"{i.table}({', '.join(i.columns)})" for i in app.plan.indexes]
+
+
+def _jsonable(result: ScaleResult) -> dict[str, Any]:
+    document = asdict(result)
+    for group in (document["queries"], document["writes"]):
+        for latency in group["latency"].values():
+            latency["samples_ms"] = [round(s, 4) for s in latency["samples_ms"]]
+    return document
+
+
+# -- figures and the terminal table --------------------------------------------
+def plot_queries(document: dict[str, Any], path: Path) -> None:
+    """Figure 3: twoTags latency vs scale through the IMV and on demand; work per query."""
+    results = document["results"]
+    docs = [r["documents"] for r in results]
+    plt = pyplot()
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    _latency_lines(left, docs, [r["queries"]["latency"] for r in results], SYSTEMS)
+    left.set_title("twoTags latency (p99 solid, p50 dashed)")
+    for key, name, marker in (("ops", "piql IMV: measured ops (one per row returned)", "o"),
+                              ("ondemand_tuples", "on-demand SQLite: tuples read", "s")):
+        line, = right.plot(docs, [r["queries"][key]["max"] for r in results], marker=marker,
+                           label=f"{name}, max")
+        right.plot(docs, [r["queries"][key]["mean"] for r in results], linestyle="--",
+                   color=line.get_color(), alpha=0.6, label=f"{name}, mean")
+    right.axhline(results[0]["queries"]["ops"]["bound"], color="grey", linestyle=":",
+                  label="piql static bound")
+    right.set_yscale("log")
+    _work_axis(right, "work per twoTags query")
+    figure.suptitle("twoTags on demand vs through piql's incrementally maintained view "
+                    "(paper Figure 3)")
+    _save(plt, figure, path)
+
+
+def plot_writes(document: dict[str, Any], path: Path) -> None:
+    """Figure 4: tag insert latency vs scale with and without view maintenance; ops per write."""
+    results = document["results"]
+    docs = [r["documents"] for r in results]
+    plt = pyplot()
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    _latency_lines(left, docs, [r["writes"]["latency"] for r in results], WRITES)
+    left.set_title("tag insert latency (p99 solid, p50 dashed)")
+    for name, marker in zip(WRITES, "os"):
+        line, = right.plot(docs, [r["writes"]["ops"][name]["max"] for r in results],
+                           marker=marker, label=f"{name}, max")
+        right.plot(docs, [r["writes"]["ops"][name]["mean"] for r in results], linestyle="--",
+                   color=line.get_color(), alpha=0.6, label=f"{name}, mean")
+        right.plot(docs, [r["writes"]["ops"][name]["bound"] for r in results], linestyle=":",
+                   color=line.get_color(), alpha=0.6, label=f"{name}, bound")
+    right.set_ylim(bottom=0)
+    _work_axis(right, "measured operations per tag insert")
+    figure.suptitle("tag inserts with and without maintenance of twoTags_view (paper Figure 4)")
+    _save(plt, figure, path)
+
+
+def _latency_lines(axis, docs: list[int], latencies: list[dict], names: Sequence[str]) -> None:
+    for name, marker in zip(names, "os^"):
+        line, = axis.plot(docs, [lat[name]["p99_ms"] for lat in latencies], marker=marker,
+                          label=f"{name} p99")
+        axis.plot(docs, [lat[name]["p50_ms"] for lat in latencies], linestyle="--",
+                  color=line.get_color(), alpha=0.6, label=f"{name} p50")
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xlabel("documents")
+    axis.set_ylabel("ms")
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend(fontsize=7)
+
+
+def _work_axis(axis, title: str) -> None:
+    axis.set_xscale("log")
+    axis.set_xlabel("documents")
+    axis.set_ylabel("operations")
+    axis.set_title(title)
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend(fontsize=7)
+
+
+def _save(plt, figure, path: Path) -> None:
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def summary(document: dict[str, Any]) -> str:
+    """The figures as terminal tables: queries, writes, then the targets."""
+    from piql.report import table
+
+    def ms(latency: dict) -> str:
+        return f"{latency['p50_ms']:.3f} / {latency['p99_ms']:.3f}"
+
+    def ops(counts: dict) -> str:
+        bound = f" / {counts['bound']}" if counts["bound"] >= 0 else ""
+        return f"{counts['mean']:.1f} / {counts['max']}{bound}"
+
+    query_rows, write_rows = [], []
+    for r in document["results"]:
+        queries, writes = r["queries"], r["writes"]
+        query_rows.append((f"{r['documents']:,}", f"{r['tag_rows']:,}", f"{r['view_rows']:,}",
+                           *(ms(queries["latency"][s]) for s in SYSTEMS), ops(queries["ops"]),
+                           ops(queries["ondemand_tuples"]),
+                           f"{queries['empty_answers']}", queries["mismatches"]))
+        write_rows.append((f"{r['documents']:,}", *(ms(writes["latency"][n]) for n in WRITES),
+                           *(ops(writes["ops"][n]) for n in WRITES)))
+    store = document["settings"]["store"]
+    queries = table.render(
+        ["documents", "Tags rows", "view rows", *(f"{s} p50/p99 ms" for s in SYSTEMS),
+         "IMV ops mean/max/bound", "on-demand tuples mean/max", "empty", "mismatches"],
+        query_rows)
+    writes = table.render(
+        ["documents", *(f"insert {n} p50/p99 ms" for n in WRITES),
+         *(f"ops {n} mean/max/bound" for n in WRITES)], write_rows)
+    goals = table.render(["target", "measured", "goal", "met"],
+                         [(t["name"], t["measured"], t["goal"], "yes" if t["met"] else "NO")
+                          for t in document["targets"]])
+    return (f"twoTags queries ({document['settings']['queries']} per scale, SQLite stores in "
+            f"{store})\n{queries}\n\ntag inserts ({document['settings']['writes']} per scale)\n"
+            f"{writes}\n\ntargets\n{goals}")
