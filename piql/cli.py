@@ -100,6 +100,23 @@ def build_parser() -> argparse.ArgumentParser:
                          help="SQLite stores in memory or in files (default: memory)")
     twotags.add_argument("--out", default="bench-results", help="output directory")
     twotags.set_defaults(run=_bench_twotags)
+    tpcw = benches.add_parser("tpcw", help="TPC-W ordering mix through piql vs on demand (SQLite, "
+                              "DuckDB) at several scales (paper §8.2, Figures 5-7)")
+    tpcw.add_argument("--scales", default="1000x1,10000x10",
+                      help="comma separated ITEMSxEBS: items and emulated browsers per scale "
+                           "(customers = 2880 x EBs, orders = 0.9 x customers; default: "
+                           "%(default)s)")
+    tpcw.add_argument("--interactions", type=int, default=3000,
+                      help="measured web interactions per scale (ordering mix)")
+    tpcw.add_argument("--warmup", type=int, default=300, help="unmeasured interactions first")
+    tpcw.add_argument("--min-samples", type=int, default=100,
+                      help="rare interactions are topped up to this many samples for their p99")
+    tpcw.add_argument("--partitions", type=int, default=4, help="staging partitions (SI-3)")
+    tpcw.add_argument("--engine", choices=("duckdb", "spark", "store"), default="duckdb",
+                      help="engine for view builds and periodic refreshes")
+    tpcw.add_argument("--seed", type=int, default=1, help="random seed for data and the mix")
+    tpcw.add_argument("--out", default="bench-results", help="output directory")
+    tpcw.set_defaults(run=_bench_tpcw)
     return parser
 
 
@@ -276,6 +293,42 @@ def _bench_twotags(args: argparse.Namespace) -> int:
     print(f"\nwrote {out / 'twotags.json'}, {out / 'twotags-queries.png'} and "
           f"{out / 'twotags-writes.png'}")
     return EXIT_OK
+
+
+def _bench_tpcw(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from piql.bench import tpcw as bench
+    from piql.bench import tpcw_report as report
+    from piql.bench.tpcw_data import Scale
+
+    for option, value in (("--interactions", args.interactions), ("--partitions", args.partitions),
+                          ("--min-samples", args.min_samples)):
+        if value < 1:
+            raise InputError(f"{option} expects a positive integer, got {value}")
+    if args.warmup < 0:
+        raise InputError(f"--warmup expects zero or more, got {args.warmup}")
+    settings = bench.Settings(_scales(args.scales), args.interactions, args.warmup,
+                              args.min_samples, args.seed, args.partitions, args.engine)
+    out = Path(args.out)
+    document = bench.run(settings, out)
+    print(report.summary(document))
+    print(f"\nwrote {out / 'tpcw.json'} and the figures {', '.join(report.FIGURES)} in {out}")
+    return EXIT_OK
+
+
+def _scales(text: str) -> tuple["Scale", ...]:
+    from piql.bench.tpcw_data import Scale
+
+    scales = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        items, _, ebs = part.lower().partition("x")
+        if not (items.isdigit() and ebs.isdigit() and int(items) > 0 and int(ebs) > 0):
+            raise InputError(f"--scales expects ITEMSxEBS pairs such as 1000x1, got {part!r}")
+        scales.append(Scale(int(items), int(ebs)))
+    if not scales:
+        raise InputError(f"--scales expects ITEMSxEBS pairs such as 1000x1, got {text!r}")
+    return tuple(scales)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -83,25 +83,29 @@ class SparkEngine(Engine):
         and the most tuples one task read."""
         from pyspark.sql.types import StructField, StructType
 
-        def read(task: tuple[str, tuple]) -> list[tuple]:
+        def read(task: tuple[str, tuple, tuple]) -> tuple[list[tuple], int]:
             import sqlite3
 
-            statement, values = task
+            statement, values, keys = task
             connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
             try:
-                return connection.execute(statement, values).fetchall()
+                rows = connection.execute(statement, values).fetchall()
             finally:
                 connection.close()
+            # as piql.runtime.refresh.tuples_read, inline so the task needs no piql import
+            reads = sum(len({tuple(r[i] for i in key) for r in rows}) for key in keys) \
+                if keys else len(rows)
+            return rows, max(1, reads)
 
-        tasks = [(share.sql, share.values) for share in shares]
+        tasks = [(share.sql, share.values, share.keys) for share in shares]
         per_task = self.session.sparkContext.parallelize(tasks, len(tasks)).map(read).cache()
         try:
-            counts = per_task.map(len).collect()
+            counts = per_task.map(lambda done: done[1]).collect()
             arrow = TableData(name, columns, types, []).arrow().schema
             schema = StructType([StructField(f.name, _spark_type(f.type)) for f in arrow])
-            self.session.createDataFrame(per_task.flatMap(lambda rows: rows), schema) \
+            self.session.createDataFrame(per_task.flatMap(lambda done: done[0]), schema) \
                 .createOrReplaceTempView(name)
             rows = self.query(sql)
         finally:
             per_task.unpersist()
-        return rows, max([max(1, c) for c in counts], default=0)
+        return rows, max(counts, default=0)

@@ -150,7 +150,9 @@ def periodic_view(catalog: Catalog, query: NamedQuery,
     built = build_periodic(catalog, query, window)
     views = (built.staging, built.periodic)
     note = periodic_diagnostic(built, window.column, query.location, bool(phase0.hotspots))
-    return QueryPlan(query, "SI-3", built.plan.ops_bound, built.plan, (), tuple(v.name for v in views),
+    lookups = window.lookup.plan.indexes if window.lookup else ()  # read by every refresh
+    return QueryPlan(query, "SI-3", built.plan.ops_bound, built.plan, lookups,
+                     tuple(v.name for v in views),
                      sqlgen.block_sql(built.rewritten), (note,), phase0, views, built.trace)
 
 

@@ -27,6 +27,7 @@ from piql.interval import DEFAULT_REFRESH, Interval, parse_interval
 from piql.planner.phase0 import plan_query
 from piql.planner.view_construction import column_type
 from piql.planner.physical import PhysicalPlan
+from piql.planner.window_join import WindowLookup, window_lookup
 from piql.planner.views import (
     PERIODIC, STAGING, DeltaRule, StorageBound, TraceSection, ViewColumn, ViewDef,
 )
@@ -51,6 +52,12 @@ class Window:
     column: str
     kind: str  # "tuple" or "time"
     size: int  # n tuples, or the window width in milliseconds
+    lookup: WindowLookup | None = None  # a time window's other relations, read per tuple
+
+    @property
+    def reads_per_tuple(self) -> int:
+        """A staged tuple, and what its lookups read."""
+        return 1 + (self.lookup.ops_bound if self.lookup else 0)
 
 
 @dataclass(frozen=True)
@@ -95,7 +102,7 @@ def _tuple_window(catalog: Catalog, block: QueryBlock) -> Window | None:
 def _time_window(catalog: Catalog, block: QueryBlock) -> Window | str:
     epochs = [p for p in block.predicates
               if isinstance(p.left, Epoch) and p.op == "=" and isinstance(p.right, Param)]
-    if len(epochs) != 1 or len(block.relations) != 1:
+    if len(epochs) != 1:
         return "no TEMPORAL tuple window (ORDER BY ts LIMIT n) or time window (ts - ts % W = <p>)"
     attr = epochs[0].left.attr  # type: ignore[union-attr]
     relation = block.relation(attr.alias)
@@ -103,6 +110,11 @@ def _time_window(catalog: Catalog, block: QueryBlock) -> Window | str:
     column = table.column(attr.column) if table else None
     if column is None or not column.temporal:
         return f"the window column {attr} is not TEMPORAL"
+    lookup = None
+    if len(block.relations) > 1:
+        lookup = window_lookup(catalog, block, relation.alias)
+        if isinstance(lookup, str):
+            return lookup
     if any(p.kind == "attr op param" for p in block.predicates):
         return ("a periodic view is computed ahead of time for every parameter value, so "
                 "parameters may only be compared with =")
@@ -111,7 +123,8 @@ def _time_window(catalog: Catalog, block: QueryBlock) -> Window | str:
     if block.group_by and block.limit is None:
         return ("a time window grouped without LIMIT can have any number of groups per window: "
                 "add ORDER BY <aggregate> DESC LIMIT k")
-    return Window(block, relation, table, column.name, "time", epochs[0].left.width)  # type: ignore
+    return Window(block, relation, table, column.name, "time", epochs[0].left.width,  # type: ignore
+                  lookup)
 
 
 def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
@@ -123,7 +136,7 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
     partition_key, stored = _staging_columns(query.block, window)
     staging = _staging_view(staging_name, query.name, window, partition_key, stored)
     per_partition = window.size if window.kind == "tuple" else \
-        PARTITION_WRITE_CAPACITY * -(-window.size // 1000)
+        PARTITION_WRITE_CAPACITY * -(-window.size // 1000) * window.reads_per_tuple
     definition = _over_staging(query.block, window, staging_name, stored)
     periodic_name = _free_name(catalog, query.name)
     periodic_table, rewritten = _periodic_table(catalog, query.block, periodic_name, window)
@@ -157,14 +170,26 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         TraceSection("bounds (relaxed Invariant 2, §2.3)", (
             f"per partition and refresh: ops <= {per_partition}"
             + ("" if window.kind == "tuple" else
-               f" ({PARTITION_WRITE_CAPACITY} writes/s per partition x {window.size // 1000} s)"),
+               f" ({PARTITION_WRITE_CAPACITY} writes/s per partition x {window.size // 1000} s"
+               + (f" x {window.reads_per_tuple} reads per tuple)" if window.lookup else ")")),
             f"per refresh in total: {partitions} partitions x {per_partition} = "
             f"{partitions * per_partition} (grows with the partition count, done in parallel)",
             f"refresh every {refresh}; answers are at most that stale",
             "per base write: 1 staging write")),
+        *_lookup_trace(window),
         TraceSection("rewritten query plan", tuple(read.plan.root.lines())),
     )
     return PeriodicPlan(staging, periodic, rewritten, read.plan, trace)
+
+
+def _lookup_trace(window: Window) -> tuple[TraceSection, ...]:
+    if window.lookup is None:
+        return ()
+    joined = ", ".join(f"{r.table} {r.alias}" for r in window.lookup.relations)
+    return (TraceSection("lookups per windowed tuple", (
+        f"each {window.table.name} tuple of the window joins {joined} by bounded lookups "
+        f"(ops <= {window.lookup.ops_bound}); writes to them reach the periodic view when "
+        "their epoch is next refreshed", *window.lookup.plan.root.lines())),)
 
 
 def _window_text(window: Window) -> str:

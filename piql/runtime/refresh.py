@@ -21,7 +21,8 @@ from typing import Any, Iterable
 
 from piql import sqlgen
 from piql.planner.views import PERIODIC, ViewDef
-from piql.query import Epoch, Literal, OrderItem, Param, QueryBlock, SelectItem
+from piql.planner.window_join import collapse, lookup_block
+from piql.query import Attr, Epoch, Literal, OrderItem, Param, QueryBlock, Relation, SelectItem
 from piql.runtime.errors import BoundExceeded
 from piql.runtime.evaluate import finish, sort_rows
 from piql.runtime.store import Store, quote
@@ -77,10 +78,52 @@ class RefreshReport:
 
 @dataclass(frozen=True)
 class Share:
-    """What one partition read: its SQL, given to whoever runs the partition's task."""
+    """What one partition read: its SQL, given to whoever runs the partition's task.
+
+    ``keys`` lists, per relation the share reads (the staged one first, then each
+    joined one), the row positions of its key and of the keys before it: the tuples
+    a partition read are the distinct values of each, summed (:func:`tuples_read`).
+    """
 
     sql: str
     values: tuple[Any, ...]
+    keys: tuple[tuple[int, ...], ...] = ()
+
+
+def tuples_read(rows: list[tuple], keys: tuple[tuple[int, ...], ...]) -> int:
+    """Tuples a partition read: one per row, or for a joined share the distinct tuples of
+    every relation along the join (a lookup per staged tuple, then per joined tuple)."""
+    if not keys:
+        return max(1, len(rows))
+    return max(1, sum(len({tuple(row[i] for i in key) for row in rows}) for key in keys))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The merged shares as one table: the staging view's columns, then the columns the
+    query reads of each joined relation (``alias__column``)."""
+
+    columns: tuple[str, ...]
+    types: tuple[str, ...]
+    joined: tuple[tuple[Relation, tuple[str, ...]], ...]  # relation, columns it returns
+
+
+def layout(store: Store, staging: str, window: QueryBlock) -> Layout:
+    shape = store.shapes[staging]
+    columns, types = list(shape.columns), list(shape.types or ("",) * len(shape.columns))
+    joined = []
+    read = lookup_block(window, _staged(window, staging).alias).select
+    for relation in window.relations:
+        if relation.table == staging:
+            continue
+        table = store.shapes[relation.table]  # type: ignore[index]
+        wanted = [i.expr.column for i in read if i.expr.alias == relation.alias]  # type: ignore[union-attr]
+        own = tuple(dict.fromkeys(list(table.key) + wanted))
+        joined.append((relation, own))
+        for column in own:
+            columns.append(f"{relation.alias}__{column}")
+            types.append(table.types[table.columns.index(column)] if table.types else "")
+    return Layout(tuple(columns), tuple(types), tuple(joined))
 
 
 def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
@@ -129,41 +172,88 @@ def _compute(store: Store, view: ViewDef, staging: ViewDef, window: QueryBlock, 
              epoch: int | None, engine) -> tuple[list[tuple], int]:
     """The periodic query over every partition's share: its rows (for a time window, the
     unlimited rows with hidden order columns) and the most tuples one partition read."""
-    shape = store.shapes[staging.name]
-    shares = [share_of(staging.name, shape.columns, view, window, p, epoch) for p in range(partitions)]
+    merged_as = layout(store, staging.name, window)
+    shares = [share_of(store, staging.name, view, window, merged_as, p, epoch)
+              for p in range(partitions)]
     query = view.definition if epoch is None else unlimited(bind_epoch(view.definition, epoch))
+    query = collapse(query, staging.name)
     if engine is not None and hasattr(engine, "read_shares") and store.path != ":memory:":
-        return engine.read_shares(store.path, staging.name, shape.columns, shape.types, shares,
-                                  sqlgen.block_sql(query, engine.dialect))
+        return engine.read_shares(store.path, staging.name, merged_as.columns, merged_as.types,
+                                  shares, sqlgen.block_sql(query, engine.dialect))
     merged: list[tuple] = []
     busiest = 0
     for share in shares:
-        before = store.counter.reads
         rows = store.connection.execute(share.sql, share.values).fetchall()
-        store.counter.reads += max(1, len(rows))
-        busiest = max(busiest, store.counter.reads - before)
+        reads = tuples_read(rows, share.keys)
+        store.counter.reads += reads
+        busiest = max(busiest, reads)
         merged += rows
     if engine is not None:
         from piql.engines.base import TableData
 
-        engine.register(TableData(staging.name, shape.columns, shape.types, merged))
+        engine.register(TableData(staging.name, merged_as.columns, merged_as.types, merged))
         return engine.query(sqlgen.block_sql(query, engine.dialect)), busiest
-    bindings = [{(staging.name, c): v for c, v in zip(shape.columns, row)} for row in merged]
+    bindings = [{(staging.name, c): v for c, v in zip(merged_as.columns, row)} for row in merged]
     return _evaluate(query, staging.name, bindings), busiest
 
 
-def share_of(staging: str, columns: tuple[str, ...], view: ViewDef, window: QueryBlock,
+def share_of(store: Store, staging: str, view: ViewDef, window: QueryBlock, merged_as: Layout,
              partition: int, epoch: int | None) -> Share:
-    """One partition's bounded read, in the partition's TEMPORAL order (a clustered scan)."""
-    column = view.extra["order_by"][0]
-    select = f"SELECT {', '.join(quote(c) for c in columns)} FROM {quote(staging)} WHERE \"partition\" = ?"
+    """One partition's bounded read, in the partition's TEMPORAL order (a clustered scan),
+    with the lookups of the joined relations (SQLite joins them through their keys)."""
+    column = f"s.{quote(view.extra['order_by'][0])}"
+    staged = store.shapes[staging].columns
+    select = [f"s.{quote(c)}" for c in staged]
+    joins, values, keys = [], [], []
+    if merged_as.joined:
+        keys.append(tuple(staged.index(c) for c in store.shapes[staging].key if c != "partition"))
+    aliases = {_staged(window, staging).alias: "s"}
+    for number, (relation, _) in enumerate(merged_as.joined):
+        aliases[relation.alias] = f"j{number}"
+    for relation, own in merged_as.joined:
+        alias = aliases[relation.alias]
+        on, bound = _join_condition(window, relation.alias, aliases)
+        joins.append(f" JOIN {quote(relation.table)} AS {alias} ON {on}")  # type: ignore[arg-type]
+        values += bound
+        table_key = store.shapes[relation.table].key  # type: ignore[index]
+        start = len(select)
+        select += [f"{alias}.{quote(c)}" for c in own]
+        keys.append(keys[-1] + tuple(start + own.index(c) for c in table_key))
+    head = (f"SELECT {', '.join(select)} FROM {quote(staging)} AS s{''.join(joins)} "
+            "WHERE s.\"partition\" = ?")
     if epoch is None:
         direction = " DESC" if window.order_by[0].desc else ""
-        return Share(f"{select} ORDER BY {quote(column)}{direction} LIMIT {int(window.limit)}",
-                     (partition,))
+        return Share(f"{head} ORDER BY {column}{direction} LIMIT {int(window.limit)}",
+                     (*values, partition), tuple(keys))
     width = _epoch(window).width
-    return Share(f"{select} AND {quote(column)} >= ? AND {quote(column)} < ? ORDER BY {quote(column)}",
-                 (partition, epoch, epoch + width))
+    return Share(f"{head} AND {column} >= ? AND {column} < ? ORDER BY {column}",
+                 (*values, partition, epoch, epoch + width), tuple(keys))
+
+
+def _staged(window: QueryBlock, staging: str) -> Relation:
+    return next(r for r in window.relations if r.table == staging)
+
+
+def _join_condition(window: QueryBlock, alias: str, aliases: dict[str, str]) -> tuple[str, list]:
+    """The predicates that join ``alias`` to the relations before it (or restrict it by a
+    literal), in SQLite; parameter predicates are grouping columns, not joins."""
+    known = list(aliases)[: list(aliases).index(alias) + 1]
+    parts, values = [], []
+    for pred in window.predicates:
+        if alias not in pred.aliases() or not pred.aliases() <= set(known):
+            continue
+        sides = []
+        for side in (pred.left, pred.right):
+            if isinstance(side, Attr):
+                sides.append(f"{aliases[side.alias]}.{quote(side.column)}")
+            elif isinstance(side, Literal):
+                sides.append("?")
+                values.append(side.value)
+            else:
+                break
+        else:
+            parts.append(f"{sides[0]} {pred.op} {sides[1]}")
+    return " AND ".join(parts) or "1 = 1", values
 
 
 def _evaluate(query: QueryBlock, staging: str, bindings: list[dict]) -> list[tuple]:
@@ -179,7 +269,7 @@ def _evaluate(query: QueryBlock, staging: str, bindings: list[dict]) -> list[tup
 
 def window_block(definition: QueryBlock, staging: str) -> QueryBlock:
     """The block of the periodic view's query that reads the staging view."""
-    if definition.relations[0].table == staging:
+    if any(r.table == staging for r in definition.relations):
         return definition
     return definition.relations[0].subquery  # type: ignore[return-value]
 

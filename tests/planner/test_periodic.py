@@ -139,3 +139,42 @@ def test_invalid_periodic_interval_is_an_input_error():
                       paper_catalog(), "q.sql")
     assert (caught.value.location.line, caught.value.location.column) == (2, 14)
     assert "interval" in caught.value.message
+
+
+SHOP = """
+CREATE TABLE item (i_id BIGINT PRIMARY KEY, i_subject VARCHAR);
+CREATE TABLE orders (o_id BIGINT PRIMARY KEY, o_date BIGINT TEMPORAL);
+CREATE TABLE order_line (ol_o_id BIGINT, ol_id BIGINT, ol_i_id BIGINT, ol_qty BIGINT,
+    PRIMARY KEY (ol_o_id, ol_id),
+    FOREIGN KEY (ol_o_id) REFERENCES orders (o_id),
+    FOREIGN KEY (ol_i_id) REFERENCES item (i_id)) WITH CARDINALITY (ol_id, 5);
+"""
+BEST_SELLERS = """
+-- name: bestSellers
+SELECT ol.ol_i_id, SUM(ol.ol_qty) AS sold
+FROM orders o, order_line ol, item i
+WHERE ol.ol_o_id = o.o_id AND i.i_id = ol.ol_i_id AND i.i_subject = <subject>
+  AND o.o_date - o.o_date % 3600000 = <hour>
+GROUP BY ol.ol_i_id ORDER BY SUM(ol.ol_qty) DESC LIMIT 3
+"""
+
+
+def test_time_window_over_a_join_reads_the_other_relations_by_lookups():
+    plan = plan_text(SHOP, BEST_SELLERS)
+    query = plan.query("bestSellers")
+    assert (query.level, query.ops_bound) == ("SI-3", 3)
+    staging = view(plan, "bestSellersStaging")
+    assert staging["sql"] == "CREATE VIEW bestSellersStaging AS SELECT HASH(o_id), o_date, o_id FROM orders"
+    periodic = view(plan, "bestSellers")
+    # per staged order: its <= 5 lines by key prefix, and each line's item by key
+    assert periodic["per_partition_ops_bound"] == 3_600_000 * (1 + 5 + 5)
+    assert [k["column"] for k in periodic["key"]] == ["epoch", "i_subject", "rank"]
+    assert "FROM bestSellersStaging, order_line AS ol, item AS i" in periodic["sql"]
+    lookups = next(s for s in query.trace if s.title == "lookups per windowed tuple")
+    assert "joins order_line ol, item i by bounded lookups (ops <= 10)" in lookups.lines[0]
+
+
+def test_time_window_over_an_unbounded_join_is_refused():
+    schema = SHOP.replace(" WITH CARDINALITY (ol_id, 5)", "")
+    query = plan_text(schema, BEST_SELLERS).query("bestSellers")
+    assert query.level == "unbounded"

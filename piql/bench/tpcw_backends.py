@@ -1,0 +1,324 @@
+"""Where the TPC-W interactions run, and how each is timed.
+
+- :class:`PiqlBackend`: a piql deployment; reads run their bounded plans over
+  piql's indexes and views, writes are maintained writes (``.ops`` measured).
+- :class:`SqlBackend` on SQLite: the on-demand baseline. The same tables in a
+  plain SQLite store with the indexes of the TPC-W reference implementation
+  (:data:`STANDARD_INDEXES`), each query's original SQL, and plain
+  INSERT/UPDATE/DELETE statements.
+- :class:`SqlBackend` on DuckDB: the same, in an in-memory DuckDB database.
+
+:func:`run` executes a workload's steps on one backend and returns one
+:class:`Sample` per step.
+"""
+from __future__ import annotations
+
+import gc
+import sqlite3
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Protocol, Sequence
+
+import duckdb
+
+from piql import sqlgen
+from piql.bench import tpcw_data as data
+from piql.bench.tpcw_mix import Read, Step, Write
+from piql.catalog import Catalog, Table
+from piql.errors import PiqlError
+from piql.planner.application import Plan
+
+# The indexes of the TPC-W reference implementation (Wisconsin Java kit, TPCW_Populate
+# addIndexes), what a DBA deploying TPC-W adds to the primary keys.
+STANDARD_INDEXES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("author_a_lname", "author", ("a_lname",)),
+    ("address_addr_co_id", "address", ("addr_co_id",)),
+    ("addr_zip", "address", ("addr_zip",)),
+    ("customer_c_addr_id", "customer", ("c_addr_id",)),
+    ("customer_c_uname", "customer", ("c_uname",)),
+    ("item_i_title", "item", ("i_title",)),
+    ("item_i_subject", "item", ("i_subject",)),
+    ("item_i_a_id", "item", ("i_a_id",)),
+    ("order_line_ol_i_id", "order_line", ("ol_i_id",)),
+    ("order_line_ol_o_id", "order_line", ("ol_o_id",)),
+    ("country_co_name", "country", ("co_name",)),
+    ("orders_o_c_id", "orders", ("o_c_id",)),
+    ("scl_i_id", "shopping_cart_line", ("scl_i_id",)),
+)
+VM_GRAIN = 1000  # SQLite instructions between two progress-handler calls
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One step on one backend: its time, the part spent writing, and its work: piql's
+    operations, SQLite's VM instructions, or None (DuckDB)."""
+
+    interaction: str
+    measured: bool
+    seconds: float
+    write_seconds: float
+    ops: int | None
+    bound: int | None
+    digests: tuple[int | None, ...]  # per read: a digest of the answer (None: not compared)
+    error: str | None = None
+
+
+class Backend(Protocol):
+    name: str
+
+    def read(self, read: Read) -> tuple[list[tuple], int | None, int | None]:
+        """Rows, measured operations and their bound (None where not counted)."""
+
+    def write(self, write: Write) -> tuple[int | None, int | None]:
+        """Measured operations and their bound."""
+
+    def close(self) -> None: ...
+
+
+class PiqlBackend:
+    """Reads and maintained writes through a piql deployment."""
+
+    def __init__(self, db, name: str = "piql") -> None:
+        self.db = db
+        self.name = name
+
+    def read(self, read: Read) -> tuple[list[tuple], int | None, int | None]:
+        result = self.db.query(read.query, **read.values)
+        return list(result.rows), result.ops, result.bound
+
+    def write(self, write: Write) -> tuple[int | None, int | None]:
+        values = write.values
+        if write.kind == "insert":
+            reports = [self.db.insert(write.table, **values)]
+        elif write.kind == "update":
+            reports = self.db.update(write.table, **values)
+        else:
+            reports = [self.db.delete(write.table, **values)]
+        return sum(r.ops for r in reports), sum(r.bound for r in reports)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class SqlBackend:
+    """The on-demand baseline: original SQL on a SQLite or DuckDB connection.
+
+    On SQLite the work is counted too, as virtual-machine instructions (in steps of
+    :data:`VM_GRAIN`, through the progress handler): a scale-dependent plan shows it growing.
+    """
+
+    def __init__(self, name: str, connection, catalog: Catalog, queries: dict[str, str]) -> None:
+        self.name = name
+        self.connection = connection
+        self.catalog = catalog
+        self.queries = queries
+        self._statements: dict[tuple[str, str], str] = {}
+        self.ticks: int | None = None
+        if isinstance(connection, sqlite3.Connection):
+            self.ticks = 0
+            connection.set_progress_handler(self._tick, VM_GRAIN)
+
+    def _tick(self) -> int:
+        self.ticks += 1  # type: ignore[operator]
+        return 0  # carry on
+
+    def _work(self, start: int | None) -> int | None:
+        return None if start is None else (self.ticks - start) * VM_GRAIN  # type: ignore[operator]
+
+    def read(self, read: Read) -> tuple[list[tuple], int | None, int | None]:
+        start = self.ticks
+        rows = self.connection.execute(self.queries[read.query], read.values).fetchall()
+        return rows, self._work(start), None
+
+    def write(self, write: Write) -> tuple[int | None, int | None]:
+        values = write.values
+        table = self.catalog.table(write.table)
+        assert table is not None
+        statement = self._statement(table, write.kind)
+        key = [values[c] for c in table.primary_key]
+        if write.kind == "insert":
+            args = [values[c] for c in table.column_names]
+        elif write.kind == "update":
+            args = [values[c] for c in table.column_names if c not in table.primary_key] + key
+        else:
+            args = key
+        start = self.ticks
+        self.connection.execute(statement, args)
+        return self._work(start), None
+
+    def _statement(self, table: Table, kind: str) -> str:
+        cached = self._statements.get((table.name, kind))
+        if cached is None:
+            where = " AND ".join(f"{c} = ?" for c in table.primary_key)
+            if kind == "insert":
+                cached = (f"INSERT INTO {table.name} ({', '.join(table.column_names)}) VALUES "
+                          f"({', '.join('?' for _ in table.column_names)})")
+            elif kind == "update":
+                sets = ", ".join(f"{c} = ?" for c in table.column_names if c not in table.primary_key)
+                cached = f"UPDATE {table.name} SET {sets} WHERE {where}"
+            else:
+                cached = f"DELETE FROM {table.name} WHERE {where}"
+            self._statements[(table.name, kind)] = cached
+        return cached
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+# -- building the baselines -------------------------------------------------------------
+def standard_indexes(catalog: Catalog) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The standard TPC-W indexes that apply to this schema's tables and columns."""
+    found = []
+    for name, table, columns in STANDARD_INDEXES:
+        definition = catalog.table(table)
+        if definition is not None and all(definition.column(c) for c in columns):
+            found.append((name, table, columns))
+    return found
+
+
+def query_sql(plan: Plan, names: Sequence[str], dialect: str) -> dict[str, str]:
+    """Each query's original SQL in ``dialect``, parameters as that dialect writes them."""
+    found = {}
+    for name in names:
+        query = plan.query(name)
+        assert query is not None and query.query.block is not None
+        found[name] = sqlgen.block_sql(query.query.block, dialect)
+    return found
+
+
+def _create_tables(connection, catalog: Catalog) -> None:
+    for table in catalog.tables:
+        columns = ", ".join(f"{c.name} {c.type}" for c in table.columns)
+        connection.execute(f"CREATE TABLE {table.name} ({columns}, "
+                           f"PRIMARY KEY ({', '.join(table.primary_key)}))")
+
+
+def _create_indexes(connection, catalog: Catalog) -> None:
+    for name, table, columns in standard_indexes(catalog):
+        connection.execute(f"CREATE INDEX {name} ON {table} ({', '.join(columns)})")
+
+
+def sqlite_baseline(plan: Plan, dataset: data.Dataset, path: Path, names: Sequence[str]) -> SqlBackend:
+    """The generated data in a plain SQLite store with the standard TPC-W indexes."""
+    connection = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    connection.execute("PRAGMA journal_mode=WAL")  # as piql's store: same durability settings
+    connection.execute("PRAGMA synchronous=NORMAL")
+    catalog = plan.catalog
+    _create_tables(connection, catalog)
+    connection.execute("BEGIN")
+    for table in data.LOAD_ORDER:
+        definition = catalog.table(table)
+        if definition is None:
+            continue
+        rows = data.rows(dataset, table, definition.column_names)
+        connection.executemany(f"INSERT INTO {table} VALUES "
+                               f"({', '.join('?' for _ in definition.column_names)})", rows)
+    connection.execute("COMMIT")
+    _create_indexes(connection, catalog)
+    connection.execute("ANALYZE")
+    return SqlBackend("sqlite", connection, catalog, query_sql(plan, names, "sqlite"))
+
+
+def duckdb_baseline(plan: Plan, dataset: data.Dataset, names: Sequence[str]) -> SqlBackend:
+    """The generated data in an in-memory DuckDB database with the same keys and indexes."""
+    connection = duckdb.connect()
+    connection.execute("SET threads = 1")  # a serving database answers one request per core
+    catalog = plan.catalog
+    _create_tables(connection, catalog)
+    for table in data.LOAD_ORDER:
+        definition = catalog.table(table)
+        if definition is not None:
+            connection.execute(f"INSERT INTO {table} SELECT {', '.join(definition.column_names)} "
+                               f"FROM read_parquet('{dataset.path(table)}')")
+    _create_indexes(connection, catalog)
+    return SqlBackend("duckdb", connection, catalog, query_sql(plan, names, "duckdb"))
+
+
+# -- running ---------------------------------------------------------------------------------
+def run(backend: Backend, steps: Sequence[Step], *, compared: frozenset[str] = frozenset(),
+        before: Callable[[Step], None] | None = None, reads: bool = True,
+        progress: Callable[[int], None] | None = None) -> list[Sample]:
+    """Run every step on ``backend`` (``reads=False``: only the writes), timing each action.
+    Answers of the ``compared`` queries are digested so backends can be checked against
+    each other. ``before`` runs ahead of each step, outside the timing (periodic refresh)."""
+    samples = []
+    gc.collect()
+    gc.disable()
+    try:
+        for number, step in enumerate(steps):
+            if before is not None:
+                before(step)
+            samples.append(_run_step(backend, step, compared, reads))
+            if progress is not None and number % 200 == 0:
+                progress(number)
+    finally:
+        gc.enable()
+    return samples
+
+
+def _run_step(backend: Backend, step: Step, compared: frozenset[str], reads: bool) -> Sample:
+    seconds = write_seconds = 0.0
+    ops = bound = 0
+    counted = True
+    digests: list[int | None] = []
+    error = None
+    for action in step.actions:
+        if isinstance(action, Read) and not reads:
+            continue
+        started = time.perf_counter()
+        try:
+            if isinstance(action, Read):
+                rows, used, limit = backend.read(action)
+                digests.append(_digest(rows) if action.query in compared else None)
+            else:
+                used, limit = backend.write(action)
+        except (PiqlError, sqlite3.Error, duckdb.Error) as err:
+            error = error or f"{_describe(action)}: {err}"
+            used = limit = None
+            if isinstance(action, Read):
+                digests.append(None)
+        elapsed = time.perf_counter() - started
+        seconds += elapsed
+        if isinstance(action, Write):
+            write_seconds += elapsed
+        if used is None:
+            counted = False
+        else:
+            ops += used
+            bound += limit or 0
+    return Sample(step.interaction, step.measured, seconds, write_seconds,
+                  ops if counted else None, bound if counted else None, tuple(digests), error)
+
+
+def _describe(action: Read | Write) -> str:
+    return f"query {action.query}" if isinstance(action, Read) else \
+        f"{action.kind} into {action.table}"
+
+
+def _digest(rows: list[tuple]) -> int:
+    """Order-insensitive digest of an answer (money compared to the cent)."""
+    normal = sorted(tuple(round(v, 2) if isinstance(v, float) else v for v in row) for row in rows)
+    return zlib.crc32(repr(normal).encode())
+
+
+def comparable(plan: Plan, names: Sequence[str]) -> frozenset[str]:
+    """Queries whose answer is unique, so piql's and the baseline's must be equal: no LIMIT
+    (ties could be cut either way), no aggregate and no periodic view (refreshed, so stale)."""
+    found = set()
+    for name in names:
+        query = plan.query(name)
+        block = query.query.block if query else None
+        if block is None or block.limit is not None or block.aggregates or query.query.periodic:
+            continue
+        if any(r.subquery is not None for r in block.relations):
+            continue
+        found.add(name)
+    return frozenset(found)
+
+
+def summary_of(samples: Sequence[Sample]) -> dict[str, Any]:
+    """Errors seen, for the JSON."""
+    errors = [s.error for s in samples if s.error]
+    return {"errors": len(errors), "first_errors": errors[:5]}

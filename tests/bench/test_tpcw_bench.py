@@ -1,0 +1,87 @@
+"""TPC-W: the example classifies every query, the generator follows the scaling rules,
+and ``piql bench tpcw`` runs end to end at tiny scales with consistent figures."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import piql
+from piql.bench import tpcw_data as data
+from piql.bench.tpcw_mix import MIX, interaction_queries
+from piql.cli import main
+from tests.conftest import EXAMPLES
+
+TPCW = EXAMPLES / "tpcw"
+
+
+@pytest.fixture(scope="module")
+def app() -> piql.App:
+    return piql.load(TPCW / "schema.sql", TPCW / "queries.sql")
+
+
+def test_every_tpcw_query_is_bounded_and_the_windows_are_si3(app, capsys):
+    levels = {q.name: q.level for q in app.plan.queries}
+    assert "unbounded" not in levels.values()
+    assert levels["best_sellers"] == levels["admin_confirm_related"] == "SI-3"
+    assert {"SI-0", "SI-1", "SI-2"} <= set(levels.values())
+    assert main(["lint", str(TPCW / "schema.sql"), str(TPCW / "queries.sql")]) == 0
+    assert "unbounded 0" in capsys.readouterr().out
+
+
+def test_every_web_interaction_runs_queries_and_every_query_is_run(app):
+    groups, unmapped, skipped = interaction_queries(app.plan)
+    assert set(groups) == set(MIX)
+    assert all(groups[name] for name in MIX), [n for n in MIX if not groups[n]]
+    assert unmapped == () and skipped == ()
+
+
+def test_generator_follows_the_tpcw_scaling_rules(app, tmp_path):
+    scale = data.Scale(items=200, ebs=1)
+    dataset = data.generate(scale, tmp_path, seed=3, limits=data.Limits.of(app.plan.catalog))
+    rows = dataset.rows
+    assert rows["customer"] == 2880 and rows["address"] == 5760
+    assert rows["orders"] == rows["cc_xacts"] == 2592
+    assert rows["author"] == 50 and rows["item"] == 200 and rows["country"] == 92
+    assert rows["orders"] <= rows["order_line"] <= 5 * rows["orders"]
+    assert data.check_constraints(dataset, app.plan.catalog) == []
+    assert data.missing_columns(dataset, app.plan.catalog) == []
+
+
+def test_bench_tpcw_writes_json_and_pngs(tmp_path, capsys):
+    out = tmp_path / "results"
+    code = main(["bench", "tpcw", "--scales", "60x1,120x1", "--interactions", "150",
+                 "--warmup", "10", "--min-samples", "3", "--out", str(out)])
+    assert code == 0
+    document = json.loads((out / "tpcw.json").read_text())
+    assert [s["items"] for s in document["scales"]] == [60, 120]
+    for result in document["scales"]:
+        assert all(e["errors"] == 0 for e in result["errors"].values()), result["errors"]
+        answers = result["answers"]
+        assert answers["compared"] > 0 and answers["differ"] == 0  # piql answers as SQLite does
+        for interaction in MIX:
+            entry = result["interactions"][interaction]
+            assert entry["count"] >= 3, interaction
+            assert 0 < entry["piql"]["p50_ms"] <= entry["piql"]["p99_ms"]
+            assert entry["sqlite"] and entry["duckdb"]
+            ops = entry["piql_ops"]
+            assert 0 < ops["max"] <= ops["bound_max"], interaction  # measured within the bound
+        with_views, without = result["buy_confirm"]["with_views"], result["buy_confirm"]["without_views"]
+        assert with_views["ops_p50"] > without["ops_p50"]  # maintenance costs operations
+        refresh = result["refresh"]
+        assert refresh["count"] > 0
+        assert set(refresh["views"]) == {"best_sellers", "admin_confirm_related"}
+        for view in refresh["views"].values():
+            assert 0 < view["max_partition_reads"] <= view["per_partition_bound"]
+    assert set(document["targets"]["interactions"]) == set(MIX)
+    for name in ("tpcw-interactions.png", "tpcw-buyconfirm.png", "tpcw-refresh.png", "tpcw-ops.png"):
+        assert (out / name).stat().st_size > 10_000
+    printed = capsys.readouterr().out
+    assert "BuyConfirm writes" in printed and "SI-3 refresh" in printed
+
+
+def test_bench_tpcw_rejects_bad_options(capsys):
+    assert main(["bench", "tpcw", "--scales", "1000"]) == 2
+    assert "--scales expects ITEMSxEBS pairs" in capsys.readouterr().err
+    assert main(["bench", "tpcw", "--interactions", "0"]) == 2
+    assert "--interactions expects a positive integer" in capsys.readouterr().err
