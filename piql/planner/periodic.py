@@ -154,7 +154,9 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         tuple(ViewColumn(c.name, _source_of(query.block, c.name), c.name in periodic_table.primary_key,
                          "result", c.type) for c in periodic_table.columns),
         f"CREATE VIEW {periodic_name} PERIODIC {refresh} AS {sqlgen.block_sql(definition)}",
-        StorageBound(window.table.name, window.relation.alias, 1) if window.kind == "time"
+        # an epoch has at most one row per joined row of its windowed tuples
+        StorageBound(window.table.name, window.relation.alias,
+                     window.lookup.plan.rows_bound if window.lookup else 1) if window.kind == "time"
         else StorageBound("", "", periodic_table.row_limit or 0),
         extra=facts)
     over = Catalog(catalog.tables + (periodic_table,), catalog.indexes, catalog.source)

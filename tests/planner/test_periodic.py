@@ -169,6 +169,8 @@ def test_time_window_over_a_join_reads_the_other_relations_by_lookups():
     # per staged order: its <= 5 lines by key prefix, and each line's item by key
     assert periodic["per_partition_ops_bound"] == 3_600_000 * (1 + 5 + 5)
     assert [k["column"] for k in periodic["key"]] == ["epoch", "i_subject", "rank"]
+    # an epoch's rows come from its orders' lines: at most 5 per order
+    assert periodic["storage_bound"] == {"relation": "orders", "factor": 5}
     assert "FROM bestSellersStaging, order_line AS ol, item AS i" in periodic["sql"]
     lookups = next(s for s in query.trace if s.title == "lookups per windowed tuple")
     assert "joins order_line ol, item i by bounded lookups (ops <= 10)" in lookups.lines[0]
