@@ -284,16 +284,38 @@ def _over_staging(block: QueryBlock, window: Window, staging: str,
         return replace(staged, select=tuple(SelectItem(c, Attr(staging, c)) for c in columns))
     if window.kind == "tuple":
         return staged
-    keys = [p.left for p in staged.predicates
-            if p.kind == "attr=param" and isinstance(p.left, Attr)]
+    windowed = window.relation.alias
+    keys = [(Attr(staging, p.left.column) if p.left.alias == windowed else p.left, name)  # type: ignore
+            for p, name in fixed_columns(block)]
     epoch = next(p.left for p in staged.predicates if isinstance(p.left, Epoch))
     shown = [i.expr for i in staged.select]
     return replace(
         staged, predicates=tuple(p for p in staged.predicates
                                  if p.kind != "attr=param" or isinstance(p.left, Epoch)),
         select=(SelectItem("epoch", epoch),)
-        + tuple(SelectItem(k.column, k) for k in keys if k not in shown) + staged.select,
-        group_by=(epoch,) + tuple(k for k in keys if k not in staged.group_by) + staged.group_by)
+        + tuple(SelectItem(name, k) for k, name in keys if k not in shown) + staged.select,
+        group_by=(epoch,) + tuple(k for k, _ in keys if k not in staged.group_by) + staged.group_by)
+
+
+def fixed_columns(block: QueryBlock) -> tuple[tuple[Predicate, str], ...]:
+    """A time window's parameter equalities, each with the periodic-view column that keeps
+    its value: the query's output name when the query selects the attribute, otherwise the
+    column's name, qualified by its alias when an output or another key already has it
+    (``l1.ol_i_id = <item>`` beside ``SELECT l2.ol_i_id``)."""
+    taken = {"epoch", "rank"} | {i.name for i in block.select}
+    found = []
+    for pred in block.predicates:
+        if pred.kind != "attr=param" or not isinstance(pred.left, Attr):
+            continue
+        attr = pred.left
+        name = next((i.name for i in block.select if i.expr == attr), None)
+        if name is None:
+            name = attr.column if attr.column not in taken else f"{attr.alias}_{attr.column}"
+            while name in taken:
+                name += "_"
+        taken.add(name)
+        found.append((pred, name))
+    return tuple(found)
 
 
 def _staging_order(stored: tuple[str, ...], window: Window) -> tuple[str, ...]:
@@ -323,12 +345,11 @@ def _periodic_table(catalog: Catalog, block: QueryBlock, name: str,
             order_by=(OrderItem(replace(view, column="rank")),) if block.order_by else ())
         return table, rewritten
     epoch_param = next(p.right for p in block.predicates if isinstance(p.left, Epoch))
-    equalities = [p for p in block.predicates
-                  if p.kind == "attr=param" and isinstance(p.left, Attr)]
-    fixed = [p.left.column for p in equalities]  # type: ignore[union-attr]
+    equalities = [p for p, _ in fixed_columns(block)]
+    fixed = [name for _, name in fixed_columns(block)]
     ranked = ["rank"] if block.group_by else []
     key = ["epoch"] + fixed + ranked
-    fixed_types = {p.left.column: column_type(catalog, block, p.left) for p in equalities}  # type: ignore
+    fixed_types = {name: column_type(catalog, block, p.left) for p, name in fixed_columns(block)}
     table_columns = tuple([Column(c, fixed_types.get(c, "BIGINT")) for c in key]
                           + [c for c in columns if c.name not in key])
     limits = (CardinalityConstraint("rank", block.limit or 1, tuple(key[:-1])),) if ranked else ()
@@ -353,8 +374,7 @@ def _source_of(block: QueryBlock, name: str):
         return next(p.left for p in block.predicates if isinstance(p.left, Epoch))
     if name == "rank":
         return Literal(None, "position in ORDER BY")
-    return next(p.left for p in block.predicates
-                if isinstance(p.left, Attr) and p.left.column == name)
+    return next(p.left for p, fixed in fixed_columns(block) if fixed == name)
 
 
 def _free_name(catalog: Catalog, name: str) -> str:

@@ -12,9 +12,11 @@ from tests.planner.test_periodic import BEST_SELLERS, SHOP
 from tests.runtime.workload import ordered_oracle
 
 HOUR = 3_600_000
+# l1.ol_i_id (the parameter's column) and l2.ol_i_id (the output) share a name: the
+# periodic view must keep both.
 CO_PURCHASE = """
 -- name: boughtWith
-SELECT l2.ol_i_id AS other, SUM(l2.ol_qty) AS qty
+SELECT l2.ol_i_id, SUM(l2.ol_qty) AS qty
 FROM orders o, order_line l1, order_line l2
 WHERE l1.ol_o_id = o.o_id AND l2.ol_o_id = o.o_id AND l1.ol_i_id = <item>
   AND o.o_date - o.o_date % 3600000 = <hour>
@@ -81,6 +83,8 @@ def test_partition_reads_count_the_looked_up_tuples(tmp_path):
     # the self-join reads the 3 lines again for each of them: 1 + 3 + 3 x 3
     assert reports["boughtWith"].max_partition_reads == 1 + 3 + 9
     assert list(db.query("bestSellers", subject="A", hour=5 * HOUR).rows) == [(1, 2), (2, 1)]
+    assert [c.name for c in db.query_plan("boughtWith").view_defs[-1].key] == ["epoch", "l1_ol_i_id", "rank"]
+    assert sorted(db.query("boughtWith", item=1, hour=5 * HOUR).rows) == [(1, 2), (2, 1), (3, 1)]
 
 
 def test_lines_written_after_their_order_show_at_the_next_refresh(tmp_path):
