@@ -109,6 +109,8 @@ class Layout:
 
 
 def layout(store: Store, staging: str, window: QueryBlock) -> Layout:
+    """How the shares of ``window`` are laid out: the staging view's columns, then each
+    joined relation's key and the columns the query reads of it."""
     shape = store.shapes[staging]
     columns, types = list(shape.columns), list(shape.types or ("",) * len(shape.columns))
     joined = []
