@@ -300,7 +300,6 @@ def _bench_tpcw(args: argparse.Namespace) -> int:
 
     from piql.bench import tpcw as bench
     from piql.bench import tpcw_report as report
-    from piql.bench.tpcw_data import Scale
 
     for option, value in (("--interactions", args.interactions), ("--partitions", args.partitions),
                           ("--min-samples", args.min_samples)):

@@ -56,6 +56,14 @@ def pyplot():
     return plt
 
 
+def save_figure(plt, figure, path: Path, dpi: int) -> None:
+    """Write a finished matplotlib figure as PNG and free it."""
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=dpi)
+    plt.close(figure)
+
+
 def progress(label: str, done: int, total: int) -> None:
     """A one-line progress bar on stderr (benchmarks run for minutes)."""
     width = 30

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import piql
-from piql.bench.common import machine, median, progress, pyplot, write_json
+from piql.bench.common import machine, median, progress, pyplot, save_figure, write_json
 
 SCHEMA = """
 CREATE TABLE Documents (docId BIGINT, timestamp BIGINT, text VARCHAR, PRIMARY KEY (docId));
@@ -102,9 +102,7 @@ def _plot(document: dict, path: Path) -> None:
     left.set_ylim(bottom=0)
     right.legend(fontsize=8)
     figure.suptitle("piql SI-3 periodic refresh: popularTags")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    save_figure(plt, figure, path, dpi=120)
 
 
 def summary(document: dict) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from piql.bench.common import pyplot
+from piql.bench.common import pyplot, save_figure
 from piql.bench.tpcw_mix import MIX
 
 FIGURES = ("tpcw-interactions.png", "tpcw-buyconfirm.png", "tpcw-refresh.png", "tpcw-ops.png")
@@ -51,7 +51,7 @@ def plot_interactions(document: dict[str, Any], path: Path) -> None:
         axis.set_yscale("log")
     axes[-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     figure.suptitle("TPC-W: 99th-percentile latency per web interaction as the data grows")
-    _save(plt, figure, path)
+    save_figure(plt, figure, path, dpi=110)
 
 
 def plot_buy_confirm(document: dict[str, Any], path: Path) -> None:
@@ -77,7 +77,7 @@ def plot_buy_confirm(document: dict[str, Any], path: Path) -> None:
     left.legend(fontsize=8)
     right.legend(fontsize=8)
     figure.suptitle("TPC-W BuyConfirm: the cost of incremental view maintenance")
-    _save(plt, figure, path)
+    save_figure(plt, figure, path, dpi=110)
 
 
 def plot_refresh(document: dict[str, Any], path: Path) -> None:
@@ -100,7 +100,7 @@ def plot_refresh(document: dict[str, Any], path: Path) -> None:
     if views:
         right.legend(fontsize=8)
     figure.suptitle("TPC-W periodic refresh (SI-3): bounded serial work per partition")
-    _save(plt, figure, path)
+    save_figure(plt, figure, path, dpi=110)
 
 
 def plot_ops(document: dict[str, Any], path: Path) -> None:
@@ -123,7 +123,7 @@ def plot_ops(document: dict[str, Any], path: Path) -> None:
     right.set_yscale("log")
     right.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     figure.suptitle("TPC-W: work per web interaction as the data grows")
-    _save(plt, figure, path)
+    save_figure(plt, figure, path, dpi=110)
 
 
 def _scale_axis(axis, labels: list[str], title: str, unit: str) -> None:
@@ -133,12 +133,6 @@ def _scale_axis(axis, labels: list[str], title: str, unit: str) -> None:
     axis.set_ylabel(unit)
     axis.set_title(title, fontsize=10)
     axis.grid(True, alpha=0.3)
-
-
-def _save(plt, figure, path: Path) -> None:
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
 
 
 # -- terminal -------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import piql
 from piql import sqlgen
-from piql.bench.common import machine, percentile, progress, pyplot, write_json
+from piql.bench.common import machine, percentile, progress, pyplot, save_figure, write_json
 
 SCHEMA = """
 CREATE TABLE Documents (docId BIGINT, timestamp BIGINT, text VARCHAR, PRIMARY KEY (docId));
@@ -516,7 +516,7 @@ def plot_queries(document: dict[str, Any], path: Path) -> None:
     _work_axis(right, "work per twoTags query")
     figure.suptitle("twoTags on demand vs through piql's incrementally maintained view "
                     "(paper Figure 3)")
-    _save(plt, figure, path)
+    save_figure(plt, figure, path, dpi=120)
 
 
 def plot_writes(document: dict[str, Any], path: Path) -> None:
@@ -537,7 +537,7 @@ def plot_writes(document: dict[str, Any], path: Path) -> None:
     right.set_ylim(bottom=0)
     _work_axis(right, "measured operations per tag insert")
     figure.suptitle("tag inserts with and without maintenance of twoTags_view (paper Figure 4)")
-    _save(plt, figure, path)
+    save_figure(plt, figure, path, dpi=120)
 
 
 def _latency_lines(axis, docs: list[int], latencies: list[dict], names: Sequence[str]) -> None:
@@ -561,13 +561,6 @@ def _work_axis(axis, title: str) -> None:
     axis.set_title(title)
     axis.grid(True, which="both", alpha=0.3)
     axis.legend(fontsize=7)
-
-
-def _save(plt, figure, path: Path) -> None:
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
 
 
 def summary(document: dict[str, Any]) -> str:

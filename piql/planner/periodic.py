@@ -345,11 +345,12 @@ def _periodic_table(catalog: Catalog, block: QueryBlock, name: str,
             order_by=(OrderItem(replace(view, column="rank")),) if block.order_by else ())
         return table, rewritten
     epoch_param = next(p.right for p in block.predicates if isinstance(p.left, Epoch))
-    equalities = [p for p, _ in fixed_columns(block)]
-    fixed = [name for _, name in fixed_columns(block)]
+    named = fixed_columns(block)
+    equalities = [p for p, _ in named]
+    fixed = [name for _, name in named]
     ranked = ["rank"] if block.group_by else []
     key = ["epoch"] + fixed + ranked
-    fixed_types = {name: column_type(catalog, block, p.left) for p, name in fixed_columns(block)}
+    fixed_types = {name: column_type(catalog, block, p.left) for p, name in named}
     table_columns = tuple([Column(c, fixed_types.get(c, "BIGINT")) for c in key]
                           + [c for c in columns if c.name not in key])
     limits = (CardinalityConstraint("rank", block.limit or 1, tuple(key[:-1])),) if ranked else ()

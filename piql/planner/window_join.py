@@ -31,7 +31,6 @@ LOOKUP_PARAM = "{alias}_{column}"  # a staged tuple's column as a lookup paramet
 class WindowLookup:
     """How the relations joined to a windowed relation are read from one of its tuples."""
 
-    windowed: str                       # alias of the windowed (staged) relation
     relations: tuple[Relation, ...]     # the joined relations
     plan: PhysicalPlan                  # Phase 0 plan from one staged tuple
 
@@ -57,7 +56,7 @@ def window_lookup(catalog: Catalog, block: QueryBlock, windowed: str) -> WindowL
         return (f"the relations joined to the window are not reached from one "
                 f"{block.relation(windowed).table} tuple by bounded lookups: "
                 f"{found.failure.message}")
-    return WindowLookup(windowed, joined, found.plan)
+    return WindowLookup(joined, found.plan)
 
 
 def lookup_block(block: QueryBlock, windowed: str) -> QueryBlock:
@@ -75,10 +74,11 @@ def lookup_block(block: QueryBlock, windowed: str) -> QueryBlock:
         left, right = sub(pred.left), sub(pred.right)
         if is_attr_like(left) or is_attr_like(right):
             predicates.append(normalized_predicate(left, pred.op, right, pred.location))
-    joined = {r.alias for r in joined_relations(block, windowed)}
-    read = [a for a in _attrs(block) if a.alias in joined]
-    select = tuple(SelectItem(f"{a.alias}__{a.column}", a) for a in dict.fromkeys(read))
-    return QueryBlock(joined_relations(block, windowed), tuple(predicates), select)
+    joined = joined_relations(block, windowed)
+    aliases = {r.alias for r in joined}
+    read = [a for a in _attrs(block) if a.alias in aliases]
+    select = tuple(SelectItem(flat_name(a), a) for a in dict.fromkeys(read))
+    return QueryBlock(joined, tuple(predicates), select)
 
 
 def _attrs(block: QueryBlock) -> list[Attr]:
@@ -95,6 +95,11 @@ def _attrs(block: QueryBlock) -> list[Attr]:
 def flat_name(attr: Attr) -> str:
     """A joined relation's column as a column of the merged shares."""
     return f"{attr.alias}__{attr.column}"
+
+
+def staged_relation(block: QueryBlock, staging: str) -> Relation:
+    """The relation of ``block`` that reads the staging view."""
+    return next(r for r in block.relations if r.table == staging)
 
 
 def collapse(block: QueryBlock, staging: str) -> QueryBlock:
@@ -116,7 +121,7 @@ def collapse(block: QueryBlock, staging: str) -> QueryBlock:
             return Aggregate(value.func, sub(value.arg), value.distinct)
         return value
 
-    staged = next(r for r in block.relations if r.table == staging)
+    staged = staged_relation(block, staging)
     kept = tuple(Predicate(sub(p.left), p.op, sub(p.right), p.location) for p in block.predicates
                  if not (p.aliases() & joined))
     return block.with_(

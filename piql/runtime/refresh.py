@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from piql import sqlgen
 from piql.planner.views import PERIODIC, ViewDef
-from piql.planner.window_join import collapse, lookup_block
+from piql.planner.window_join import collapse, flat_name, lookup_block, staged_relation
 from piql.query import Attr, Epoch, Literal, OrderItem, Param, QueryBlock, Relation, SelectItem
 from piql.runtime.errors import BoundExceeded
 from piql.runtime.evaluate import finish, sort_rows
@@ -114,7 +114,7 @@ def layout(store: Store, staging: str, window: QueryBlock) -> Layout:
     shape = store.shapes[staging]
     columns, types = list(shape.columns), list(shape.types or ("",) * len(shape.columns))
     joined = []
-    read = lookup_block(window, _staged(window, staging).alias).select
+    read = lookup_block(window, staged_relation(window, staging).alias).select
     for relation in window.relations:
         if relation.table == staging:
             continue
@@ -123,7 +123,7 @@ def layout(store: Store, staging: str, window: QueryBlock) -> Layout:
         own = tuple(dict.fromkeys(list(table.key) + wanted))
         joined.append((relation, own))
         for column in own:
-            columns.append(f"{relation.alias}__{column}")
+            columns.append(flat_name(Attr(relation.alias, column)))
             types.append(table.types[table.columns.index(column)] if table.types else "")
     return Layout(tuple(columns), tuple(types), tuple(joined))
 
@@ -133,8 +133,9 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
     """Recompute ``view`` from its staging view and replace it atomically."""
     started = time.perf_counter()
     window = window_block(view.definition, staging.name)
+    merged_as = layout(store, staging.name, window)  # the same for every epoch
     if view.extra["window"] == "tuple":
-        rows, busiest = _compute(store, view, staging, window, partitions, None, engine)
+        rows, busiest = _compute(store, view, staging, window, merged_as, partitions, None, engine)
         epochs: dict[int | None, list[tuple]] = {None: ranked_tuples(view, rows)}
     else:
         now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -144,7 +145,8 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
             f"SELECT epoch FROM {DIRTY} WHERE view = ?", [view.name])]
         epochs, busiest = {}, 0
         for epoch in sorted({current - width, current, *late}):
-            rows, reads = _compute(store, view, staging, window, partitions, epoch, engine)
+            rows, reads = _compute(store, view, staging, window, merged_as, partitions, epoch,
+                                   engine)
             names = [i.name for i in unlimited(window).select]
             epochs[epoch] = ranked_groups(view, window, [dict(zip(names, r)) for r in rows])
             busiest = max(busiest, reads)
@@ -170,11 +172,10 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
                          time.perf_counter() - started, getattr(engine, "name", "store"))
 
 
-def _compute(store: Store, view: ViewDef, staging: ViewDef, window: QueryBlock, partitions: int,
-             epoch: int | None, engine) -> tuple[list[tuple], int]:
+def _compute(store: Store, view: ViewDef, staging: ViewDef, window: QueryBlock, merged_as: Layout,
+             partitions: int, epoch: int | None, engine) -> tuple[list[tuple], int]:
     """The periodic query over every partition's share: its rows (for a time window, the
     unlimited rows with hidden order columns) and the most tuples one partition read."""
-    merged_as = layout(store, staging.name, window)
     shares = [share_of(store, staging.name, view, window, merged_as, p, epoch)
               for p in range(partitions)]
     query = view.definition if epoch is None else unlimited(bind_epoch(view.definition, epoch))
@@ -209,7 +210,7 @@ def share_of(store: Store, staging: str, view: ViewDef, window: QueryBlock, merg
     joins, values, keys = [], [], []
     if merged_as.joined:
         keys.append(tuple(staged.index(c) for c in store.shapes[staging].key if c != "partition"))
-    aliases = {_staged(window, staging).alias: "s"}
+    aliases = {staged_relation(window, staging).alias: "s"}
     for number, (relation, _) in enumerate(merged_as.joined):
         aliases[relation.alias] = f"j{number}"
     for relation, own in merged_as.joined:
@@ -230,10 +231,6 @@ def share_of(store: Store, staging: str, view: ViewDef, window: QueryBlock, merg
     width = _epoch(window).width
     return Share(f"{head} AND {column} >= ? AND {column} < ? ORDER BY {column}",
                  (*values, partition, epoch, epoch + width), tuple(keys))
-
-
-def _staged(window: QueryBlock, staging: str) -> Relation:
-    return next(r for r in window.relations if r.table == staging)
 
 
 def _join_condition(window: QueryBlock, alias: str, aliases: dict[str, str]) -> tuple[str, list]:
