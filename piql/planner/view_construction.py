@@ -146,7 +146,10 @@ def _aggregate_view(catalog: Catalog, block: QueryBlock, name: str, a_eq: list, 
         if refusal:
             return Rejection("Invariant 2" if aggregate.func in NOT_UNDER_DELETES else
                              "Invariant 3", refusal[0], refusal[1], tuple(trace))
-    group_key = list(a_eq)
+    # One key column per equivalence class: with `a = <u> AND b = <u>`, P_view keeps
+    # `a = b`, so grouping by `a` alone is the same grouping and the rewritten query
+    # binds every key column (it reads both through the one parameter).
+    group_key, _ = _algorithm3([("A_eq", a_eq)], classes)
     for grouping in block.group_by:
         if not any(grouping in classes.of(k) for k in group_key):
             return Rejection(

@@ -8,7 +8,7 @@ from piql.planner.maintenance import delta_queries
 from piql.planner.storage import bound_storage, dependencies
 from piql.planner.view_construction import Rejection, construct_view
 from piql.queries import parse_queries
-from tests.conftest import paper_catalog, plan_text
+from tests.conftest import PAPER_SCHEMA, paper_catalog, plan_text
 
 TWO_TAGS = ("SELECT t1.docId FROM Tags t1, Tags t2, Documents d "
             "WHERE t1.docId = t2.docId AND t1.docId = d.docId "
@@ -252,3 +252,37 @@ def test_recursion_is_depth_limited_with_a_reason():
     assert query.level == "unbounded"
     rejected = [d for d in query.diagnostics if d.code == "view-rejected"][0]
     assert "Invariant 2" in rejected.message and "recursion limit" in rejected.message
+
+
+# -- one parameter compared with several attributes (issue 12, item 11) ---------
+
+MESSAGES = """
+CREATE TABLE users (id BIGINT PRIMARY KEY, name VARCHAR);
+CREATE TABLE messages (id BIGINT PRIMARY KEY, from_user BIGINT, to_user BIGINT, body VARCHAR,
+  FOREIGN KEY (from_user) REFERENCES users (id), FOREIGN KEY (to_user) REFERENCES users (id));
+"""
+
+
+def test_a_parameter_used_twice_in_an_aggregate_is_as_bounded_as_two_parameters():
+    plan = plan_text(MESSAGES, (
+        "-- name: toSelf\nSELECT COUNT(*) FROM messages WHERE from_user = <u> AND to_user = <u>\n"
+        "-- name: between\nSELECT COUNT(*) FROM messages WHERE from_user = <u> AND to_user = <v>\n"))
+    same, pair = plan.query("toSelf"), plan.query("between")
+    assert (pair.level, pair.ops_bound) == ("SI-2", 1)
+    assert (same.level, same.ops_bound) == ("SI-2", 1)
+    view = next(v for v in plan.views if v.name == "toSelf_view")
+    # one group per value of the parameter's class: the view keeps only from_user = to_user rows
+    assert [c.name for c in view.key] == ["from_user"]
+    assert sqlgen.block_sql(view.definition) == (
+        "SELECT from_user, COUNT(*) AS cnt FROM messages WHERE from_user = to_user "
+        "GROUP BY from_user")
+    assert same.rewritten_sql == "SELECT cnt AS count FROM toSelf_view WHERE from_user = <u>"
+    assert all(rule.guards for rule in view.rules)  # a row counts only when from_user = to_user
+
+
+def test_a_parameter_used_twice_in_a_row_query_is_as_bounded_as_two_parameters():
+    same_tag = TWO_TAGS.replace("<tag2>", "<tag1>")
+    plan = plan_text(PAPER_SCHEMA.read_text(),
+                     f"-- name: same\n{same_tag}\n-- name: pair\n{TWO_TAGS}\n")
+    same, pair = plan.query("same"), plan.query("pair")
+    assert (same.level, same.ops_bound) == (pair.level, pair.ops_bound) == ("SI-2", 5)
