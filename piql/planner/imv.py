@@ -47,7 +47,7 @@ def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple
             "insert would land on the partition holding the newest values (§2.5)",
             "piql uses a hash-partitioned staging view and a periodic view instead (SI-3)",
             tuple(trace))
-    over_view = Catalog(catalog.tables + (_as_table(name, constructed.columns),), catalog.indexes,
+    over_view = Catalog(catalog.tables + (_as_table(name, constructed),), catalog.indexes,
                         catalog.source)
     read = plan_query(over_view, constructed.rewritten)
     if read.plan is None:
@@ -110,9 +110,10 @@ def leading_temporal(catalog: Catalog, block: QueryBlock,
     return str(attr) if column is not None and column.temporal else None
 
 
-def _as_table(name: str, columns: tuple[ViewColumn, ...]) -> Table:
+def _as_table(name: str, constructed: Construction) -> Table:
+    columns = constructed.columns
     return Table(name, tuple(Column(c.name, c.type) for c in columns),
-                 tuple(c.name for c in columns if c.key))
+                 tuple(c.name for c in columns if c.key), cardinalities=constructed.limits)
 
 
 def _rule_lines(maintenance: Maintenance) -> list[str]:

@@ -286,3 +286,46 @@ def test_a_parameter_used_twice_in_a_row_query_is_as_bounded_as_two_parameters()
                      f"-- name: same\n{same_tag}\n-- name: pair\n{TWO_TAGS}\n")
     same, pair = plan.query("same"), plan.query("pair")
     assert (same.level, same.ops_bound) == (pair.level, pair.ops_bound) == ("SI-2", 5)
+
+
+# -- groups bounded by CARDINALITY ... PER (issue 12, item 12) ----------------
+
+REACTIONS = """
+CREATE TABLE reactions (message_id BIGINT, user_id BIGINT, emoji VARCHAR, color VARCHAR,
+                        PRIMARY KEY (message_id, user_id))
+  WITH CARDINALITY (emoji, 6) PER (message_id), CARDINALITY (color, 3) PER (message_id);
+"""
+
+
+def test_groups_bounded_per_parameter_by_a_cardinality_constraint_are_si2():
+    plan = plan_text(REACTIONS, (
+        "-- name: emojiCounts\n"
+        "SELECT emoji, COUNT(*) FROM reactions WHERE message_id = <mid> GROUP BY emoji\n"))
+    query = plan.query("emojiCounts")
+    assert (query.level, query.ops_bound) == ("SI-2", 6)
+    view = next(v for v in plan.views if v.name == "emojiCounts_view")
+    assert [c.name for c in view.key] == ["message_id", "emoji"]
+    assert query.rewritten_sql == \
+        "SELECT emoji, cnt AS count FROM emojiCounts_view WHERE message_id = <mid>"
+    assert not [d for d in query.diagnostics if d.code == "view-rejected"]
+
+
+def test_two_bounded_groupings_multiply_their_bounds():
+    plan = plan_text(REACTIONS, (
+        "-- name: q\nSELECT emoji, color, COUNT(*) AS n FROM reactions WHERE message_id = <mid> "
+        "GROUP BY emoji, color ORDER BY n DESC LIMIT 4\n"))
+    query = plan.query("q")
+    assert (query.level, query.ops_bound) == ("SI-2", 18)
+    assert query.rewritten_sql == ("SELECT emoji, color, cnt AS n FROM q_view "
+                                   "WHERE message_id = <mid> ORDER BY cnt DESC LIMIT 4")
+
+
+def test_an_unbounded_grouping_says_which_constraint_is_missing():
+    plan = plan_text(REACTIONS, (
+        "-- name: q\nSELECT user_id, COUNT(*) FROM reactions WHERE message_id = <mid> "
+        "GROUP BY user_id\n"))
+    query = plan.query("q")
+    assert query.level == "unbounded"
+    rejected = next(d for d in query.diagnostics if d.code == "view-rejected")
+    assert "reactions.user_id" in rejected.message and "CARDINALITY" in rejected.message
+    assert "WITH CARDINALITY (user_id, K) PER (message_id)" in rejected.hint

@@ -91,3 +91,30 @@ def test_a_parameter_used_twice_answers_as_sql_does(tmp_path, seed):
     assert db.check().consistent
     assert assert_answers_match_sql(db) > 0
     db.close()
+
+
+REACTIONS = """
+CREATE TABLE reactions (message_id BIGINT, user_id BIGINT, emoji VARCHAR, color VARCHAR,
+                        PRIMARY KEY (message_id, user_id))
+  WITH CARDINALITY (emoji, 6) PER (message_id), CARDINALITY (color, 3) PER (message_id);
+"""
+GROUPS = """
+-- name: emojiCounts
+SELECT emoji, COUNT(*) AS n FROM reactions WHERE message_id = <mid> GROUP BY emoji
+
+-- name: topPairs
+SELECT emoji, color, COUNT(*) AS n FROM reactions WHERE message_id = <mid>
+GROUP BY emoji, color ORDER BY n DESC LIMIT 4
+"""
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_groups_bounded_by_cardinality_answer_as_sql_does(tmp_path, seed):
+    planned = app(tmp_path, REACTIONS, GROUPS)
+    assert planned.levels == {"emojiCounts": "SI-2", "topPairs": "SI-2"}
+    db = planned.deploy(engine="store")
+    write_randomly(db, seed, 300, spread=3)
+    assert db.check().consistent
+    assert assert_answers_match_sql(db) > 0
+    assert max(len(db.query("emojiCounts", mid=m)) for m in (1, 2, 3)) > 1  # several groups
+    db.close()
