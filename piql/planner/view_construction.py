@@ -241,9 +241,15 @@ def _aggregate_refusal(aggregate: Aggregate) -> tuple[str, str] | None:
                 "summarizes, so a view of it is not bounded (§3.2.1)",
                 "keep a COUNT, SUM or AVG instead, or group by the value to count distinct ones")
     if aggregate.func in NOT_UNDER_DELETES:
+        # The largest value comes first in descending order, the smallest in ascending
+        # order, where NULLs (which MIN skips) sort first in SQLite.
+        order = f"ORDER BY {aggregate.arg} DESC LIMIT 1" if aggregate.func == "MAX" else \
+            f"ORDER BY {aggregate.arg} LIMIT 1"
+        nulls = "" if aggregate.func == "MAX" else \
+            f" (NULLs sort first: add {aggregate.arg} >= a literal lower bound if it can be NULL)"
         return (f"{aggregate} cannot be maintained under deletes: deleting the current "
                 f"{aggregate.func.lower()} needs a scan of the whole group (§3.2.1)",
-                f"ORDER BY {aggregate.arg} LIMIT 1 on an index reads the same value with bounded work")
+                f"{order} on an index reads the same value with bounded work{nulls}")
     return None
 
 

@@ -329,3 +329,14 @@ def test_an_unbounded_grouping_says_which_constraint_is_missing():
     rejected = next(d for d in query.diagnostics if d.code == "view-rejected")
     assert "reactions.user_id" in rejected.message and "CARDINALITY" in rejected.message
     assert "WITH CARDINALITY (user_id, K) PER (message_id)" in rejected.hint
+
+
+@pytest.mark.parametrize("func, order", [("MAX", "ORDER BY Tags.timestamp DESC LIMIT 1"),
+                                         ("MIN", "ORDER BY Tags.timestamp LIMIT 1")])
+def test_the_hint_for_min_and_max_orders_toward_the_value_asked_for(func, order):
+    """Issue 12, item 14: the hint for MAX said ascending, which reads the minimum."""
+    catalog = paper_catalog()
+    rejected = construct_view(catalog, block(
+        catalog, f"SELECT {func}(timestamp) FROM Tags WHERE tag = <a>"), "v")
+    assert isinstance(rejected, Rejection)
+    assert rejected.hint.startswith(order + " ")
