@@ -23,6 +23,7 @@ from piql import sqlgen
 from piql.query import NamedQuery
 
 LEVELS = ("SI-0", "SI-1", "SI-2", "SI-3", "unbounded")
+UNBOUNDED_PREFIX = "no bounded plan:"
 
 
 @dataclass(frozen=True)
@@ -185,10 +186,20 @@ def plan_named(catalog: Catalog, query: NamedQuery) -> QueryPlan:
 
 
 def _with_diagnostics(plan: QueryPlan, extra: list[Diagnostic]) -> QueryPlan:
+    """``plan`` with the refusals of the cheaper strategies: no longer errors, but the reasons
+    the chosen one was needed. Phase 0's refusal says why a view was needed; it keeps
+    no ``unbounded`` code, which belongs to unbounded queries only."""
     from dataclasses import replace
 
-    errors_to_info = [replace(d, severity="info") if d.severity == "error" else d for d in extra]
-    return replace(plan, diagnostics=tuple(errors_to_info) + plan.diagnostics)
+    reasons = []
+    for d in extra:
+        if d.code == "unbounded":
+            what = "a view" if plan.level == "SI-2" else "a periodic view"
+            reason = d.message.removeprefix(f"{UNBOUNDED_PREFIX} ")
+            d = replace(d, code="view", message=f"needs {what} because no plan over the tables "
+                        f"and their indexes is bounded: {reason}")
+        reasons.append(replace(d, severity="info") if d.severity == "error" else d)
+    return replace(plan, diagnostics=tuple(reasons) + plan.diagnostics)
 
 
 def _hotspot_diagnostics(catalog: Catalog, query: NamedQuery,
@@ -215,5 +226,5 @@ def _unbounded_diagnostic(query: NamedQuery, phase0: Phase0Result) -> Diagnostic
             if failure.alias in pred.aliases() and pred.location is not None:
                 location = pred.location
                 break
-    return Diagnostic("unbounded", "error", f"no bounded plan: {failure.message}",
+    return Diagnostic("unbounded", "error", f"{UNBOUNDED_PREFIX} {failure.message}",
                       failure.hint, location)

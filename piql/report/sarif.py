@@ -12,7 +12,8 @@ RULES = {
     "unsupported": "The query uses SQL outside piql's supported subset.",
     "hotspot": "An index or view would be keyed first on a TEMPORAL column.",
     "index": "The query needs a secondary index.",
-    "view": "The query is answered from an incrementally maintained view (SI-2).",
+    "view": "The query is answered from a view piql maintains (SI-2) or refreshes (SI-3), "
+            "and why it needs one.",
     "view-rejected": "No view answers the query within the scale-independence invariants.",
     "periodic": "The query is answered from a periodically refreshed view (SI-3).",
 }
