@@ -135,9 +135,33 @@ def incremental_view(catalog: Catalog, query: NamedQuery,
         f"{', '.join(sorted({r.table for r in built.view.rules}))}; storage <= "
         f"{built.view.storage.factor} x |{built.view.storage.relation}|",  # type: ignore[union-attr]
         "", query.location)
+    hot = [_single_row_hotspot(catalog, query, view) for view in views
+           if view.aggregate and not view.key]
     return QueryPlan(query, "SI-2", built.plan.ops_bound, built.plan, tuple(indexes),
                      tuple(v.name for v in views), sqlgen.block_sql(built.rewritten),
-                     (note,), phase0, views, built.trace)
+                     (note, *hot), phase0, views, built.trace)
+
+
+def _single_row_hotspot(catalog: Catalog, query: NamedQuery, view: ViewDef) -> Diagnostic:
+    """A view without key is one row: every write to its tables updates that row, so all
+    writers contend for it however the store is partitioned (the level stays SI-2)."""
+    tables = sorted({r.table for r in view.rules})
+    temporal = next(((t.name, c) for t in (catalog.table(n) for n in tables) if t is not None
+                     for c in t.temporal_columns), None)
+    if temporal is not None:
+        table, column = temporal
+        instead = (f"aggregate per time window instead, e.g. SELECT COUNT(*) FROM {table} WHERE "
+                   f"{column} - {column} % 3600000 = <hour>: piql serves it from a periodic "
+                   "view refreshed from a hash-partitioned staging view (SI-3), which spreads "
+                   "the writes")
+    else:
+        instead = ("mark the rows' creation-time column TEMPORAL and aggregate per time window "
+                   "(ts - ts % 3600000 = <hour>): piql serves that from a periodic view refreshed "
+                   "from a hash-partitioned staging view (SI-3), which spreads the writes")
+    return Diagnostic(
+        "hotspot", "warning",
+        f"view {view.name} is a single row that every write to {', '.join(tables)} updates: "
+        "all writers contend for it (a write hotspot)", instead, query.location)
 
 
 def periodic_view(catalog: Catalog, query: NamedQuery,

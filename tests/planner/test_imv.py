@@ -340,3 +340,19 @@ def test_the_hint_for_min_and_max_orders_toward_the_value_asked_for(func, order)
         catalog, f"SELECT {func}(timestamp) FROM Tags WHERE tag = <a>"), "v")
     assert isinstance(rejected, Rejection)
     assert rejected.hint.startswith(order + " ")
+
+
+# -- single-row aggregates are write hotspots (issue 12, item 15) ----------------
+
+def test_a_single_row_aggregate_updated_by_every_write_is_a_hotspot_warning():
+    plan = plan_text(
+        "CREATE TABLE events (id BIGINT PRIMARY KEY, account BIGINT, createdAt BIGINT TEMPORAL);",
+        "-- name: allEvents\nSELECT COUNT(*) FROM events\n"
+        "-- name: perAccount\nSELECT COUNT(*) FROM events WHERE account = <a>\n")
+    query = plan.query("allEvents")
+    assert (query.level, query.ops_bound) == ("SI-2", 1)  # the level stays
+    (warning,) = [d for d in query.diagnostics if d.severity == "warning"]
+    assert warning.code == "hotspot"
+    assert "allEvents_view" in warning.message and "every write to events" in warning.message
+    assert "SI-3" in warning.hint and "createdAt - createdAt % " in warning.hint
+    assert not [d for d in plan.query("perAccount").diagnostics if d.code == "hotspot"]
