@@ -44,6 +44,10 @@ NAME_LINE = re.compile(r"--[^\S\n]*name[^\S\n]*:[^\S\n]*(.*?)[^\S\n]*$",
                        re.IGNORECASE | re.MULTILINE)
 OPTION_LINE = re.compile(r"--[^\S\n]*(periodic|view)[^\S\n]*:[^\S\n]*(.*?)[^\S\n]*$",
                          re.IGNORECASE | re.MULTILINE)
+# A header comment that reads like an option: one word right after '--', then ':'.
+KEY_LINE = re.compile(r"--[^\S\n]*([A-Za-z][A-Za-z_-]*)[^\S\n]*:[^\S\n]*(.*?)[^\S\n]*$",
+                      re.MULTILINE)
+OPTIONS = ("name", "view", "periodic")
 # After whitespace, an operator or punctuation only: `x<y>` is no placeholder (and the
 # `$y` it would become must not glue onto a name before it, see _Source).
 PLACEHOLDER = re.compile(r"(?:^|(?<=[\s(),;.=<>!+\-*/%|&^~]))<([A-Za-z_][A-Za-z0-9_]*)>")
@@ -348,6 +352,12 @@ def _read_block(body: str, offset: int, at: Callable[[int], Location]
             errors.append(InputError(problem, value_location))
         options[key] = option.value
         sql_start = option.line_end  # the SQL text starts after the last option
+    for line in _option_lines(body, spans, offset, KEY_LINE, end=sql_begins):  # the header's
+        meant = _meant_option(line.key)
+        if meant is not None:
+            errors.append(InputError(
+                f"unknown option '-- {line.key}:'; did you mean '-- {meant}:'? "
+                f"(options: {', '.join(OPTIONS)})", at(line.key_at)))
     has_sql = bool(code.replace(";", "").strip())
     return options, sql_start, has_sql, errors, spans, code
 
@@ -363,12 +373,12 @@ class _OptionLine(NamedTuple):
     value_at: int
 
 
-def _option_lines(text: str, spans: list[_Span], offset: int,
-                  pattern: re.Pattern[str]) -> list[_OptionLine]:
-    """The lines of ``text`` (at file offset ``offset``) that ``pattern`` matches from their
-    '--' on, where that '--' starts the line and a line comment."""
+def _option_lines(text: str, spans: list[_Span], offset: int, pattern: re.Pattern[str],
+                  end: int | None = None) -> list[_OptionLine]:
+    """The lines of ``text`` (at file offset ``offset``; up to ``end``) that ``pattern``
+    matches from their '--' on, where that '--' starts the line and a line comment."""
     found = []
-    for option in pattern.finditer(text):
+    for option in pattern.finditer(text, 0, len(text) if end is None else end):
         if _at_line_start(text, option) and _line_comment_at(spans, option.start()):
             start = _line_start(text, option.start())
             found.append(_OptionLine(offset + start, offset + _line_end(text, start),
@@ -383,6 +393,33 @@ def _line_comment_at(spans: list[_Span], offset: int) -> bool:
     in order of their start)."""
     found = bisect.bisect_right(spans, offset, key=lambda span: span.start) - 1
     return found >= 0 and spans[found].kind == "line comment" and offset < spans[found].end
+
+
+def _meant_option(key: str) -> str | None:
+    """The option a header line ``-- key:`` was probably meant to be, if ``key`` is not one:
+    one typing mistake away (a letter missing, extra, wrong or two swapped), two for the
+    long ``periodic``. Further away it is an ordinary comment (``-- note: ...``)."""
+    word = key.lower()
+    if word in OPTIONS:
+        return None
+    for option in OPTIONS:
+        if _typing_distance(word, option) <= (1 if len(option) <= 4 else 2):
+            return option
+    return None
+
+
+def _typing_distance(a: str, b: str) -> int:
+    """Edits (insert, delete, replace, swap two neighbours) that turn ``a`` into ``b``."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, start=1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return previous[-1]
 
 
 def _misplaced_option(option: _OptionLine, at: Callable[[int], Location]) -> InputError:

@@ -783,3 +783,47 @@ def test_megabytes_of_comments_parse_and_keep_their_places(layout):
     good = parse(text.replace(" AND nope = 1", ""))[0]
     assert [str(p) for p in good.block.predicates] == ["Tags.tag = <t>"]
     assert good.sql.endswith("WHERE tag = <t>")
+
+
+# -- mistyped option lines (issue 12, smaller defect b) ----------------------------------
+
+@pytest.mark.parametrize("line, key, meant", [
+    ("-- periodc: 30 s", "periodc", "periodic"),
+    ("-- peroidic: 30 s", "peroidic", "periodic"),
+    ("-- period: 30 s", "period", "periodic"),
+    ("--Periodics: 1 min", "Periodics", "periodic"),
+    ("-- veiw: countsView", "veiw", "view"),
+    ("-- views: countsView", "views", "view"),
+    ("   -- nmae: other", "nmae", "name"),
+])
+def test_a_mistyped_option_in_a_header_is_an_error_that_says_what_was_meant(line, key, meant):
+    text = f"-- name: q\n-- What the screen shows.\n{line}\nSELECT COUNT(*) FROM Tags WHERE tag = <t>\n"
+    err = error(text)
+    assert err.message == (f"unknown option '-- {key}:'; did you mean '-- {meant}:'? "
+                           "(options: name, view, periodic)")
+    assert where(err.location) == at(text, key)
+
+
+@pytest.mark.parametrize("line", [
+    "-- note: this counts tags",
+    "-- TODO: cache it",
+    "-- see: docs/views.md",
+    "-- time: milliseconds",
+    "-- page: the profile page",
+    "-- Returns: one row",
+    "-- used by: the feed",
+    "-- periodic refresh is not needed: it is SI-2",
+    "-- example: periodic: 30 s",
+])
+def test_ordinary_comments_with_a_colon_are_not_options(line):
+    text = f"-- name: q\n{line}\nSELECT COUNT(*) FROM Tags WHERE tag = <t>\n"
+    (query,) = parse(text)
+    assert (query.view_name, query.periodic) == (None, None)
+
+
+def test_a_mistyped_option_after_the_sql_is_left_alone():
+    """Comments after the statement describe the next query; a typo check applies only to
+    the header, where an option was meant."""
+    text = ("-- name: q\nSELECT COUNT(*) FROM Tags WHERE tag = <t>\n-- periodc: x\n"
+            "-- name: r\nSELECT * FROM Tags WHERE docId = <d>\n")
+    assert [q.name for q in parse(text)] == ["q", "r"]
