@@ -118,3 +118,15 @@ def test_groups_bounded_by_cardinality_answer_as_sql_does(tmp_path, seed):
     assert assert_answers_match_sql(db) > 0
     assert max(len(db.query("emojiCounts", mid=m)) for m in (1, 2, 3)) > 1  # several groups
     db.close()
+
+
+def test_a_parameter_named_like_a_python_keyword_is_passed_as_a_dict(tmp_path):
+    """docs/language.md: <from> is a fine parameter name; from Python it is **{"from": ...}."""
+    planned = app(tmp_path, MESSAGES,
+                  "-- name: sent\nSELECT id FROM messages WHERE from_user = <from> ORDER BY id LIMIT 5\n")
+    db = planned.deploy(engine="store")
+    db.insert("users", id=1, name="a")
+    db.insert("messages", id=10, from_user=1, to_user=1, body="hi")
+    assert planned.plan.query("sent").query.block.params == ("from",)
+    assert db.query("sent", **{"from": 1}).rows == ((10,),)
+    db.close()
