@@ -32,6 +32,7 @@ from sqlglot.tokens import Token, Tokenizer, TokenType
 from piql.catalog import Catalog
 from piql.errors import InputError, Location
 from piql.interval import parse_interval
+from piql.source_text import read_source
 from piql.query import (
     default_name, Aggregate, Attr, Epoch, Expr, Literal, NamedQuery, Operand, OrderItem,
     Param, QueryBlock, Relation, SelectItem, Unsupported, normalized_predicate,
@@ -52,6 +53,7 @@ OPTIONS = ("name", "view", "periodic")
 # `$y` it would become must not glue onto a name before it, see _Source).
 PLACEHOLDER = re.compile(r"(?:^|(?<=[\s(),;.=<>!+\-*/%|&^~]))<([A-Za-z_][A-Za-z0-9_]*)>")
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+INT64 = (-2**63, 2**63 - 1)
 
 AGGREGATES = {
     exp.Count: "COUNT", exp.Sum: "SUM", exp.Avg: "AVG", exp.Min: "MIN", exp.Max: "MAX",
@@ -102,13 +104,8 @@ LEADING_KEYWORDS: dict[type, frozenset[TokenType]] = {
 
 
 def load_queries(path: str | Path, catalog: Catalog) -> tuple[NamedQuery, ...]:
-    """Read and resolve the queries file at ``path``."""
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise InputError(f"cannot read queries file: {err.strerror}",
-                         Location(str(path), 1, 1)) from None
-    return parse_queries(text, catalog, str(path))
+    """Read and resolve the queries file at ``path`` (UTF-8)."""
+    return parse_queries(read_source(path, "queries file"), catalog, str(path))
 
 
 def parse_queries(text: str, catalog: Catalog, file: str = "<queries>") -> tuple[NamedQuery, ...]:
@@ -567,10 +564,14 @@ def _same_line_comment(text: str, end: int, spans: list[_Span]) -> str:
 
 def _parse_named(chunk: _Chunk, in_file: Callable[[int], Location], catalog: Catalog) -> NamedQuery:
     source, shown, at = _prepare(chunk, lambda offset: in_file(chunk.body_start + offset))
-    statement, tokens = _parse_statement(source, chunk, at)
-    places = _Places(statement, tokens, at, chunk.location)
-    resolver = _Resolver(catalog, places)
-    block = resolver.block(statement)
+    try:
+        statement, tokens = _parse_statement(source, chunk, at)
+        places = _Places(statement, tokens, at, chunk.location)
+        resolver = _Resolver(catalog, places)
+        block = resolver.block(statement)
+    except RecursionError:  # a shape _check_nesting does not foresee: still no traceback
+        raise InputError(f"query '{chunk.name}' is nested too deeply for piql to read",
+                         chunk.location) from None
     if resolver.unsupported:
         block = None
     return NamedQuery(chunk.name, shown, chunk.location, block,
@@ -583,6 +584,7 @@ def _parse_statement(source: _Source, chunk: _Chunk, at: Callable[[int], Locatio
     """The one statement of a block, with its tokens; syntax errors raise InputError."""
     try:
         tokens = Tokenizer().tokenize(source.sql)
+        _check_nesting(tokens, at)
         statements = sqlglot.parse(source.sql)
     except TokenError:
         # Unclosed quotes and comments were reported by _prepare; what is left is rare.
@@ -601,6 +603,23 @@ def _parse_statement(source: _Source, chunk: _Chunk, at: Callable[[int], Locatio
         message, offset = empty_item
         raise InputError(f"SQL syntax error: {message}", at(offset))
     return _bind_parameters(statements[0], source, at), tokens
+
+
+MAX_NESTING = 32  # parentheses (subqueries included); sqlglot recurses per level
+
+
+def _check_nesting(tokens: list[Token], at: Callable[[int], Location]) -> None:
+    """Refuse parentheses nested deeper than sqlglot (and Python's stack) can take, at the
+    first parenthesis too deep, before sqlglot runs out of stack on it."""
+    depth = 0
+    for token in tokens:
+        if token.token_type is TokenType.L_PAREN:
+            depth += 1
+            if depth > MAX_NESTING:
+                raise InputError(f"unsupported nesting depth: more than {MAX_NESTING} nested "
+                                 "parentheses", at(token.start))
+        elif token.token_type is TokenType.R_PAREN:
+            depth -= 1
 
 
 def _bind_parameters(statement: exp.Expression, source: _Source,
@@ -809,7 +828,8 @@ def _text(node: exp.Expression) -> str:
         if isinstance(n, exp.Placeholder) and n.meta.get("param"):
             return exp.var(f"<{n.name}>")
         return n
-    return node.transform(as_written).sql()
+    text = node.transform(as_written).sql()
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # -- resolution ------------------------------------------------------------------------------
@@ -971,12 +991,13 @@ class _Resolver:
             self.refuse(node, f"parameter '{node.sql()}'", "write parameters as <name>")
             return None
         if isinstance(node, exp.Literal):
-            value: object = node.this if node.is_string else _number(node.this)
+            value: object = node.this if node.is_string else \
+                self._in_range(_number(node.this), node)
             return Literal(value, node.sql())
         if isinstance(node, exp.Boolean):
             return Literal(node.this, node.sql())
         if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
-            return Literal(-_number(node.this.this), node.sql())
+            return Literal(self._in_range(-_number(node.this.this), node.this), node.sql())
         epoch = self._epoch(node, relations)
         if epoch is not None:
             return epoch
@@ -995,35 +1016,48 @@ class _Resolver:
         if not isinstance(modulo.this, exp.Column) or not _is_int_literal(modulo.expression):
             return None
         attr, again = self._attr(node.this, relations), self._attr(modulo.this, relations)
-        width = int(modulo.expression.this)
+        width = self._in_range(int(modulo.expression.this), modulo.expression)
         if attr != again or width <= 0:
             return None
         return Epoch(attr, width)
 
     def _conjuncts(self, node: exp.Expression, relations: list[Relation]) -> list:
-        if isinstance(node, exp.Paren):
-            return self._conjuncts(node.this, relations)
-        if isinstance(node, exp.And):
-            return self._conjuncts(node.this, relations) + self._conjuncts(node.expression, relations)
-        if isinstance(node, exp.Between):
-            low = exp.GTE(this=node.this.copy(), expression=node.args["low"].copy())
-            high = exp.LTE(this=node.this.copy(), expression=node.args["high"].copy())
-            return self._conjuncts(low, relations) + self._conjuncts(high, relations)
+        """The comparisons of an AND of conditions, left to right. Iterative: a chain of n
+        ANDs is a tree n deep, which recursion could not walk for long chains."""
+        found: list = []
+        pending = [node]
+        while pending:
+            current = pending.pop()
+            if isinstance(current, exp.Paren):
+                pending.append(current.this)
+            elif isinstance(current, exp.And):
+                pending += [current.expression, current.this]
+            elif isinstance(current, exp.Between):
+                low = exp.GTE(this=current.this.copy(), expression=current.args["low"].copy())
+                high = exp.LTE(this=current.this.copy(), expression=current.args["high"].copy())
+                pending += [high, low]
+            else:
+                predicate = self._comparison(current, relations)
+                if predicate is not None:
+                    found.append(predicate)
+        return found
+
+    def _comparison(self, node: exp.Expression, relations: list[Relation]):
         op = COMPARISON_NODES.get(type(node))
         if op is None:
             if not self.reported(node):  # OR, LIKE, ... are reported by name
                 self.refuse(node, f"condition '{_text(node)}'",
                             "use =, <, <=, >, >= joined with AND")
-            return []
+            return None
         left, right = self._operand(node.this, relations), self._operand(node.expression, relations)
         if left is None or right is None:
-            return []
+            return None
         predicate = normalized_predicate(left, op, right, self.where(node))
         if predicate.kind == "other":
             self.refuse(node, f"condition '{_text(node)}' without a column",
                         "every condition must involve a column")
-            return []
-        return [predicate]
+            return None
+        return predicate
 
     def _expr(self, node: exp.Expression, relations: list[Relation],
               clause: str = "SELECT") -> Expr | None:
@@ -1101,7 +1135,15 @@ class _Resolver:
         if not _is_int_literal(value) or int(value.this) < 0:
             self.refuse(limit, f"LIMIT {_text(value)}", "LIMIT takes an integer literal")
             return None
-        return int(value.this)
+        return self._in_range(int(value.this), value)
+
+    def _in_range(self, number: int | float, node: exp.Expression) -> int | float:
+        """``number``, if SQL stores it: an integer must fit in 64 bits (SQLite, DuckDB and
+        PostgreSQL BIGINT), or the query would fail, or overflow, when it runs."""
+        if isinstance(number, int) and not INT64[0] <= number <= INT64[1]:
+            raise self.error(node, f"integer {number} is outside the 64-bit range SQL stores "
+                                   f"({INT64[0]} to {INT64[1]})")
+        return number
 
 
 def _inside_from(sub: exp.Expression, root: exp.Expression) -> bool:

@@ -31,6 +31,7 @@ from lark.exceptions import (
 
 from piql.catalog import Catalog, CardinalityConstraint, Column, ForeignKey, Index, Table
 from piql.errors import InputError, Location
+from piql.source_text import read_source
 
 __all__ = ["parse_schema", "load_schema"]
 
@@ -42,16 +43,7 @@ _T = TypeVar("_T")
 
 def load_schema(path: str | Path) -> Catalog:
     """Read and check the schema file at ``path``; errors name ``path`` as given."""
-    file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"cannot read schema file: {err.strerror or err}",
-                         Location(file, 1, 1)) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"schema file is not UTF-8 text ({err.reason})",
-                         Location(file, 1, 1)) from None
-    return parse_schema(text, file)
+    return parse_schema(read_source(path, "schema file"), str(path))
 
 
 def parse_schema(text: str, file: str = "<schema>") -> Catalog:
