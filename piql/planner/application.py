@@ -8,15 +8,18 @@ so a developer sees why the cheaper levels were out of reach.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from piql.catalog import Catalog
 from piql.diagnostics import Diagnostic
 from piql.planner.phase0 import Phase0Result, plan_query
 from piql.planner.imv import build_imv
-from piql.planner.periodic import build_periodic, find_window, periodic_diagnostic
+from piql.planner.periodic import (
+    WindowRefusal, build_periodic, find_window, periodic_diagnostic,
+)
 from piql.planner.physical import IndexSpec, PhysicalPlan
+from piql.planner.tuple_window import plan_window_then_rest, rest_sql, split_window
 from piql.planner.view_construction import Rejection
 from piql.planner.views import TraceSection, ViewDef
 from piql import sqlgen
@@ -170,6 +173,9 @@ def periodic_view(catalog: Catalog, query: NamedQuery,
     are all that stands between the query and a bounded plan."""
     assert query.block is not None
     window = find_window(catalog, query.block)
+    if isinstance(window, WindowRefusal):
+        return Refusal((Diagnostic("view-rejected", "error", f"no periodic view: {window.message}",
+                                   window.hint, query.location),))
     if isinstance(window, str):
         return Refusal()
     built = build_periodic(catalog, query, window)
@@ -181,7 +187,44 @@ def periodic_view(catalog: Catalog, query: NamedQuery,
                      sqlgen.block_sql(built.rewritten), (note,), phase0, views, built.trace)
 
 
-STRATEGIES: list[Strategy] = [on_demand, incremental_view, periodic_view]
+def periodic_window_then_rest(catalog: Catalog, query: NamedQuery,
+                              phase0: Phase0Result) -> QueryPlan | Refusal:
+    """SI-3: a tuple window kept in a periodic view, and the rest of the query (joins by key,
+    filters, parameters) planned by Phase 0 over it, run when the query runs (§3.3)."""
+    split = split_window(catalog, query)
+    if split is None:
+        return Refusal()
+    if isinstance(split, WindowRefusal):
+        return Refusal((Diagnostic("view-rejected", "error", f"no periodic view: {split.message}",
+                                   split.hint, query.location),))
+    planned = plan_window_then_rest(catalog, split)
+    built, rest = planned.built, planned.phase0
+    window = (f"the tuple window {split.alias} ({built.periodic.extra['partitions']} partitions "
+              f"x {split.window.size} tuples of {split.window.table.name})")
+    if rest.plan is None:
+        assert rest.failure is not None
+        return Refusal((Diagnostic(
+            "view-rejected", "error", f"no periodic view: {window} fits a periodic view, but "
+            f"the rest of the query over it is unbounded: {rest.failure.message}",
+            rest.failure.hint, query.location),), built.trace)
+    plan = rest.plan
+    views = (built.staging, built.periodic)
+    note = periodic_diagnostic(built, split.window.column, query.location, bool(phase0.hotspots))
+    note = replace(note, message=f"{note.message}; the rest of the query reads its "
+                   f"{split.window.size} rows when it runs (ops <= {plan.ops_bound})")
+    indexes = [Diagnostic(
+        "index", "info", f"needs secondary index {i.name} on {i.table}({', '.join(i.columns)})",
+        "piql creates it; every write to the table also updates it (one operation)",
+        query.location) for i in plan.indexes if not i.declared]
+    trace = built.trace + (TraceSection("the rest of the query, over the window (run by "
+                                        "every query)", tuple(plan.root.lines())),)
+    return QueryPlan(query, "SI-3", plan.ops_bound, plan, plan.indexes,
+                     tuple(v.name for v in views), rest_sql(planned), (note, *indexes), phase0,
+                     views, trace)
+
+
+STRATEGIES: list[Strategy] = [on_demand, incremental_view, periodic_view,
+                              periodic_window_then_rest]
 
 
 def plan_application(catalog: Catalog, queries: tuple[NamedQuery, ...],

@@ -67,26 +67,38 @@ class PeriodicPlan:
     rewritten: QueryBlock
     plan: PhysicalPlan
     trace: tuple[TraceSection, ...]
+    table: Table  # the periodic view as a table Phase 0 can plan reads of
 
 
-def find_window(catalog: Catalog, block: QueryBlock) -> Window | str:
-    """The TEMPORAL window of ``block``, or why Phase 4 does not apply."""
+@dataclass(frozen=True)
+class WindowRefusal:
+    """The query reads a TEMPORAL window, but no periodic view can serve it: why."""
+
+    message: str
+    hint: str = ""
+
+
+def find_window(catalog: Catalog, block: QueryBlock) -> Window | WindowRefusal | str:
+    """The TEMPORAL window of ``block``; or why a window it has cannot be served; or why
+    Phase 4 does not apply at all."""
     if len(block.relations) == 1 and block.relations[0].subquery is not None:
         inner = block.relations[0].subquery
         if block.params:
             return "a periodic view is computed ahead of time, so the query cannot take parameters"
-        found = _tuple_window(catalog, inner)
+        found = tuple_window(catalog, inner)
         return found if found is not None else \
             "the FROM-subquery is not ORDER BY a TEMPORAL column ... LIMIT n over one table"
-    found = _tuple_window(catalog, block)
+    found = tuple_window(catalog, block)
     if found is not None:
-        if block.params:
+        if block.params and isinstance(found, Window):
             return "a periodic view is computed ahead of time, so the query cannot take parameters"
         return found
     return _time_window(catalog, block)
 
 
-def _tuple_window(catalog: Catalog, block: QueryBlock) -> Window | None:
+def tuple_window(catalog: Catalog, block: QueryBlock) -> Window | WindowRefusal | None:
+    """``block`` as a tuple window: its first n tuples of one table by a TEMPORAL column
+    (None when it has not that shape; a refusal when it has, but is filtered)."""
     if len(block.relations) != 1 or not block.relations[0].is_base or block.limit is None:
         return None
     if not block.order_by or not isinstance(block.order_by[0].expr, Attr) or block.aggregates:
@@ -96,6 +108,17 @@ def _tuple_window(catalog: Catalog, block: QueryBlock) -> Window | None:
     column = table.column(block.order_by[0].expr.column) if table else None
     if column is None or not column.temporal:
         return None
+    if block.predicates:
+        # Every partition would have to read its n newest tuples that pass the condition:
+        # any number of others may come first. (The refresh reads the n newest, unfiltered.)
+        return WindowRefusal(
+            f"ORDER BY {block.order_by[0]} LIMIT {block.limit} would be a tuple window of the "
+            f"{block.limit} {'newest' if block.order_by[0].desc else 'first'} {table.name} "
+            f"tuples, but the condition {block.predicates[0]} filters them first: a partition "
+            f"may have to read any number of tuples before {block.limit} pass it",
+            "compare a key column with a parameter (an index then serves the query), or "
+            "filter the window's tuples in an outer query: SELECT ... FROM (SELECT ... ORDER "
+            "BY ts DESC LIMIT n) w WHERE ...")
     return Window(block, relation, table, column.name, "tuple", block.limit)  # type: ignore[arg-type]
 
 
@@ -181,7 +204,7 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         *_lookup_trace(window),
         TraceSection("rewritten query plan", tuple(read.plan.root.lines())),
     )
-    return PeriodicPlan(staging, periodic, rewritten, read.plan, trace)
+    return PeriodicPlan(staging, periodic, rewritten, read.plan, trace, periodic_table)
 
 
 def _lookup_trace(window: Window) -> tuple[TraceSection, ...]:

@@ -46,6 +46,7 @@ class Failure:
     hint: str = ""
     placed: int = 0  # how many relations the failing join order had placed
     restricted: bool = False  # some predicate narrows the relation (the likelier culprit)
+    ordered: bool = False  # ORDER BY ... LIMIT is on this relation (its scan was to stop)
 
 
 @dataclass(frozen=True)
@@ -248,18 +249,7 @@ class _Search:
         return None
 
     def _why_filtering(self, rel: Relation, placed: set[str]) -> str | None:
-        """None when joining ``rel`` keeps every row: a foreign-key lookup on its full key."""
-        if not rel.is_base:
-            return f"the join with the subquery {rel.alias} may drop rows"
-        table = self.catalog.table(rel.table)
-        assert table is not None
-        mine = [p for p in self.block.predicates
-                if rel.alias in p.aliases() and p.aliases() <= placed | {rel.alias}]
-        source = _foreign_key_source(self.catalog, table, rel.alias, mine, placed, self.block)
-        if source is None:
-            return (f"the join with {rel.alias} ({table.name}) may drop rows: it is not a "
-                    f"lookup of {table.name}'s full key through a FOREIGN KEY")
-        return None
+        return why_join_filters(self.catalog, self.block, rel, placed)
 
     def _failure(self, table: Table, rel: Relation, bindings: "_Bindings",
                  reasons: list[str], placed: int) -> Failure:
@@ -281,13 +271,16 @@ class _Search:
                         f"but {refused[0].column} is TEMPORAL, so every insert would land on "
                         "the same partition (a write hotspot)")
         return Failure(rel.alias, message, _hint(table, bindings, self.block.limit), placed,
-                       bool(bindings.eq or bindings.ranges))
+                       bool(bindings.eq or bindings.ranges),
+                       self.block.limit is not None and self._order_columns(rel) is not None)
 
     def _best_failure(self) -> Failure:
         if not self.failures:
             return Failure("", "no join order yields a bounded plan")
-        # Prefer the order that got furthest, then the relation with most restrictions.
-        return max(self.failures, key=lambda f: (f.placed, f.restricted, -len(f.message)))
+        # Prefer the order that got furthest, then the relation with most restrictions, then
+        # the one ORDER BY ... LIMIT was to stop (not a relation merely read first).
+        return max(self.failures, key=lambda f: (f.placed, f.restricted, f.ordered,
+                                                 -len(f.message)))
 
 
 @dataclass(frozen=True)
@@ -330,6 +323,23 @@ def _column_and_value(alias: str, pred: Predicate) -> tuple[str | None, object, 
 
 def _mentions(operand: object, alias: str) -> bool:
     return isinstance(operand, Attr) and operand.alias == alias
+
+
+def why_join_filters(catalog: Catalog, block: QueryBlock, rel: Relation,
+                     placed: set[str]) -> str | None:
+    """None when joining ``rel`` to the relations ``placed`` keeps every row of theirs and
+    adds none: a foreign-key lookup on its full key, with no other condition; else why not."""
+    if not rel.is_base:
+        return f"the join with the subquery {rel.alias} may drop rows"
+    table = catalog.table(rel.table or "")
+    assert table is not None
+    mine = [p for p in block.predicates
+            if rel.alias in p.aliases() and p.aliases() <= placed | {rel.alias}]
+    source = _foreign_key_source(catalog, table, rel.alias, mine, placed, block)
+    if source is None:
+        return (f"the join with {rel.alias} ({table.name}) may drop rows: it is not a "
+                f"lookup of {table.name}'s full key through a FOREIGN KEY")
+    return None
 
 
 def _foreign_key_source(catalog: Catalog, table: Table, alias: str, predicates: list[Predicate],

@@ -130,3 +130,43 @@ def test_a_parameter_named_like_a_python_keyword_is_passed_as_a_dict(tmp_path):
     assert planned.plan.query("sent").query.block.params == ("from",)
     assert db.query("sent", **{"from": 1}).rows == ((10,),)
     db.close()
+
+
+EVENTS = """
+CREATE TABLE teams (id BIGINT PRIMARY KEY, name VARCHAR);
+CREATE TABLE accounts (id BIGINT PRIMARY KEY, name VARCHAR, team BIGINT,
+                       FOREIGN KEY (team) REFERENCES teams (id));
+CREATE TABLE events (id BIGINT PRIMARY KEY, account_id BIGINT, kind VARCHAR,
+                     createdAt BIGINT TEMPORAL,
+                     FOREIGN KEY (account_id) REFERENCES accounts (id));
+"""
+WINDOWS = """
+-- name: newestSub
+SELECT e.id, e.kind, a.name
+FROM (SELECT id, account_id, kind, createdAt FROM events ORDER BY createdAt DESC LIMIT 8) e,
+     accounts a
+WHERE e.account_id = a.id
+
+-- name: newestFlat
+SELECT e.id, e.kind, a.name FROM events e, accounts a
+WHERE e.account_id = a.id ORDER BY e.createdAt DESC LIMIT 8
+
+-- name: newestOfTeam
+SELECT e.id, t.name
+FROM (SELECT id, account_id, createdAt FROM events ORDER BY createdAt DESC LIMIT 8) e,
+     accounts a, teams t
+WHERE e.account_id = a.id AND a.team = t.id AND t.name = <team>
+"""
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_tuple_windows_joined_by_key_answer_as_sql_does_after_a_refresh(tmp_path, seed):
+    planned = app(tmp_path, EVENTS, WINDOWS)
+    assert set(planned.levels.values()) == {"SI-3"}
+    db = planned.deploy(engine="store", partitions=3)
+    for step in range(4):  # writes, then a refresh, then the answers; four times over
+        write_randomly(db, seed * 10 + step, 150, spread=40)
+        db.refresh(now_ms=10**9)
+        assert assert_answers_match_sql(db) > 0
+    assert len(db.rows("events")) > 8  # the window held fewer events than the table
+    db.close()
