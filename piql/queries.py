@@ -259,6 +259,7 @@ class _Chunk:
     sql_from: int  # where the SQL text starts in ``body`` (after the header lines)
     spans: list[_Span]  # the comments and quoted text of ``body``
     code: str  # ``body`` with its comments blanked
+    places: dict[str, Location]  # where each option's value is
 
 
 def _line_start(text: str, offset: int) -> int:
@@ -296,13 +297,13 @@ def _split_blocks(text: str, at: Callable[[int], Location]) -> tuple[list[_Chunk
             first_seen[name.lower()] = location
         body_start = _line_end(text, named.start())
         body = text[body_start:end]
-        options, sql_start, has_sql, found, spans, code = _read_block(body, body_start, at)
+        options, sql_start, has_sql, found, spans, code, places = _read_block(body, body_start, at)
         errors += found
         if not has_sql:
             errors.append(InputError(f"query '{name}' has no SQL", location))
             continue
         chunks.append(_Chunk(name, location, options, body_start, body, sql_start - body_start,
-                             spans, code))
+                             spans, code, places))
     return chunks, errors
 
 
@@ -323,7 +324,8 @@ def _preamble_errors(preamble: str, at: Callable[[int], Location]) -> list[Input
 
 
 def _read_block(body: str, offset: int, at: Callable[[int], Location]
-                ) -> tuple[dict[str, str], int, bool, list[InputError], list[_Span], str]:
+                ) -> tuple[dict[str, str], int, bool, list[InputError], list[_Span], str,
+                           dict[str, Location]]:
     """The options of one block, where its SQL text starts, whether it has any SQL, the
     mistakes in its header, its comments and quoted text, and itself with its comments
     blanked.
@@ -335,6 +337,7 @@ def _read_block(body: str, offset: int, at: Callable[[int], Location]
     code = _blank(body, spans, COMMENT_KINDS)
     sql_begins = len(code) - len(code.lstrip())  # the first character of SQL, if any
     options: dict[str, str] = {}
+    places: dict[str, Location] = {}
     sql_start = offset
     errors: list[InputError] = []
     for option in _option_lines(body, spans, offset, OPTION_LINE):
@@ -347,7 +350,7 @@ def _read_block(body: str, offset: int, at: Callable[[int], Location]
         problem = _option_problem(key, option.value)
         if problem:
             errors.append(InputError(problem, value_location))
-        options[key] = option.value
+        options[key], places[key] = option.value, value_location
         sql_start = option.line_end  # the SQL text starts after the last option
     for line in _option_lines(body, spans, offset, KEY_LINE, end=sql_begins):  # the header's
         meant = _meant_option(line.key)
@@ -356,7 +359,7 @@ def _read_block(body: str, offset: int, at: Callable[[int], Location]
                 f"unknown option '-- {line.key}:'; did you mean '-- {meant}:'? "
                 f"(options: {', '.join(OPTIONS)})", at(line.key_at)))
     has_sql = bool(code.replace(";", "").strip())
-    return options, sql_start, has_sql, errors, spans, code
+    return options, sql_start, has_sql, errors, spans, code, places
 
 
 class _OptionLine(NamedTuple):
@@ -576,7 +579,7 @@ def _parse_named(chunk: _Chunk, in_file: Callable[[int], Location], catalog: Cat
         block = None
     return NamedQuery(chunk.name, shown, chunk.location, block,
                       tuple(resolver.unsupported), chunk.options.get("periodic"),
-                      chunk.options.get("view"))
+                      chunk.options.get("view"), chunk.places.get("view"))
 
 
 def _parse_statement(source: _Source, chunk: _Chunk, at: Callable[[int], Location]

@@ -393,3 +393,18 @@ def test_a_schema_file_with_a_utf8_byte_order_mark_loads(tmp_path):
     path = tmp_path / "bom.sql"
     path.write_bytes(b"\xef\xbb\xbfCREATE TABLE t (id BIGINT PRIMARY KEY);\n")
     assert [t.name for t in load_schema(path).tables] == ["t"]
+
+
+@pytest.mark.parametrize("statement, needle", [
+    ("CREATE TABLE _piql_meta (k VARCHAR PRIMARY KEY);", "_piql_meta"),
+    ("CREATE TABLE _PIQL_stuff (k VARCHAR PRIMARY KEY);", "_PIQL_stuff"),
+    ("CREATE TABLE t (k VARCHAR PRIMARY KEY); CREATE INDEX _piql_dirty_epochs ON t (k);",
+     "_piql_dirty_epochs"),
+])
+def test_names_piql_keeps_for_its_own_tables_are_refused(statement, needle):
+    """Issue 12, item 9: piql's runtime creates _piql_meta and _piql_dirty_epochs in every
+    store; a table of that name made deploy fail with a raw SQLite error."""
+    with pytest.raises(InputError) as caught:
+        parse_schema(statement, "s.sql")
+    assert "reserved" in caught.value.message
+    assert caught.value.location.column == statement.index(needle) + 1

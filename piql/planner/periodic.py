@@ -24,6 +24,7 @@ from piql import sqlgen
 from piql.catalog import CardinalityConstraint, Catalog, Column, Table
 from piql.diagnostics import Diagnostic
 from piql.interval import DEFAULT_REFRESH, Interval, parse_interval
+from piql.planner.naming import Names
 from piql.planner.phase0 import plan_query
 from piql.planner.view_construction import column_type
 from piql.planner.physical import PhysicalPlan
@@ -78,7 +79,8 @@ class WindowRefusal:
     hint: str = ""
 
 
-def find_window(catalog: Catalog, block: QueryBlock) -> Window | WindowRefusal | str:
+def find_window(catalog: Catalog, block: QueryBlock,
+                names: Names | None = None) -> Window | WindowRefusal | str:
     """The TEMPORAL window of ``block``; or why a window it has cannot be served; or why
     Phase 4 does not apply at all."""
     if len(block.relations) == 1 and block.relations[0].subquery is not None:
@@ -93,7 +95,7 @@ def find_window(catalog: Catalog, block: QueryBlock) -> Window | WindowRefusal |
         if block.params and isinstance(found, Window):
             return "a periodic view is computed ahead of time, so the query cannot take parameters"
         return found
-    return _time_window(catalog, block)
+    return _time_window(catalog, block, names)
 
 
 def tuple_window(catalog: Catalog, block: QueryBlock) -> Window | WindowRefusal | None:
@@ -122,7 +124,7 @@ def tuple_window(catalog: Catalog, block: QueryBlock) -> Window | WindowRefusal 
     return Window(block, relation, table, column.name, "tuple", block.limit)  # type: ignore[arg-type]
 
 
-def _time_window(catalog: Catalog, block: QueryBlock) -> Window | str:
+def _time_window(catalog: Catalog, block: QueryBlock, names: Names | None) -> Window | str:
     epochs = [p for p in block.predicates
               if isinstance(p.left, Epoch) and p.op == "=" and isinstance(p.right, Param)]
     if len(epochs) != 1:
@@ -135,7 +137,7 @@ def _time_window(catalog: Catalog, block: QueryBlock) -> Window | str:
         return f"the window column {attr} is not TEMPORAL"
     lookup = None
     if len(block.relations) > 1:
-        lookup = window_lookup(catalog, block, relation.alias)
+        lookup = window_lookup(catalog, block, relation.alias, names)
         if isinstance(lookup, str):
             return lookup
     if any(p.kind == "attr op param" for p in block.predicates):
@@ -151,17 +153,21 @@ def _time_window(catalog: Catalog, block: QueryBlock) -> Window | str:
 
 
 def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
-                   partitions: int = DEFAULT_PARTITIONS) -> PeriodicPlan:
-    """The staging view, the periodic view, and the query rewritten over the latter."""
+                   partitions: int = DEFAULT_PARTITIONS, names: Names | None = None) -> PeriodicPlan:
+    """The staging view, the periodic view, and the query rewritten over the latter
+    (``names`` gives out the views' names, and the indexes')."""
     assert query.block is not None
     refresh = parse_interval(query.periodic) if query.periodic else DEFAULT_REFRESH
-    staging_name = f"{query.name}Staging"
+    staging_name = f"{query.name}Staging" if names is None else names.claim(
+        f"{query.name}Staging", holder=f"the staging view of query {query.name}", owner=query.name)
     partition_key, stored = _staging_columns(query.block, window)
     staging = _staging_view(staging_name, query.name, window, partition_key, stored)
     per_partition = window.size if window.kind == "tuple" else \
         PARTITION_WRITE_CAPACITY * -(-window.size // 1000) * window.reads_per_tuple
     definition = _over_staging(query.block, window, staging_name, stored)
-    periodic_name = _free_name(catalog, query.name)
+    periodic_name = _free_name(catalog, query.name) if names is None else names.claim(
+        query.name, f"{query.name}_periodic", holder=f"the periodic view of query {query.name}",
+        owner=query.name)
     periodic_table, rewritten = _periodic_table(catalog, query.block, periodic_name, window)
     facts = {
         "partitioned_by": list(partition_key), "order_by": [window.column],
@@ -183,7 +189,7 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         else StorageBound("", "", periodic_table.row_limit or 0),
         extra=facts)
     over = Catalog(catalog.tables + (periodic_table,), catalog.indexes, catalog.source)
-    read = plan_query(over, rewritten)
+    read = plan_query(over, rewritten, names=names)
     assert read.plan is not None, read.failure  # the periodic table is bounded by construction
     trace = (
         TraceSection("window", (f"{window.kind} window on {window.table.name}.{window.column} "

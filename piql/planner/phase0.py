@@ -20,6 +20,7 @@ from itertools import islice, permutations
 
 from piql.catalog import Catalog, Table
 from piql.planner.bounds import max_rows
+from piql.planner.naming import Names
 from piql.planner.physical import (
     DERIVED, INDEX, PRIMARY, Access, IndexSpec, Operator, PhysicalPlan,
 )
@@ -60,14 +61,20 @@ class Phase0Result:
         return self.plan is not None
 
 
-def plan_query(catalog: Catalog, block: QueryBlock, *, avoid_hotspots: bool = True) -> Phase0Result:
-    """Find the preferred bounded plan for ``block``, or say why there is none."""
-    return _Search(catalog, block, avoid_hotspots).run()
+def plan_query(catalog: Catalog, block: QueryBlock, *, avoid_hotspots: bool = True,
+               names: Names | None = None) -> Phase0Result:
+    """Find the preferred bounded plan for ``block``, or say why there is none.
+
+    ``names`` names the secondary indexes the plan creates (default: ``idx_<table>_<cols>``
+    as it comes, for a plan of its own)."""
+    return _Search(catalog, block, avoid_hotspots, names).run()
 
 
 class _Search:
-    def __init__(self, catalog: Catalog, block: QueryBlock, avoid_hotspots: bool) -> None:
+    def __init__(self, catalog: Catalog, block: QueryBlock, avoid_hotspots: bool,
+                 names: Names | None) -> None:
         self.catalog = catalog
+        self.names = names
         self.block = block
         self.avoid_hotspots = avoid_hotspots
         self.hotspots: list[Hotspot] = []
@@ -80,7 +87,8 @@ class _Search:
     def run(self) -> Phase0Result:
         for rel in self.block.relations:
             if rel.subquery is not None:
-                sub = plan_query(self.catalog, rel.subquery, avoid_hotspots=self.avoid_hotspots)
+                sub = plan_query(self.catalog, rel.subquery, avoid_hotspots=self.avoid_hotspots,
+                                 names=self.names)
                 self.hotspots += [h for h in sub.hotspots if h not in self.hotspots]
                 if sub.plan is None:
                     failure = sub.failure or Failure(rel.alias, "the FROM subquery is unbounded")
@@ -152,7 +160,8 @@ class _Search:
         shape = self._new_index_shape(table, rel, bindings)
         if shape and not _is_prefix(shape, table.primary_key) and not any(
                 _is_prefix(shape, p[1].columns) for p in paths[1:] if p[1] is not None):
-            spec = IndexSpec.named(table.name, shape)
+            spec = IndexSpec(table.name, shape, self.names.index(table.name, shape)) \
+                if self.names is not None else IndexSpec.named(table.name, shape)
             if self._allowed(table, spec):
                 paths.append((_with_key(shape, table), spec))
         return paths

@@ -29,6 +29,7 @@ from piql.catalog import Catalog
 from piql.planner.periodic import (
     PeriodicPlan, Window, WindowRefusal, build_periodic, tuple_window,
 )
+from piql.planner.naming import Names
 from piql.planner.phase0 import Phase0Result, plan_query, why_join_filters
 from piql.query import (
     Aggregate, Attr, NamedQuery, QueryBlock, Relation, SelectItem, base_attr,
@@ -159,15 +160,16 @@ def _windowed(query: NamedQuery, window: Window, rest: QueryBlock, alias: str) -
     return WindowedQuery(window, window_query, rest, alias)
 
 
-def plan_window_then_rest(catalog: Catalog, split: WindowedQuery) -> WindowThenRest:
+def plan_window_then_rest(catalog: Catalog, split: WindowedQuery,
+                          names: Names | None = None) -> WindowThenRest:
     """The window's staging and periodic views, and Phase 0 on the rest over the latter."""
-    built = build_periodic(catalog, split.window_query, split.window)
+    built = build_periodic(catalog, split.window_query, split.window, names=names)
     table = built.table
     over = Catalog(catalog.tables + (table,), catalog.indexes, catalog.source)
     rest = split.rest.with_(relations=tuple(
         Relation(r.alias, table.column_names, table=table.name) if r.alias == split.alias else r
         for r in split.rest.relations))
-    return WindowThenRest(built, rest, plan_query(over, rest))
+    return WindowThenRest(built, rest, plan_query(over, rest, names=names))
 
 
 def rest_sql(planned: WindowThenRest) -> str:

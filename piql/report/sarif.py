@@ -17,6 +17,7 @@ RULES = {
             "and why it needs one.",
     "view-rejected": "No view answers the query within the scale-independence invariants.",
     "periodic": "The query is answered from a periodically refreshed view (SI-3).",
+    "renamed": "A generated view or index name was taken, so piql chose another.",
 }
 
 

@@ -170,3 +170,21 @@ def test_tuple_windows_joined_by_key_answer_as_sql_does_after_a_refresh(tmp_path
         assert assert_answers_match_sql(db) > 0
     assert len(db.rows("events")) > 8  # the window held fewer events than the table
     db.close()
+
+
+def test_a_table_named_like_a_generated_view_keeps_its_own_rows(tmp_path):
+    """Issue 12, item 9: a table likeCount_view beside a likeCount query used to be shared
+    with the view, and check(repair=True) then deleted the application's rows."""
+    schema = ("CREATE TABLE likes (postId BIGINT, userId BIGINT, PRIMARY KEY (postId, userId));"
+              "CREATE TABLE likeCount_view (id BIGINT PRIMARY KEY, note VARCHAR);")
+    planned = app(tmp_path, schema, "-- name: likeCount\n"
+                                    "SELECT COUNT(*) AS n FROM likes WHERE postId = <postId>\n")
+    db = planned.deploy(engine="store")
+    db.insert("likeCount_view", id=1, note="the application's own row")
+    for user in range(5):
+        db.insert("likes", postId=7, userId=user)
+    assert db.query("likeCount", postId=7).rows == ((5,),)
+    assert db.check(repair=True).consistent
+    assert db.rows("likeCount_view") == [(1, "the application's own row")]
+    assert db.query("likeCount", postId=7).rows == ((5,),)
+    db.close()
