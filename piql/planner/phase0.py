@@ -345,10 +345,17 @@ def why_join_filters(catalog: Catalog, block: QueryBlock, rel: Relation,
     mine = [p for p in block.predicates
             if rel.alias in p.aliases() and p.aliases() <= placed | {rel.alias}]
     source = _foreign_key_source(catalog, table, rel.alias, mine, placed, block)
-    if source is None:
-        return (f"the join with {rel.alias} ({table.name}) may drop rows: it is not a "
-                f"lookup of {table.name}'s full key through a FOREIGN KEY")
-    return None
+    if source is not None:
+        return None
+    bindings = _Bindings.of(rel.alias, mine)
+    key = {c.lower() for c in table.primary_key}
+    used = {id(p) for c, p in bindings.eq_predicate.items() if c.lower() in key}
+    other = [p for p in mine if id(p) not in used]
+    lookup = [p for p in mine if id(p) in used]
+    if other and _foreign_key_source(catalog, table, rel.alias, lookup, placed, block):
+        return f"the join with {rel.alias} ({table.name}) may drop rows: {other[0]} filters it"
+    return (f"the join with {rel.alias} ({table.name}) may drop rows: it is not a "
+            f"lookup of {table.name}'s full key through a FOREIGN KEY")
 
 
 def _foreign_key_source(catalog: Catalog, table: Table, alias: str, predicates: list[Predicate],
