@@ -305,8 +305,6 @@ def _with_diagnostics(plan: QueryPlan, extra: list[Diagnostic]) -> QueryPlan:
     """``plan`` with the refusals of the cheaper strategies: no longer errors, but the reasons
     the chosen one was needed. Phase 0's refusal says why a view was needed; it keeps
     no ``unbounded`` code, which belongs to unbounded queries only."""
-    from dataclasses import replace
-
     reasons = []
     for d in extra:
         if d.code == "unbounded":
