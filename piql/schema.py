@@ -31,10 +31,12 @@ from lark.exceptions import (
 
 from piql.catalog import Catalog, CardinalityConstraint, Column, ForeignKey, Index, Table
 from piql.errors import InputError, Location
+from piql.source_text import read_source
 
 __all__ = ["parse_schema", "load_schema"]
 
 _T = TypeVar("_T")
+RESERVED_PREFIX = "_piql"  # piql.planner.naming.RUNTIME_PREFIX (the language imports no planner)
 
 
 # --------------------------------------------------------------------------- loading
@@ -42,16 +44,7 @@ _T = TypeVar("_T")
 
 def load_schema(path: str | Path) -> Catalog:
     """Read and check the schema file at ``path``; errors name ``path`` as given."""
-    file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"cannot read schema file: {err.strerror or err}",
-                         Location(file, 1, 1)) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"schema file is not UTF-8 text ({err.reason})",
-                         Location(file, 1, 1)) from None
-    return parse_schema(text, file)
+    return parse_schema(read_source(path, "schema file"), str(path))
 
 
 def parse_schema(text: str, file: str = "<schema>") -> Catalog:
@@ -487,6 +480,9 @@ class _CatalogBuilder:
     def _unique_tables(self, raw_tables: list[_RawTable]) -> dict[str, _RawTable]:
         declared: dict[str, _RawTable] = {}
         for raw in raw_tables:
+            if _reserved(raw.name):
+                self.errors.append(_reserved(raw.name))
+                continue
             first = declared.get(raw.name.key)
             if first is None:
                 declared[raw.name.key] = raw
@@ -609,6 +605,9 @@ class _CatalogBuilder:
 
     def _index(self, raw: _RawIndex, seen: dict[str, _Name], declared: dict[str, _RawTable],
                shapes: dict[str, _Shape]) -> Index | None:
+        reserved = _reserved(raw.name)
+        if reserved is not None:
+            raise reserved
         first = seen.get(raw.name.key)
         if first is not None:
             raise InputError(f"duplicate index '{raw.name.text}' "
@@ -672,6 +671,14 @@ def _hint(name: str, candidates: list[str], kind: str) -> str:
     if not candidates:
         return f" (no {kind} are defined)"
     return f" (known {kind}: {', '.join(candidates)})"
+
+
+def _reserved(name: "_Name") -> InputError | None:
+    """piql's runtime keeps tables of its own in every store (``_piql_meta``, ...)."""
+    if name.key.startswith(RESERVED_PREFIX):
+        return InputError(f"the name '{name.text}' is reserved: names starting with "
+                          f"{RESERVED_PREFIX} are piql's own tables", name.location)
+    return None
 
 
 def _where(location: Location) -> str:

@@ -378,3 +378,33 @@ def test_all_errors_are_collected_in_file_order() -> None:
     lines = [e.location.line for e in err.all_errors]  # type: ignore[attr-defined]
     assert lines == [1, 2, 3]
     assert err is err.all_errors[0]  # type: ignore[attr-defined]
+
+
+def test_a_schema_file_that_is_not_utf8_is_an_error_at_the_first_bad_byte(tmp_path):
+    path = tmp_path / "latin1.sql"
+    path.write_bytes(b"CREATE TABLE t (\n  id BIGINT PRIMARY KEY, -- the caf\xe9 id\n  x INT);\n")
+    with pytest.raises(InputError) as caught:
+        load_schema(path)
+    assert "not UTF-8" in caught.value.message
+    assert caught.value.location == Location(str(path), 2, len("  id BIGINT PRIMARY KEY, -- the caf") + 1)
+
+
+def test_a_schema_file_with_a_utf8_byte_order_mark_loads(tmp_path):
+    path = tmp_path / "bom.sql"
+    path.write_bytes(b"\xef\xbb\xbfCREATE TABLE t (id BIGINT PRIMARY KEY);\n")
+    assert [t.name for t in load_schema(path).tables] == ["t"]
+
+
+@pytest.mark.parametrize("statement, needle", [
+    ("CREATE TABLE _piql_meta (k VARCHAR PRIMARY KEY);", "_piql_meta"),
+    ("CREATE TABLE _PIQL_stuff (k VARCHAR PRIMARY KEY);", "_PIQL_stuff"),
+    ("CREATE TABLE t (k VARCHAR PRIMARY KEY); CREATE INDEX _piql_dirty_epochs ON t (k);",
+     "_piql_dirty_epochs"),
+])
+def test_names_piql_keeps_for_its_own_tables_are_refused(statement, needle):
+    """Issue 12, item 9: piql's runtime creates _piql_meta and _piql_dirty_epochs in every
+    store; a table of that name made deploy fail with a raw SQLite error."""
+    with pytest.raises(InputError) as caught:
+        parse_schema(statement, "s.sql")
+    assert "reserved" in caught.value.message
+    assert caught.value.location.column == statement.index(needle) + 1

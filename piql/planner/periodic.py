@@ -24,6 +24,7 @@ from piql import sqlgen
 from piql.catalog import CardinalityConstraint, Catalog, Column, Table
 from piql.diagnostics import Diagnostic
 from piql.interval import DEFAULT_REFRESH, Interval, parse_interval
+from piql.planner.naming import Names
 from piql.planner.phase0 import plan_query
 from piql.planner.view_construction import column_type
 from piql.planner.physical import PhysicalPlan
@@ -67,26 +68,39 @@ class PeriodicPlan:
     rewritten: QueryBlock
     plan: PhysicalPlan
     trace: tuple[TraceSection, ...]
+    table: Table  # the periodic view as a table Phase 0 can plan reads of
 
 
-def find_window(catalog: Catalog, block: QueryBlock) -> Window | str:
-    """The TEMPORAL window of ``block``, or why Phase 4 does not apply."""
+@dataclass(frozen=True)
+class WindowRefusal:
+    """The query reads a TEMPORAL window, but no periodic view can serve it: why."""
+
+    message: str
+    hint: str = ""
+
+
+def find_window(catalog: Catalog, block: QueryBlock,
+                names: Names | None = None) -> Window | WindowRefusal | str:
+    """The TEMPORAL window of ``block``; or why a window it has cannot be served; or why
+    Phase 4 does not apply at all."""
     if len(block.relations) == 1 and block.relations[0].subquery is not None:
         inner = block.relations[0].subquery
         if block.params:
             return "a periodic view is computed ahead of time, so the query cannot take parameters"
-        found = _tuple_window(catalog, inner)
+        found = tuple_window(catalog, inner)
         return found if found is not None else \
             "the FROM-subquery is not ORDER BY a TEMPORAL column ... LIMIT n over one table"
-    found = _tuple_window(catalog, block)
+    found = tuple_window(catalog, block)
     if found is not None:
-        if block.params:
+        if block.params and isinstance(found, Window):
             return "a periodic view is computed ahead of time, so the query cannot take parameters"
         return found
-    return _time_window(catalog, block)
+    return _time_window(catalog, block, names)
 
 
-def _tuple_window(catalog: Catalog, block: QueryBlock) -> Window | None:
+def tuple_window(catalog: Catalog, block: QueryBlock) -> Window | WindowRefusal | None:
+    """``block`` as a tuple window: its first n tuples of one table by a TEMPORAL column
+    (None when it has not that shape; a refusal when it has, but is filtered)."""
     if len(block.relations) != 1 or not block.relations[0].is_base or block.limit is None:
         return None
     if not block.order_by or not isinstance(block.order_by[0].expr, Attr) or block.aggregates:
@@ -96,10 +110,21 @@ def _tuple_window(catalog: Catalog, block: QueryBlock) -> Window | None:
     column = table.column(block.order_by[0].expr.column) if table else None
     if column is None or not column.temporal:
         return None
+    if block.predicates:
+        # Every partition would have to read its n newest tuples that pass the condition:
+        # any number of others may come first. (The refresh reads the n newest, unfiltered.)
+        return WindowRefusal(
+            f"ORDER BY {block.order_by[0]} LIMIT {block.limit} would be a tuple window of the "
+            f"{block.limit} {'newest' if block.order_by[0].desc else 'first'} {table.name} "
+            f"tuples, but the condition {block.predicates[0]} filters them first: a partition "
+            f"may have to read any number of tuples before {block.limit} pass it",
+            "compare a key column with a parameter (an index then serves the query), or "
+            "filter the window's tuples in an outer query: SELECT ... FROM (SELECT ... ORDER "
+            "BY ts DESC LIMIT n) w WHERE ...")
     return Window(block, relation, table, column.name, "tuple", block.limit)  # type: ignore[arg-type]
 
 
-def _time_window(catalog: Catalog, block: QueryBlock) -> Window | str:
+def _time_window(catalog: Catalog, block: QueryBlock, names: Names | None) -> Window | str:
     epochs = [p for p in block.predicates
               if isinstance(p.left, Epoch) and p.op == "=" and isinstance(p.right, Param)]
     if len(epochs) != 1:
@@ -112,7 +137,7 @@ def _time_window(catalog: Catalog, block: QueryBlock) -> Window | str:
         return f"the window column {attr} is not TEMPORAL"
     lookup = None
     if len(block.relations) > 1:
-        lookup = window_lookup(catalog, block, relation.alias)
+        lookup = window_lookup(catalog, block, relation.alias, names)
         if isinstance(lookup, str):
             return lookup
     if any(p.kind == "attr op param" for p in block.predicates):
@@ -128,17 +153,21 @@ def _time_window(catalog: Catalog, block: QueryBlock) -> Window | str:
 
 
 def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
-                   partitions: int = DEFAULT_PARTITIONS) -> PeriodicPlan:
-    """The staging view, the periodic view, and the query rewritten over the latter."""
+                   partitions: int = DEFAULT_PARTITIONS, names: Names | None = None) -> PeriodicPlan:
+    """The staging view, the periodic view, and the query rewritten over the latter
+    (``names`` gives out the views' names, and the indexes')."""
     assert query.block is not None
     refresh = parse_interval(query.periodic) if query.periodic else DEFAULT_REFRESH
-    staging_name = f"{query.name}Staging"
+    staging_name = f"{query.name}Staging" if names is None else names.claim(
+        f"{query.name}Staging", holder=f"the staging view of query {query.name}", owner=query.name)
     partition_key, stored = _staging_columns(query.block, window)
     staging = _staging_view(staging_name, query.name, window, partition_key, stored)
     per_partition = window.size if window.kind == "tuple" else \
         PARTITION_WRITE_CAPACITY * -(-window.size // 1000) * window.reads_per_tuple
     definition = _over_staging(query.block, window, staging_name, stored)
-    periodic_name = _free_name(catalog, query.name)
+    periodic_name = _free_name(catalog, query.name) if names is None else names.claim(
+        query.name, f"{query.name}_periodic", holder=f"the periodic view of query {query.name}",
+        owner=query.name)
     periodic_table, rewritten = _periodic_table(catalog, query.block, periodic_name, window)
     facts = {
         "partitioned_by": list(partition_key), "order_by": [window.column],
@@ -160,7 +189,7 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         else StorageBound("", "", periodic_table.row_limit or 0),
         extra=facts)
     over = Catalog(catalog.tables + (periodic_table,), catalog.indexes, catalog.source)
-    read = plan_query(over, rewritten)
+    read = plan_query(over, rewritten, names=names)
     assert read.plan is not None, read.failure  # the periodic table is bounded by construction
     trace = (
         TraceSection("window", (f"{window.kind} window on {window.table.name}.{window.column} "
@@ -181,7 +210,7 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         *_lookup_trace(window),
         TraceSection("rewritten query plan", tuple(read.plan.root.lines())),
     )
-    return PeriodicPlan(staging, periodic, rewritten, read.plan, trace)
+    return PeriodicPlan(staging, periodic, rewritten, read.plan, trace, periodic_table)
 
 
 def _lookup_trace(window: Window) -> tuple[TraceSection, ...]:

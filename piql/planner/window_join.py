@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from piql.catalog import Catalog
+from piql.planner.naming import Names
 from piql.planner.phase0 import plan_query
 from piql.planner.physical import PhysicalPlan
 from piql.query import (
@@ -43,14 +44,15 @@ def joined_relations(block: QueryBlock, windowed: str) -> tuple[Relation, ...]:
     return tuple(r for r in block.relations if r.alias != windowed)
 
 
-def window_lookup(catalog: Catalog, block: QueryBlock, windowed: str) -> WindowLookup | str:
+def window_lookup(catalog: Catalog, block: QueryBlock, windowed: str,
+                  names: Names | None = None) -> WindowLookup | str:
     """The bounded lookups from one tuple of ``windowed`` to the rest of ``block``'s join,
     or why there are none."""
     joined = joined_relations(block, windowed)
     if any(r.subquery is not None for r in joined):
         return "a time window joins only base tables"
     lookup = lookup_block(block, windowed)
-    found = plan_query(catalog, lookup)
+    found = plan_query(catalog, lookup, names=names)
     if found.plan is None:
         assert found.failure is not None
         return (f"the relations joined to the window are not reached from one "

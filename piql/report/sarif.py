@@ -10,11 +10,14 @@ LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 RULES = {
     "unbounded": "The query has no plan whose work is bounded as data grows.",
     "unsupported": "The query uses SQL outside piql's supported subset.",
-    "hotspot": "An index or view would be keyed first on a TEMPORAL column.",
+    "hotspot": "Writes would concentrate on one partition or row: an index or view keyed "
+               "first on a TEMPORAL column, or a single-row aggregate view.",
     "index": "The query needs a secondary index.",
-    "view": "The query is answered from an incrementally maintained view (SI-2).",
+    "view": "The query is answered from a view piql maintains (SI-2) or refreshes (SI-3), "
+            "and why it needs one.",
     "view-rejected": "No view answers the query within the scale-independence invariants.",
     "periodic": "The query is answered from a periodically refreshed view (SI-3).",
+    "renamed": "A generated view or index name was taken, so piql chose another.",
 }
 
 
