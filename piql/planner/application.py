@@ -15,7 +15,9 @@ from piql.catalog import Catalog
 from piql.diagnostics import Diagnostic
 from piql.planner.phase0 import Phase0Result, plan_query
 from piql.planner.imv import build_imv
-from piql.planner.periodic import build_periodic, find_window, periodic_diagnostic
+from piql.planner.periodic import (
+    WindowRefusal, build_periodic, find_window, periodic_diagnostic,
+)
 from piql.planner.physical import IndexSpec, PhysicalPlan
 from piql.planner.view_construction import Rejection
 from piql.planner.views import TraceSection, ViewDef
@@ -145,12 +147,18 @@ def periodic_view(catalog: Catalog, query: NamedQuery,
     are all that stands between the query and a bounded plan."""
     assert query.block is not None
     window = find_window(catalog, query.block)
+    if isinstance(window, WindowRefusal):
+        return Refusal((Diagnostic(
+            "view-rejected", "error", f"no SI-3 periodic view: {window.reason}",
+            "bound the join with a primary key or a CARDINALITY constraint (or, for a table "
+            "joined as a foreign key's parent, declare the FOREIGN KEY)", query.location),))
     if isinstance(window, str):
         return Refusal()
     built = build_periodic(catalog, query, window)
     views = (built.staging, built.periodic)
     note = periodic_diagnostic(built, window.column, query.location, bool(phase0.hotspots))
     lookups = window.lookup.plan.indexes if window.lookup else ()  # read by every refresh
+    lookups += tuple(i for i in built.periodic.indexes if i not in lookups)  # epoch marks
     return QueryPlan(query, "SI-3", built.plan.ops_bound, built.plan, lookups,
                      tuple(v.name for v in views),
                      sqlgen.block_sql(built.rewritten), (note,), phase0, views, built.trace)

@@ -27,9 +27,10 @@ from piql.interval import DEFAULT_REFRESH, Interval, parse_interval
 from piql.planner.phase0 import plan_query
 from piql.planner.view_construction import column_type
 from piql.planner.physical import PhysicalPlan
-from piql.planner.window_join import WindowLookup, window_lookup
+from piql.planner.window_join import EpochMark, WindowLookup, epoch_marks, window_lookup
 from piql.planner.views import (
-    PERIODIC, STAGING, DeltaRule, StorageBound, TraceSection, ViewColumn, ViewDef,
+    MARK, PERIODIC, STAGING, DeltaRule, FrozenColumns, StorageBound, TraceSection, ViewColumn,
+    ViewDef,
 )
 from piql.query import (
     Aggregate, Attr, Epoch, Literal, NamedQuery, OrderItem, Param, Predicate, QueryBlock, Relation,
@@ -53,11 +54,20 @@ class Window:
     kind: str  # "tuple" or "time"
     size: int  # n tuples, or the window width in milliseconds
     lookup: WindowLookup | None = None  # a time window's other relations, read per tuple
+    # how writes to those relations reach the epochs they change (or which updates are refused)
+    marks: tuple[EpochMark | FrozenColumns, ...] = ()
 
     @property
     def reads_per_tuple(self) -> int:
         """A staged tuple, and what its lookups read."""
         return 1 + (self.lookup.ops_bound if self.lookup else 0)
+
+
+@dataclass(frozen=True)
+class WindowRefusal:
+    """A TEMPORAL time window over a join that cannot be SI-3, and why (``lint`` says it)."""
+
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -69,8 +79,9 @@ class PeriodicPlan:
     trace: tuple[TraceSection, ...]
 
 
-def find_window(catalog: Catalog, block: QueryBlock) -> Window | str:
-    """The TEMPORAL window of ``block``, or why Phase 4 does not apply."""
+def find_window(catalog: Catalog, block: QueryBlock) -> Window | WindowRefusal | str:
+    """The TEMPORAL window of ``block``, or why Phase 4 does not apply (a
+    :class:`WindowRefusal` when there is a time window but its join is not bounded)."""
     if len(block.relations) == 1 and block.relations[0].subquery is not None:
         inner = block.relations[0].subquery
         if block.params:
@@ -99,7 +110,7 @@ def _tuple_window(catalog: Catalog, block: QueryBlock) -> Window | None:
     return Window(block, relation, table, column.name, "tuple", block.limit)  # type: ignore[arg-type]
 
 
-def _time_window(catalog: Catalog, block: QueryBlock) -> Window | str:
+def _time_window(catalog: Catalog, block: QueryBlock) -> Window | WindowRefusal | str:
     epochs = [p for p in block.predicates
               if isinstance(p.left, Epoch) and p.op == "=" and isinstance(p.right, Param)]
     if len(epochs) != 1:
@@ -110,11 +121,14 @@ def _time_window(catalog: Catalog, block: QueryBlock) -> Window | str:
     column = table.column(attr.column) if table else None
     if column is None or not column.temporal:
         return f"the window column {attr} is not TEMPORAL"
-    lookup = None
+    lookup, marks = None, ()
     if len(block.relations) > 1:
         lookup = window_lookup(catalog, block, relation.alias)
         if isinstance(lookup, str):
-            return lookup
+            return WindowRefusal(lookup)
+        marks = epoch_marks(catalog, block, relation.alias, column.name)
+        if isinstance(marks, str):
+            return WindowRefusal(marks)
     if any(p.kind == "attr op param" for p in block.predicates):
         return ("a periodic view is computed ahead of time for every parameter value, so "
                 "parameters may only be compared with =")
@@ -124,7 +138,7 @@ def _time_window(catalog: Catalog, block: QueryBlock) -> Window | str:
         return ("a time window grouped without LIMIT can have any number of groups per window: "
                 "add ORDER BY <aggregate> DESC LIMIT k")
     return Window(block, relation, table, column.name, "time", epochs[0].left.width,  # type: ignore
-                  lookup)
+                  lookup, marks)
 
 
 def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
@@ -158,7 +172,8 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         StorageBound(window.table.name, window.relation.alias,
                      window.lookup.plan.rows_bound if window.lookup else 1) if window.kind == "time"
         else StorageBound("", "", periodic_table.row_limit or 0),
-        extra=facts)
+        _mark_rules(periodic_name, window), extra=facts,
+        frozen=tuple(m for m in window.marks if isinstance(m, FrozenColumns)))
     over = Catalog(catalog.tables + (periodic_table,), catalog.indexes, catalog.source)
     read = plan_query(over, rewritten)
     assert read.plan is not None, read.failure  # the periodic table is bounded by construction
@@ -179,9 +194,28 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
             f"refresh every {refresh}; answers are at most that stale",
             "per base write: 1 staging write")),
         *_lookup_trace(window),
+        *_marks_trace(periodic),
         TraceSection("rewritten query plan", tuple(read.plan.root.lines())),
     )
     return PeriodicPlan(staging, periodic, rewritten, read.plan, trace)
+
+
+def _mark_rules(view: str, window: Window) -> tuple[DeltaRule, ...]:
+    """Per joined relation occurrence and event: find the windowed tuples the written tuple
+    joins and mark their epochs for the next refresh (one mark per tuple found)."""
+    rules = []
+    for mark in window.marks:
+        if not isinstance(mark, EpochMark):
+            continue
+        for event in ("insert", "delete"):
+            name = f"{view}_mark_on_{event}_{mark.table}_{mark.alias}"
+            on = "INSERT INTO" if event == "insert" else "DELETE FROM"
+            sql = (f"CREATE RULE {name} ON {on} {mark.table} MARK EPOCHS OF {view} "
+                   f"{sqlgen.block_sql(mark.block)}")
+            rules.append(DeltaRule(name, event, mark.table, (mark.alias,), mark.block, mark.guards,
+                                   MARK, sql, mark.plan.level, mark.plan.ops_bound,
+                                   mark.plan.rows_bound, mark.plan))
+    return tuple(rules)
 
 
 def _lookup_trace(window: Window) -> tuple[TraceSection, ...]:
@@ -190,8 +224,24 @@ def _lookup_trace(window: Window) -> tuple[TraceSection, ...]:
     joined = ", ".join(f"{r.table} {r.alias}" for r in window.lookup.relations)
     return (TraceSection("lookups per windowed tuple", (
         f"each {window.table.name} tuple of the window joins {joined} by bounded lookups "
-        f"(ops <= {window.lookup.ops_bound}); writes to them reach the periodic view when "
-        "their epoch is next refreshed", *window.lookup.plan.root.lines())),)
+        f"(ops <= {window.lookup.ops_bound})", *window.lookup.plan.root.lines())),)
+
+
+def _marks_trace(periodic: ViewDef) -> tuple[TraceSection, ...]:
+    """How writes to the joined relations reach the epochs they change."""
+    lines: list[str] = []
+    for rule in periodic.rules:
+        if rule.event != "insert" or rule.plan is None:
+            continue
+        lines.append(f"a write to {rule.table} {rule.aliases[0]} marks the epochs of the "
+                     f"windowed tuples it joins for the next refresh (ops <= {rule.ops_bound}):")
+        lines += [f"  {line}" for line in rule.plan.root.lines()]
+    for frozen in periodic.frozen:
+        lines.append(f"{frozen.table} is joined only as a foreign key's parent: its inserts and "
+                     "deletes reach no window; an update that changes "
+                     f"{', '.join(frozen.columns)} is refused (the windows it would change are "
+                     "not reached by bounded lookups)")
+    return (TraceSection("writes to the joined relations", tuple(lines)),) if lines else ()
 
 
 def _window_text(window: Window) -> str:
@@ -395,4 +445,11 @@ def periodic_diagnostic(plan: PeriodicPlan, hotspot_column: str, location,
         f"SI-3, {instead} would be a write hotspot; rows go to staging view {plan.staging.name} (hash-partitioned, sorted by "
         f"{facts['order_by'][0]}) and {plan.periodic.name} is refreshed every "
         f"{facts['refresh_every']} by {facts['partitions']} parallel tasks reading at most "
-        f"{facts['per_partition_ops_bound']} tuples each", "", location)
+        f"{facts['per_partition_ops_bound']} tuples each", _frozen_hint(plan.periodic), location)
+
+
+def _frozen_hint(periodic: ViewDef) -> str:
+    return "; ".join(
+        f"updates that change {', '.join(f'{f.table}.{c}' for c in f.columns)} are refused: "
+        f"{f.table} is joined only as a foreign key's parent and the old windows such a change "
+        "reaches are not found by bounded lookups" for f in periodic.frozen)

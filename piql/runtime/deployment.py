@@ -23,8 +23,9 @@ from piql.engines.base import Engine
 from piql.engines.jobs import cardinality_violation, view_rows
 from piql.planner.application import Plan, QueryPlan
 from piql.planner.periodic import DEFAULT_PARTITIONS
-from piql.planner.views import IMV, PERIODIC, STAGING, ViewDef
-from piql.query import Attr, Epoch, Param, QueryBlock
+from piql import sqlgen
+from piql.planner.views import IMV, MARK, PERIODIC, STAGING, DeltaRule, ViewDef
+from piql.query import Attr, Epoch, Param, QueryBlock, Relation, normalized_predicate
 from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.errors import (
     BoundExceeded, ConstraintError, DeploymentError, ParameterError, UnboundedQuery, UnknownName,
@@ -256,7 +257,7 @@ class Deployment:
         definition = self._table(table)
         full = _complete_row(definition, row)
         key = {c: full[c] for c in definition.primary_key}
-        return self._transaction(lambda: [self.maintainer.delete(definition, key, replacing=True),
+        return self._transaction(lambda: [self.maintainer.delete(definition, key, replacing=full),
                                           self.maintainer.insert(definition, full)])
 
     def _transaction(self, work):
@@ -304,6 +305,7 @@ class Deployment:
                 self.store.sql(f"INSERT INTO {quote(definition.name)} SELECT * FROM {quote(staged)}")
                 # after the insert, so a self-referencing batch may hold its own parents
                 _foreign_key_checks(self.store, definition, staged)
+                self._mark_loaded(definition, staged)
                 for view in self.views:
                     if view.kind in (IMV, STAGING) and _reads(view, definition.name):
                         self._rebuild(view)
@@ -315,6 +317,19 @@ class Deployment:
                 self.store.shapes.pop(staged, None)
                 self.store.sql(f"DROP TABLE IF EXISTS temp.{quote(staged)}")
         return len(records)
+
+    def _mark_loaded(self, table: Table, staged: str) -> None:
+        """Loaded rows of a table a time window joins change the windows of the windowed
+        tuples they join: mark those epochs, set-oriented (the insert rules' lookups, joined
+        with the whole batch)."""
+        windows = {w.view: w for found in self.epoch_windows.values() for w in found}
+        for view in self.views:
+            for rule in view.rules:
+                if rule.action == MARK and rule.event == "insert" and \
+                        rule.table.lower() == table.name.lower():
+                    found = self.store.sql(sqlgen.block_sql(_batch_block(rule, staged), "sqlite"))
+                    window = windows[view.name]
+                    mark_epochs(self.store, [window], ({window.column: v} for (v,) in found))
 
     def _cardinality_checks(self, table: Table, staged: str) -> None:
         """Group and count per key, on the engine: the bulk form of the per-write check."""
@@ -369,6 +384,20 @@ def _dependency_order(views: tuple[ViewDef, ...]) -> tuple[ViewDef, ...]:
     for view in views:
         visit(view)
     return tuple(ordered)
+
+
+def _batch_block(rule: DeltaRule, staged: str) -> QueryBlock:
+    """A rule's delta query for every row of the ``staged`` batch at once: the written tuple's
+    parameters become the batch's columns, its guards predicates on them."""
+    alias = "_piql_written"
+
+    def sub(value):
+        return Attr(alias, value.name) if isinstance(value, Param) else value
+
+    batch = Relation(alias, (), table=staged)
+    predicates = tuple(normalized_predicate(sub(p.left), p.op, sub(p.right), p.location)
+                       for p in rule.delta.predicates + rule.guards)
+    return rule.delta.with_(relations=rule.delta.relations + (batch,), predicates=predicates)
 
 
 def _reads(view: ViewDef, table: str) -> bool:
