@@ -7,7 +7,6 @@
 """
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import sqlite3
@@ -27,6 +26,7 @@ from piql import sqlgen
 from piql.planner.views import IMV, MARK, PERIODIC, STAGING, DeltaRule, ViewDef
 from piql.query import Attr, Epoch, Param, QueryBlock, Relation, normalized_predicate
 from piql.runtime.check import CheckReport, check_views, recompute
+from piql.runtime.datafiles import read_file
 from piql.runtime.errors import (
     BoundExceeded, ConstraintError, DeploymentError, ParameterError, UnboundedQuery, UnknownName,
 )
@@ -470,39 +470,12 @@ def _param_types(plan: Plan, block: QueryBlock) -> dict[str, str]:
 def _read_rows(table: Table, rows, path) -> Iterator[tuple]:
     columns = table.column_names
     if path is not None:
-        path = Path(path)
-        if path.suffix.lower() == ".parquet":
-            import duckdb
-
-            rows = duckdb.sql(f"SELECT * FROM read_parquet('{path}')").fetchall()
-            rows = [dict(zip(columns, r)) for r in rows]
-        else:
-            with open(path, newline="") as handle:
-                rows = [_typed(table, r) for r in csv.DictReader(handle)]
+        rows = read_file(table, path)
     for row in rows or ():
         if isinstance(row, dict):
             yield tuple(_complete_row(table, row).values())
         else:
             yield tuple(_complete_row(table, dict(zip(columns, row))).values())
-
-
-def _typed(table: Table, record: dict[str, str]) -> dict[str, Any]:
-    """CSV values arrive as text; give them their column's type."""
-    typed: dict[str, Any] = {}
-    for name, text in record.items():
-        column = table.column(name)
-        if column is None:
-            raise UnknownName(f"CSV column '{name}' is not a column of {table.name}")
-        kind = column.type.upper().split("(")[0]
-        if text == "":
-            typed[name] = None
-        elif kind in ("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT"):
-            typed[name] = int(text)
-        elif kind in ("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC"):
-            typed[name] = float(text)
-        else:
-            typed[name] = text
-    return typed
 
 
 class RefreshSchedule:

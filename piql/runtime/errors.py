@@ -1,7 +1,7 @@
 """Errors of a deployed application; each leaves the store unchanged."""
 from __future__ import annotations
 
-from piql.errors import PiqlError
+from piql.errors import InputError, PiqlError
 
 
 class RuntimeErrorBase(PiqlError):
@@ -30,3 +30,8 @@ class UnknownName(RuntimeErrorBase):
 
 class UnboundedQuery(RuntimeErrorBase):
     """The query has no scale-independent plan, so piql refuses to run it."""
+
+
+class DataFileError(InputError):
+    """A file given to ``load`` cannot be read: missing, not UTF-8, a ragged row, a value
+    not of its column's type, not Parquet. Names the file (and line and column)."""
