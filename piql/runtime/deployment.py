@@ -360,7 +360,13 @@ class Deployment:
     def check(self, repair: bool = False) -> CheckReport:
         """Recompute every maintained view from base data and diff it (paper §7)."""
         with self.lock:
-            return check_views(self.store, self.views, self.recomputed, repair)
+            return check_views(self.store, self.views, self.recomputed, repair, self._repaired)
+
+    def _repaired(self, view: ViewDef, rows: list[tuple]) -> None:
+        if view.name in self.epoch_windows:  # a repaired staging view: its windows catch up
+            names = [c.name for c in view.columns]
+            mark_epochs(self.store, self.epoch_windows[view.name],
+                        (dict(zip(names, r)) for r in rows))
 
     def rows(self, table: str) -> list[tuple]:
         """Every row of a table or view, for inspection and tests (not a bounded read)."""

@@ -79,7 +79,12 @@ class Store:
 
     # -- transactions --------------------------------------------------------
     def begin(self) -> None:
+        """A write transaction: takes the store's write lock now (other writers wait)."""
         self.connection.execute("BEGIN IMMEDIATE")
+
+    def begin_read(self) -> None:
+        """A read transaction: every read until commit sees the snapshot of its first read."""
+        self.connection.execute("BEGIN")
 
     def commit(self) -> None:
         self.connection.execute("COMMIT")
