@@ -432,3 +432,95 @@ def test_social_plan_shows_staging_builds_with_their_partition_column(capsys):
         assert f'-- initial build (piql fills partition per row): INSERT INTO "{name}" ({names}) ' \
                f"SELECT <partition>, " in out
         assert not re.search(rf'^INSERT INTO "{name}"', out, re.M)
+
+
+# -- no traceback for a user mistake about the store or a data file (issue 12) ----------
+
+def store_state(path: Path) -> dict[str, list]:
+    con = sqlite3.connect(path)
+    try:
+        names = [n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {n: sorted(con.execute(f'SELECT * FROM "{n}"').fetchall(), key=repr) for n in names}
+    finally:
+        con.close()
+
+
+def bad_load_files(tmp_path: Path) -> dict[str, tuple[str, str]]:
+    """--load value and the start of the message, per mistake."""
+    (tmp_path / "folder").mkdir()
+    files = {
+        "abc.csv": b"docId,timestamp,text\nabc,1,x\n",
+        "ragged.csv": b"docId,timestamp,text\n1,1,x,extra\n",
+        "latin.csv": "docId,timestamp,text\n1,1,caf\u00e9\n".encode("latin-1"),
+        "binary.csv": bytes(range(256)),
+        "bad.parquet": b"PAR1 not really",
+    }
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    return {
+        "missing": ("Documents=missing.csv", "--load Documents=missing.csv: missing.csv: no such file"),
+        "directory": ("Documents=folder", "folder: is a directory, not a CSV or Parquet file"),
+        "not an integer": ("Documents=abc.csv", "abc.csv:2:1: Documents.docId is BIGINT; got 'abc'"),
+        "ragged": ("Documents=ragged.csv", "ragged.csv:2:1: row has 4 fields, the header has 3"),
+        "latin-1": ("Documents=latin.csv", "latin.csv:2:8: not UTF-8 text (byte 0xe9)"),
+        "binary": ("Documents=binary.csv", "binary.csv:2:118: not UTF-8 text (byte 0x80)"),
+        "bad parquet": ("Documents=bad.parquet", "bad.parquet: not a readable Parquet file"),
+        "unknown table": ("Nope=abc.csv", "--load Nope=abc.csv: no table named 'Nope'"),
+    }
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory", "not an integer", "ragged", "latin-1",
+                                  "binary", "bad parquet", "unknown table"])
+def test_a_bad_load_file_exits_2_and_changes_no_store(capsys, tmp_path, monkeypatch, kind):
+    monkeypatch.chdir(tmp_path)
+    load, message = bad_load_files(tmp_path)[kind]
+    assert run(capsys, "deploy", PAPER_SCHEMA, PAPER_QUERIES, "--db", "old.db", "--engine",
+               "store")[0] == 0
+    before = store_state(tmp_path / "old.db")
+    for db in ("old.db", "new.db"):
+        code, out, err = run(capsys, "deploy", PAPER_SCHEMA, PAPER_QUERIES, "--db", db,
+                             "--engine", "store", "--load", load)
+        assert code == 2 and "Traceback" not in err
+        assert err.startswith(f"piql: error: {message}"), err
+    assert store_state(tmp_path / "old.db") == before
+    assert not (tmp_path / "new.db").exists()  # a failed deploy --load leaves no store behind
+
+
+@pytest.mark.parametrize("kind", ["directory", "missing directory", "not sqlite"])
+def test_a_bad_store_path_exits_2(capsys, tmp_path, kind):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "notes.txt").write_text("not a database\n" * 100)
+    db, message = {
+        "directory": (tmp_path / "folder", "is a directory; a store is one SQLite file"),
+        "missing directory": (tmp_path / "nowhere" / "x.db", "the directory"),
+        "not sqlite": (tmp_path / "notes.txt", "is not a SQLite database"),
+    }[kind]
+    for command in (["deploy"], ["query", "countTags", "tag=a"], ["check"], ["refresh"]):
+        code, _, err = run(capsys, command[0], PAPER_SCHEMA, PAPER_QUERIES, "--db", db,
+                           *command[1:])
+        assert code == 2 and "Traceback" not in err and message in err, err
+        assert err.startswith(f"piql: error: {db}")
+    assert (tmp_path / "notes.txt").read_text() == "not a database\n" * 100
+
+
+@pytest.mark.parametrize("target", ["folder", "nowhere/report.txt"])
+def test_lint_output_to_a_bad_path_exits_2(capsys, tmp_path, target):
+    (tmp_path / "folder").mkdir()
+    code, out, err = run(capsys, "lint", PAPER_SCHEMA, BOUNDED, "--output", tmp_path / target)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert f"--output {tmp_path / target}: cannot write the report" in err
+
+
+def test_busy_timeout_option_reaches_the_store(capsys, tmp_path):
+    db = tmp_path / "t.db"
+    code, out, err = run(capsys, "deploy", PAPER_SCHEMA, PAPER_QUERIES, "--db", db,
+                         "--busy-timeout", "0.25")
+    assert code == 0, err
+    from piql.cli import _deployment, build_parser
+
+    args = build_parser().parse_args(["check", str(PAPER_SCHEMA), str(PAPER_QUERIES), "--db",
+                                      str(db), "--busy-timeout", "0.25"])
+    deployment = _deployment(args)
+    assert deployment.store.busy_timeout == 0.25
+    assert deployment.store.sql("PRAGMA busy_timeout") == [(250,)]
+    deployment.close()

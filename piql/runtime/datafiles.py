@@ -56,15 +56,41 @@ def _csv_rows(table: Table, path: Path) -> Iterator[dict[str, Any]]:
                         Location(name, line, 1))
                 yield {column: _typed(table, column, text, Location(name, line, position + 1))
                        for position, (column, text) in enumerate(zip(columns, record))}
-    except UnicodeDecodeError as err:
-        raise DataFileError(
-            f"{name}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start} "
-            "of its block); save the file as UTF-8") from None
+    except UnicodeDecodeError:
+        line, column, byte = _first_non_utf8(path)
+        raise DataFileError(f"not UTF-8 text (byte 0x{byte:02x}); save the file as UTF-8",
+                            Location(name, line, column)) from None
     except csv.Error as err:
         raise DataFileError(f"not a readable CSV file: {err}",
                             Location(name, reader.line_num or 1, 1)) from None
     except OSError as err:
         raise DataFileError(f"{name}: cannot be read: {err.strerror or err}") from None
+
+
+def _first_non_utf8(path: Path) -> tuple[int, int, int]:
+    """Line, column (in bytes) and value of the first byte that is not UTF-8."""
+    line, start = 1, 0  # start: offset of the current line
+    offset, size = 0, 1 << 16
+    with open(path, "rb") as handle:
+        while chunk := handle.read(size):
+            try:
+                chunk.decode("utf-8")
+                bad = None
+            except UnicodeDecodeError as err:
+                # a character cut by the chunk's end (not the file's) is read again whole
+                cut = err.reason == "unexpected end of data" and len(chunk) == size
+                bad = None if cut else err.start
+                if cut:
+                    handle.seek(offset + err.start)
+                    chunk = chunk[:err.start]
+            lines = chunk[:bad].count(b"\n")
+            if lines:
+                line += lines
+                start = offset + chunk[:bad].rindex(b"\n") + 1
+            if bad is not None:
+                return line, offset + bad - start + 1, chunk[bad]
+            offset += len(chunk)
+    return line, 1, 0
 
 
 def _csv_header(table: Table, header: list[str], name: str) -> list[str]:

@@ -28,12 +28,13 @@ from piql.query import Attr, Epoch, Param, QueryBlock, Relation, normalized_pred
 from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.datafiles import read_file
 from piql.runtime.errors import (
-    BoundExceeded, ConstraintError, DeploymentError, ParameterError, UnboundedQuery, UnknownName,
+    BoundExceeded, ConstraintError, DeploymentClosed, DeploymentError, ParameterError,
+    UnboundedQuery, UnknownName,
 )
 from piql.runtime.evaluate import check_type, finish
 from piql.runtime.executor import execute
-from piql.runtime.refresh import DIRTY_DDL, RefreshReport, epoch_windows, mark_epochs, refresh_view
-from piql.runtime.store import Store, TableShape, quote
+from piql.runtime.refresh import DIRTY, DIRTY_DDL, RefreshReport, epoch_windows, mark_epochs, refresh_view
+from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, TableShape, quote
 from piql.runtime.writes import Maintainer, WriteReport
 
 META = "_piql_meta"
@@ -66,9 +67,12 @@ class Deployment:
 
     def __init__(self, plan: Plan, path: str = ":memory:", *, strict: bool = True,
                  partitions: int = DEFAULT_PARTITIONS, engine: str = "duckdb",
-                 spark_master: str | None = None) -> None:
+                 spark_master: str | None = None,
+                 busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
         if partitions < 1:
             raise DeploymentError("partitions must be a positive integer")
+        if not busy_timeout >= 0:
+            raise DeploymentError("busy_timeout must be zero or more seconds")
         if engine not in ENGINES + ("store",):
             raise DeploymentError(f"unknown engine {engine!r}; choose one of "
                                   f"{', '.join(ENGINES)} or store")
@@ -80,11 +84,15 @@ class Deployment:
         self.strict = strict
         self.partitions = partitions
         self.views = _dependency_order(plan.views)
-        self.store = Store(str(path))
-        for shape in self._shapes():
-            self.store.register(shape)
-        self._install()
-        self.store.sql(DIRTY_DDL)
+        self.closed = False
+        self.store = Store(str(path), busy_timeout)
+        try:
+            for shape in self._shapes():
+                self.store.register(shape)
+            self._install()
+        except BaseException:
+            self.store.close()
+            raise
         index_counts: dict[str, int] = {}
         for index in self._indexes():
             index_counts[index[1]] = index_counts.get(index[1], 0) + 1
@@ -132,13 +140,37 @@ class Deployment:
         return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
 
     def _install(self) -> None:
+        """Create the plan's tables in a new store, or check an existing store's plan. One
+        write transaction decides, so processes deploying the same new store at once are
+        serialized: one installs, the others find its plan."""
         fingerprint = self.fingerprint()
+        if self._deployed_with(fingerprint):  # reopening needs no write lock
+            self.installed = False
+            return
+        self.store.begin()
+        try:
+            self.installed = self._install_or_verify(fingerprint)
+            self.store.commit()
+        except BaseException:
+            self.store.rollback()
+            raise
+
+    def _deployed_with(self, fingerprint: str) -> bool:
+        tables = {name for (name,) in self.store.sql(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
+            [META, DIRTY])}
+        return tables == {META, DIRTY} and self.store.sql(
+            f"SELECT value FROM {META} WHERE key = 'fingerprint'") == [(fingerprint,)]
+
+    def _install_or_verify(self, fingerprint: str) -> bool:
+        """True when this deployment created the store's tables, False when it found them."""
         existing = self.store.sql(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", [META])
         if existing:
             recorded = self.store.sql(f"SELECT value FROM {META} WHERE key = 'fingerprint'")
             if recorded and recorded[0][0] == fingerprint:
-                return
+                self.store.sql(DIRTY_DDL)  # stores deployed before it existed
+                return False
             raise DeploymentError(
                 f"the store {self.store.path} was deployed with a different plan "
                 f"(recorded {recorded[0][0][:12] if recorded else 'nothing'}, this plan "
@@ -147,18 +179,14 @@ class Deployment:
         if self.store.sql("SELECT name FROM sqlite_master WHERE type = 'table'"):
             raise DeploymentError(f"the store {self.store.path} already holds tables that piql "
                                   "did not create; deploy into a new store")
-        self.store.begin()
-        try:
-            for shape in self.store.shapes.values():
-                self.store.create_table(shape)
-            for name, table, columns in self._indexes():
-                self.store.create_index(name, table, columns)
-            self.store.sql(f"CREATE TABLE {META} (key TEXT PRIMARY KEY, value TEXT)")
-            self.store.sql(f"INSERT INTO {META} VALUES ('fingerprint', ?)", [fingerprint])
-            self.store.commit()
-        except BaseException:
-            self.store.rollback()
-            raise
+        for shape in self.store.shapes.values():
+            self.store.create_table(shape)
+        for name, table, columns in self._indexes():
+            self.store.create_index(name, table, columns)
+        self.store.sql(DIRTY_DDL)
+        self.store.sql(f"CREATE TABLE {META} (key TEXT PRIMARY KEY, value TEXT)")
+        self.store.sql(f"INSERT INTO {META} VALUES ('fingerprint', ?)", [fingerprint])
+        return True
 
     def partition_of(self, view: ViewDef, values: dict[str, Any]) -> int:
         """The staging partition of a row: a stable hash of its primary key."""
@@ -166,9 +194,18 @@ class Deployment:
         return zlib.crc32(key) % self.partitions
 
     def close(self) -> None:
+        """Close the store (and the engine); using the deployment afterwards is an error."""
+        if self.closed:
+            return
+        self.closed = True
         if self._engine is not None:
             self._engine.close()
         self.store.close()
+
+    def _open(self) -> None:
+        if self.closed:
+            raise DeploymentClosed(f"the deployment of {self.store.path} is closed; deploy the "
+                                   "store again to use it")
 
     def engine(self) -> Engine | None:
         """The engine for set-oriented work, started on first use (None: the store itself)."""
@@ -196,6 +233,7 @@ class Deployment:
 
     def build_views(self, tables: Iterable[str] | None = None) -> list[str]:
         """Recompute every maintained view reading ``tables`` (all when None) in one pass."""
+        self._open()
         wanted = None if tables is None else {t.lower() for t in tables}
         built = []
         with self.lock:
@@ -215,6 +253,7 @@ class Deployment:
     # -- queries -------------------------------------------------------------
     def query(self, name: str, **params: Any) -> Result:
         """Run a named query through its bounded plan; ``.ops`` is what it cost."""
+        self._open()
         query = self.query_plan(name)
         if query.physical is None:
             reason = next((d.message for d in query.diagnostics if d.severity == "error"), "")
@@ -261,6 +300,7 @@ class Deployment:
                                           self.maintainer.insert(definition, full)])
 
     def _transaction(self, work):
+        self._open()
         with self.lock:
             self.store.begin()
             try:
@@ -287,6 +327,7 @@ class Deployment:
         """Load many base rows at once (dicts, tuples in column order, or a CSV/Parquet file),
         check keys and CARDINALITY constraints in bulk, and rebuild the views from the data
         in one pass. All or nothing."""
+        self._open()
         definition = self._table(table)
         records = list(_read_rows(definition, rows, path))
         staged = f"_load_{definition.name}"
@@ -346,6 +387,7 @@ class Deployment:
     # -- periodic views and checks ------------------------------------------
     def refresh(self, now_ms: int | None = None) -> list[RefreshReport]:
         """Recompute every SI-3 periodic view from its staging view, on the engine."""
+        self._open()
         staging = {v.name: v for v in self.views if v.kind == STAGING}
         with self.lock:
             return [refresh_view(self.store, view, staging[view.extra["staging"]],
@@ -355,10 +397,12 @@ class Deployment:
     def run_refresh_every(self, seconds: float) -> "RefreshSchedule":
         """Refresh the periodic views every ``seconds`` in a background thread until
         ``.stop()``; the latest reports (or error) are kept on the schedule."""
+        self._open()
         return RefreshSchedule(self, seconds)
 
     def check(self, repair: bool = False) -> CheckReport:
         """Recompute every maintained view from base data and diff it (paper §7)."""
+        self._open()
         with self.lock:
             return check_views(self.store, self.views, self.recomputed, repair, self._repaired)
 
@@ -370,6 +414,7 @@ class Deployment:
 
     def rows(self, table: str) -> list[tuple]:
         """Every row of a table or view, for inspection and tests (not a bounded read)."""
+        self._open()
         return self.store.all_rows(table)
 
 

@@ -24,6 +24,14 @@ class DeploymentError(RuntimeErrorBase):
     """The store cannot host this plan (for instance it was deployed with another plan)."""
 
 
+class StoreBusy(RuntimeErrorBase):
+    """Another connection held the store's write lock longer than the deployment waits."""
+
+
+class DeploymentClosed(RuntimeErrorBase):
+    """The deployment was closed; deploy (reopen) the store again to use it."""
+
+
 class UnknownName(RuntimeErrorBase):
     """No such query, table or column."""
 

@@ -9,6 +9,7 @@ import time
 import pytest
 
 import piql
+from piql.runtime.errors import StoreBusy
 from tests.conftest import PAPER_QUERIES, PAPER_SCHEMA
 
 SPAWN = multiprocessing.get_context("spawn")  # no forked SQLite connections or engine threads
@@ -74,3 +75,63 @@ def test_check_under_concurrent_writes_sees_one_snapshot_and_repair_corrupts_not
     counts = dict(db.store.sql('SELECT "tag", COUNT(*) FROM "Tags" GROUP BY "tag"'))
     assert all(db.query("countTags", tag=t).rows == ((counts.get(t, 0),),) for t in "abcdefgh")
     db.close()
+
+
+def deploy_at_once(path: str, barrier, results) -> None:
+    barrier.wait()
+    db = piql.load(PAPER_SCHEMA, PAPER_QUERIES).deploy(path, engine="store")
+    db.insert("Documents", docId=SPAWN.current_process().pid, timestamp=1, text="mine")
+    results.put(db.installed)
+    db.close()
+
+
+def test_processes_deploying_the_same_new_store_at_once_all_succeed(tmp_path):
+    """Before: "database is locked" or "table _piql_meta already exists" for all but one."""
+    path, racers = str(tmp_path / "new.db"), 6
+    barrier, results = SPAWN.Barrier(racers), SPAWN.Queue()
+    processes = [SPAWN.Process(target=deploy_at_once, args=(path, barrier, results))
+                 for _ in range(racers)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(120)
+    assert [p.exitcode for p in processes] == [0] * racers
+    installed = sorted(results.get(timeout=5) for _ in range(racers))
+    assert installed == [False] * (racers - 1) + [True]  # one installed, the others found it
+    db = piql.load(PAPER_SCHEMA, PAPER_QUERIES).deploy(path)
+    assert len(db.rows("Documents")) == racers and db.check().consistent
+
+
+def hold_the_write_lock(path: str, seconds: float, held) -> None:
+    import sqlite3
+
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("BEGIN IMMEDIATE")  # what a long load or repair does
+    connection.execute('INSERT INTO "Documents" VALUES (999, 1, \'held\')')
+    held.set()
+    time.sleep(seconds)
+    connection.execute("COMMIT")
+    connection.close()
+
+
+def test_a_write_waits_for_the_busy_timeout_then_says_the_store_is_busy(tmp_path):
+    """Another process holds the write lock (as a long load does) for 4 s: a deployment
+    waiting 0.5 s refuses with StoreBusy, one waiting 60 s writes once the lock is free."""
+    path = str(tmp_path / "busy.db")
+    app = piql.load(PAPER_SCHEMA, PAPER_QUERIES)
+    app.deploy(path).close()
+    held = SPAWN.Event()
+    holder = SPAWN.Process(target=hold_the_write_lock, args=(path, 4.0, held))
+    holder.start()
+    try:
+        assert held.wait(60)
+        impatient, patient = app.deploy(path, busy_timeout=0.5), app.deploy(path, busy_timeout=60)
+        started = time.monotonic()
+        with pytest.raises(StoreBusy, match=r"busy: another connection held its write lock for "
+                                            r"more than 0\.5 s.*busy_timeout=SECONDS"):
+            impatient.insert("Documents", docId=1, timestamp=1, text="x")
+        assert time.monotonic() - started < 3.5
+        patient.insert("Documents", docId=2, timestamp=1, text="waited")
+        assert sorted(d for d, *_ in patient.rows("Documents")) == [2, 999]
+    finally:
+        holder.join(60)
