@@ -135,3 +135,39 @@ def test_a_write_waits_for_the_busy_timeout_then_says_the_store_is_busy(tmp_path
         assert sorted(d for d, *_ in patient.rows("Documents")) == [2, 999]
     finally:
         holder.join(60)
+
+
+def test_a_write_committed_while_a_refresh_reads_is_not_lost(tmp_path):
+    """A like lands in an old hour (already marked for refresh) from another connection
+    after the refresh read its shares: before, the refresh cleared the hour's mark and the
+    like never reached the view; now the mark stays and the next refresh takes it."""
+    from piql.engines.duckdb_engine import DuckDBEngine
+    from piql.runtime.refresh import refresh_view
+    from tests.conftest import EXAMPLES
+
+    hour = 3_600_000
+    app = piql.load(EXAMPLES / "social" / "schema.sql", EXAMPLES / "social" / "queries.sql")
+    path = tmp_path / "social.db"
+    db = app.deploy(path, engine="store", partitions=2)
+    db.load("users", [(u, f"u{u}", f"u{u}@x", 0) for u in (1, 2, 3)])
+    db.load("posts", [(10, 1, 0, "hello")])
+    db.insert("likes", postId=10, userId=1, likedAt=hour + 1)
+    db.refresh(now_ms=50 * hour)
+    db.insert("likes", postId=10, userId=2, likedAt=hour + 2)  # late: marks hour 1
+
+    other = app.deploy(path, engine="store", partitions=2)  # another connection
+
+    class WriteWhileMerging(DuckDBEngine):
+        def query(self, sql):
+            if not other.rows("likes")[2:]:
+                other.insert("likes", postId=10, userId=3, likedAt=hour + 3)
+            return super().query(sql)
+
+    staging = next(v for v in db.views if v.name == "trendingStaging")
+    trending = next(v for v in db.views if v.name == "trending")
+    refresh_view(db.store, trending, staging, 2, 50 * hour, engine=WriteWhileMerging())
+    assert db.query("trending", hour=hour).rows == ((10, 2),)  # read before the third like
+    db.refresh(now_ms=50 * hour)
+    assert db.query("trending", hour=hour).rows == ((10, 3),)
+    other.close()
+    db.close()
