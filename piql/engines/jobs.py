@@ -6,8 +6,6 @@ column order; the caller writes them back in one transaction.
 """
 from __future__ import annotations
 
-import sqlglot
-
 from piql import sqlgen
 from piql.catalog import Table
 from piql.engines.base import Engine, TableData
@@ -52,13 +50,18 @@ def view_rows(engine: Engine, store: Store, view: ViewDef, partition_of) -> list
 def cardinality_violation(engine: Engine, store: Store, table: Table, staged: str):
     """The first CARDINALITY constraint the table plus staged rows would break, if any."""
     export(store, engine, [table.name, staged])
-    both = f'(SELECT * FROM "{table.name}" UNION ALL SELECT * FROM "{staged}") AS both_rows'
+
+    def name(identifier: str) -> str:
+        return sqlgen.identifier(identifier, engine.dialect)
+
+    both = f"(SELECT * FROM {name(table.name)} UNION ALL SELECT * FROM {name(staged)}) AS both_rows"
     for constraint in table.cardinalities:
-        per = ", ".join(f'"{c}"' for c in constraint.per)
-        counted = f'COUNT(DISTINCT "{constraint.column}")'
+        per = ", ".join(name(c) for c in constraint.per)
+        counted = f"COUNT(DISTINCT {name(constraint.column)})"
         sql = (f"SELECT {per + ', ' if per else ''}{counted} FROM {both}"
-               f"{' GROUP BY ' + per if per else ''} HAVING {counted} > {constraint.limit} LIMIT 1")
-        broken = engine.query(sqlglot.transpile(sql, read="sqlite", write=engine.dialect)[0])
+               f"{' GROUP BY ' + per if per else ''} HAVING {counted} > {int(constraint.limit)} "
+               "LIMIT 1")
+        broken = engine.query(sql)
         if broken:
             return constraint, broken[0]
     return None

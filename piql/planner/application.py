@@ -188,6 +188,7 @@ def periodic_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
     views = (built.staging, built.periodic)
     note = periodic_diagnostic(built, window.column, query.location, bool(phase0.hotspots))
     lookups = window.lookup.plan.indexes if window.lookup else ()  # read by every refresh
+    lookups += tuple(i for i in built.periodic.indexes if i not in lookups)  # epoch marks
     return QueryPlan(query, "SI-3", built.plan.ops_bound, built.plan, lookups,
                      tuple(v.name for v in views),
                      sqlgen.block_sql(built.rewritten), (note,), phase0, views, built.trace)

@@ -28,9 +28,10 @@ from piql.planner.naming import Names
 from piql.planner.phase0 import plan_query
 from piql.planner.view_construction import column_type
 from piql.planner.physical import PhysicalPlan
-from piql.planner.window_join import WindowLookup, window_lookup
+from piql.planner.window_join import EpochMark, WindowLookup, epoch_marks, window_lookup
 from piql.planner.views import (
-    PERIODIC, STAGING, DeltaRule, StorageBound, TraceSection, ViewColumn, ViewDef,
+    MARK, PERIODIC, STAGING, DeltaRule, FrozenColumns, StorageBound, TraceSection, ViewColumn,
+    ViewDef,
 )
 from piql.query import (
     Aggregate, Attr, Epoch, Literal, NamedQuery, OrderItem, Param, Predicate, QueryBlock, Relation,
@@ -54,6 +55,8 @@ class Window:
     kind: str  # "tuple" or "time"
     size: int  # n tuples, or the window width in milliseconds
     lookup: WindowLookup | None = None  # a time window's other relations, read per tuple
+    # how writes to those relations reach the epochs they change (or which updates are refused)
+    marks: tuple[EpochMark | FrozenColumns, ...] = ()
 
     @property
     def reads_per_tuple(self) -> int:
@@ -71,9 +74,14 @@ class PeriodicPlan:
     table: Table  # the periodic view as a table Phase 0 can plan reads of
 
 
+JOIN_HINT = ("bound the join with a primary key or a CARDINALITY constraint (or, for a table "
+             "joined as a foreign key's parent, declare the FOREIGN KEY)")
+
+
 @dataclass(frozen=True)
 class WindowRefusal:
-    """The query reads a TEMPORAL window, but no periodic view can serve it: why."""
+    """The query reads a TEMPORAL window, but no periodic view can serve it: why
+    (``lint`` says it; a time window whose join is not bounded is one such case)."""
 
     message: str
     hint: str = ""
@@ -124,7 +132,8 @@ def tuple_window(catalog: Catalog, block: QueryBlock) -> Window | WindowRefusal 
     return Window(block, relation, table, column.name, "tuple", block.limit)  # type: ignore[arg-type]
 
 
-def _time_window(catalog: Catalog, block: QueryBlock, names: Names | None) -> Window | str:
+def _time_window(catalog: Catalog, block: QueryBlock,
+                 names: Names | None) -> Window | WindowRefusal | str:
     epochs = [p for p in block.predicates
               if isinstance(p.left, Epoch) and p.op == "=" and isinstance(p.right, Param)]
     if len(epochs) != 1:
@@ -135,11 +144,14 @@ def _time_window(catalog: Catalog, block: QueryBlock, names: Names | None) -> Wi
     column = table.column(attr.column) if table else None
     if column is None or not column.temporal:
         return f"the window column {attr} is not TEMPORAL"
-    lookup = None
+    lookup, marks = None, ()
     if len(block.relations) > 1:
         lookup = window_lookup(catalog, block, relation.alias, names)
         if isinstance(lookup, str):
-            return lookup
+            return WindowRefusal(lookup, JOIN_HINT)
+        marks = epoch_marks(catalog, block, relation.alias, column.name)
+        if isinstance(marks, str):
+            return WindowRefusal(marks, JOIN_HINT)
     if any(p.kind == "attr op param" for p in block.predicates):
         return ("a periodic view is computed ahead of time for every parameter value, so "
                 "parameters may only be compared with =")
@@ -149,7 +161,7 @@ def _time_window(catalog: Catalog, block: QueryBlock, names: Names | None) -> Wi
         return ("a time window grouped without LIMIT can have any number of groups per window: "
                 "add ORDER BY <aggregate> DESC LIMIT k")
     return Window(block, relation, table, column.name, "time", epochs[0].left.width,  # type: ignore
-                  lookup)
+                  lookup, marks)
 
 
 def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
@@ -187,7 +199,8 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         StorageBound(window.table.name, window.relation.alias,
                      window.lookup.plan.rows_bound if window.lookup else 1) if window.kind == "time"
         else StorageBound("", "", periodic_table.row_limit or 0),
-        extra=facts)
+        _mark_rules(periodic_name, window), extra=facts,
+        frozen=tuple(m for m in window.marks if isinstance(m, FrozenColumns)))
     over = Catalog(catalog.tables + (periodic_table,), catalog.indexes, catalog.source)
     read = plan_query(over, rewritten, names=names)
     assert read.plan is not None, read.failure  # the periodic table is bounded by construction
@@ -208,9 +221,28 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
             f"refresh every {refresh}; answers are at most that stale",
             "per base write: 1 staging write")),
         *_lookup_trace(window),
+        *_marks_trace(periodic),
         TraceSection("rewritten query plan", tuple(read.plan.root.lines())),
     )
     return PeriodicPlan(staging, periodic, rewritten, read.plan, trace, periodic_table)
+
+
+def _mark_rules(view: str, window: Window) -> tuple[DeltaRule, ...]:
+    """Per joined relation occurrence and event: find the windowed tuples the written tuple
+    joins and mark their epochs for the next refresh (one mark per tuple found)."""
+    rules = []
+    for mark in window.marks:
+        if not isinstance(mark, EpochMark):
+            continue
+        for event in ("insert", "delete"):
+            name = f"{view}_mark_on_{event}_{mark.table}_{mark.alias}"
+            on = "INSERT INTO" if event == "insert" else "DELETE FROM"
+            sql = (f"CREATE RULE {name} ON {on} {mark.table} MARK EPOCHS OF {view} "
+                   f"{sqlgen.block_sql(mark.block)}")
+            rules.append(DeltaRule(name, event, mark.table, (mark.alias,), mark.block, mark.guards,
+                                   MARK, sql, mark.plan.level, mark.plan.ops_bound,
+                                   mark.plan.rows_bound, mark.plan))
+    return tuple(rules)
 
 
 def _lookup_trace(window: Window) -> tuple[TraceSection, ...]:
@@ -219,8 +251,24 @@ def _lookup_trace(window: Window) -> tuple[TraceSection, ...]:
     joined = ", ".join(f"{r.table} {r.alias}" for r in window.lookup.relations)
     return (TraceSection("lookups per windowed tuple", (
         f"each {window.table.name} tuple of the window joins {joined} by bounded lookups "
-        f"(ops <= {window.lookup.ops_bound}); writes to them reach the periodic view when "
-        "their epoch is next refreshed", *window.lookup.plan.root.lines())),)
+        f"(ops <= {window.lookup.ops_bound})", *window.lookup.plan.root.lines())),)
+
+
+def _marks_trace(periodic: ViewDef) -> tuple[TraceSection, ...]:
+    """How writes to the joined relations reach the epochs they change."""
+    lines: list[str] = []
+    for rule in periodic.rules:
+        if rule.event != "insert" or rule.plan is None:
+            continue
+        lines.append(f"a write to {rule.table} {rule.aliases[0]} marks the epochs of the "
+                     f"windowed tuples it joins for the next refresh (ops <= {rule.ops_bound}):")
+        lines += [f"  {line}" for line in rule.plan.root.lines()]
+    for frozen in periodic.frozen:
+        lines.append(f"{frozen.table} is joined only as a foreign key's parent: its inserts and "
+                     "deletes reach no window; an update that changes "
+                     f"{', '.join(frozen.columns)} is refused (the windows it would change are "
+                     "not reached by bounded lookups)")
+    return (TraceSection("writes to the joined relations", tuple(lines)),) if lines else ()
 
 
 def _window_text(window: Window) -> str:
@@ -424,4 +472,11 @@ def periodic_diagnostic(plan: PeriodicPlan, hotspot_column: str, location,
         f"SI-3, {instead} would be a write hotspot; rows go to staging view {plan.staging.name} (hash-partitioned, sorted by "
         f"{facts['order_by'][0]}) and {plan.periodic.name} is refreshed every "
         f"{facts['refresh_every']} by {facts['partitions']} parallel tasks reading at most "
-        f"{facts['per_partition_ops_bound']} tuples each", "", location)
+        f"{facts['per_partition_ops_bound']} tuples each", _frozen_hint(plan.periodic), location)
+
+
+def _frozen_hint(periodic: ViewDef) -> str:
+    return "; ".join(
+        f"updates that change {', '.join(f'{f.table}.{c}' for c in f.columns)} are refused: "
+        f"{f.table} is joined only as a foreign key's parent and the old windows such a change "
+        "reaches are not found by bounded lookups" for f in periodic.frozen)

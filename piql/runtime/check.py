@@ -62,28 +62,39 @@ def recompute(store: Store, view: ViewDef, partition_of: Callable[[ViewDef, dict
 
 
 def check_views(store: Store, views: tuple[ViewDef, ...],
-                recomputed: Callable[[ViewDef], list[tuple]], repair: bool = False) -> CheckReport:
-    """Diff every maintained view against ``recomputed(view)`` (by SQLite or an engine)."""
+                recomputed: Callable[[ViewDef], list[tuple]], repair: bool = False,
+                repaired: Callable[[ViewDef, list[tuple]], None] | None = None) -> CheckReport:
+    """Diff every maintained view against ``recomputed(view)`` (by SQLite or an engine).
+
+    Everything is read in one transaction of the store, so the recomputation, the stored
+    rows and the repair see the same snapshot whatever other processes write meanwhile: a
+    read transaction for a check, the write lock for a repair (writers wait for it).
+    ``repaired`` is told of every view replaced, with its new rows."""
     checks = []
-    for view in views:
-        if view.kind not in (IMV, STAGING):
-            continue
-        expected = recomputed(view)
-        actual = store.all_rows(view.name)
-        want, have = Counter(map(_normal, expected)), Counter(map(_normal, actual))
-        missing = tuple((want - have).elements())
-        extra = tuple((have - want).elements())
-        fixed = False
-        if repair and (missing or extra):
-            store.begin()
-            try:
+    if repair:
+        store.begin()
+    else:
+        store.begin_read()
+    try:
+        for view in views:
+            if view.kind not in (IMV, STAGING):
+                continue
+            expected = recomputed(view)
+            actual = store.all_rows(view.name)
+            want, have = Counter(map(_normal, expected)), Counter(map(_normal, actual))
+            missing = tuple((want - have).elements())
+            extra = tuple((have - want).elements())
+            fixed = False
+            if repair and (missing or extra):
                 store.replace_rows(view.name, expected)
-                store.commit()
-            except BaseException:
-                store.rollback()
-                raise
-            fixed = True
-        checks.append(ViewCheck(view.name, missing, extra, fixed))
+                if repaired is not None:
+                    repaired(view, expected)
+                fixed = True
+            checks.append(ViewCheck(view.name, missing, extra, fixed))
+        store.commit()
+    except BaseException:
+        store.rollback()
+        raise
     return CheckReport(tuple(checks))
 
 

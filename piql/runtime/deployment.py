@@ -7,7 +7,6 @@
 """
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import sqlite3
@@ -23,16 +22,19 @@ from piql.engines.base import Engine
 from piql.engines.jobs import cardinality_violation, view_rows
 from piql.planner.application import Plan, QueryPlan
 from piql.planner.periodic import DEFAULT_PARTITIONS
-from piql.planner.views import IMV, PERIODIC, STAGING, ViewDef
-from piql.query import Attr, Epoch, Param, QueryBlock
+from piql import sqlgen
+from piql.planner.views import IMV, MARK, PERIODIC, STAGING, DeltaRule, ViewDef
+from piql.query import Attr, Epoch, Param, QueryBlock, Relation, normalized_predicate
 from piql.runtime.check import CheckReport, check_views, recompute
+from piql.runtime.datafiles import read_file
 from piql.runtime.errors import (
-    BoundExceeded, ConstraintError, DeploymentError, ParameterError, UnboundedQuery, UnknownName,
+    BoundExceeded, ConstraintError, DeploymentClosed, DeploymentError, ParameterError,
+    UnboundedQuery, UnknownName,
 )
 from piql.runtime.evaluate import check_type, finish
 from piql.runtime.executor import execute
-from piql.runtime.refresh import DIRTY_DDL, RefreshReport, epoch_windows, mark_epochs, refresh_view
-from piql.runtime.store import Store, TableShape, quote
+from piql.runtime.refresh import DIRTY, DIRTY_DDL, RefreshReport, epoch_windows, mark_epochs, refresh_view
+from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, TableShape, quote
 from piql.runtime.writes import Maintainer, WriteReport
 
 META = "_piql_meta"
@@ -65,9 +67,12 @@ class Deployment:
 
     def __init__(self, plan: Plan, path: str = ":memory:", *, strict: bool = True,
                  partitions: int = DEFAULT_PARTITIONS, engine: str = "duckdb",
-                 spark_master: str | None = None) -> None:
+                 spark_master: str | None = None,
+                 busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
         if partitions < 1:
             raise DeploymentError("partitions must be a positive integer")
+        if not busy_timeout >= 0:
+            raise DeploymentError("busy_timeout must be zero or more seconds")
         if engine not in ENGINES + ("store",):
             raise DeploymentError(f"unknown engine {engine!r}; choose one of "
                                   f"{', '.join(ENGINES)} or store")
@@ -79,11 +84,15 @@ class Deployment:
         self.strict = strict
         self.partitions = partitions
         self.views = _dependency_order(plan.views)
-        self.store = Store(str(path))
-        for shape in self._shapes():
-            self.store.register(shape)
-        self._install()
-        self.store.sql(DIRTY_DDL)
+        self.closed = False
+        self.store = Store(str(path), busy_timeout)
+        try:
+            for shape in self._shapes():
+                self.store.register(shape)
+            self._install()
+        except BaseException:
+            self.store.close()
+            raise
         index_counts: dict[str, int] = {}
         for index in self._indexes():
             index_counts[index[1]] = index_counts.get(index[1], 0) + 1
@@ -131,13 +140,37 @@ class Deployment:
         return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
 
     def _install(self) -> None:
+        """Create the plan's tables in a new store, or check an existing store's plan. One
+        write transaction decides, so processes deploying the same new store at once are
+        serialized: one installs, the others find its plan."""
         fingerprint = self.fingerprint()
+        if self._deployed_with(fingerprint):  # reopening needs no write lock
+            self.installed = False
+            return
+        self.store.begin()
+        try:
+            self.installed = self._install_or_verify(fingerprint)
+            self.store.commit()
+        except BaseException:
+            self.store.rollback()
+            raise
+
+    def _deployed_with(self, fingerprint: str) -> bool:
+        tables = {name for (name,) in self.store.sql(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
+            [META, DIRTY])}
+        return tables == {META, DIRTY} and self.store.sql(
+            f"SELECT value FROM {META} WHERE key = 'fingerprint'") == [(fingerprint,)]
+
+    def _install_or_verify(self, fingerprint: str) -> bool:
+        """True when this deployment created the store's tables, False when it found them."""
         existing = self.store.sql(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", [META])
         if existing:
             recorded = self.store.sql(f"SELECT value FROM {META} WHERE key = 'fingerprint'")
             if recorded and recorded[0][0] == fingerprint:
-                return
+                self.store.sql(DIRTY_DDL)  # stores deployed before it existed
+                return False
             raise DeploymentError(
                 f"the store {self.store.path} was deployed with a different plan "
                 f"(recorded {recorded[0][0][:12] if recorded else 'nothing'}, this plan "
@@ -146,18 +179,14 @@ class Deployment:
         if self.store.sql("SELECT name FROM sqlite_master WHERE type = 'table'"):
             raise DeploymentError(f"the store {self.store.path} already holds tables that piql "
                                   "did not create; deploy into a new store")
-        self.store.begin()
-        try:
-            for shape in self.store.shapes.values():
-                self.store.create_table(shape)
-            for name, table, columns in self._indexes():
-                self.store.create_index(name, table, columns)
-            self.store.sql(f"CREATE TABLE {META} (key TEXT PRIMARY KEY, value TEXT)")
-            self.store.sql(f"INSERT INTO {META} VALUES ('fingerprint', ?)", [fingerprint])
-            self.store.commit()
-        except BaseException:
-            self.store.rollback()
-            raise
+        for shape in self.store.shapes.values():
+            self.store.create_table(shape)
+        for name, table, columns in self._indexes():
+            self.store.create_index(name, table, columns)
+        self.store.sql(DIRTY_DDL)
+        self.store.sql(f"CREATE TABLE {META} (key TEXT PRIMARY KEY, value TEXT)")
+        self.store.sql(f"INSERT INTO {META} VALUES ('fingerprint', ?)", [fingerprint])
+        return True
 
     def partition_of(self, view: ViewDef, values: dict[str, Any]) -> int:
         """The staging partition of a row: a stable hash of its primary key."""
@@ -165,9 +194,18 @@ class Deployment:
         return zlib.crc32(key) % self.partitions
 
     def close(self) -> None:
+        """Close the store (and the engine); using the deployment afterwards is an error."""
+        if self.closed:
+            return
+        self.closed = True
         if self._engine is not None:
             self._engine.close()
         self.store.close()
+
+    def _open(self) -> None:
+        if self.closed:
+            raise DeploymentClosed(f"the deployment of {self.store.path} is closed; deploy the "
+                                   "store again to use it")
 
     def engine(self) -> Engine | None:
         """The engine for set-oriented work, started on first use (None: the store itself)."""
@@ -195,6 +233,7 @@ class Deployment:
 
     def build_views(self, tables: Iterable[str] | None = None) -> list[str]:
         """Recompute every maintained view reading ``tables`` (all when None) in one pass."""
+        self._open()
         wanted = None if tables is None else {t.lower() for t in tables}
         built = []
         with self.lock:
@@ -214,6 +253,7 @@ class Deployment:
     # -- queries -------------------------------------------------------------
     def query(self, name: str, **params: Any) -> Result:
         """Run a named query through its bounded plan; ``.ops`` is what it cost."""
+        self._open()
         query = self.query_plan(name)
         if query.physical is None:
             reason = next((d.message for d in query.diagnostics if d.severity == "error"), "")
@@ -256,10 +296,11 @@ class Deployment:
         definition = self._table(table)
         full = _complete_row(definition, row)
         key = {c: full[c] for c in definition.primary_key}
-        return self._transaction(lambda: [self.maintainer.delete(definition, key, replacing=True),
+        return self._transaction(lambda: [self.maintainer.delete(definition, key, replacing=full),
                                           self.maintainer.insert(definition, full)])
 
     def _transaction(self, work):
+        self._open()
         with self.lock:
             self.store.begin()
             try:
@@ -286,6 +327,7 @@ class Deployment:
         """Load many base rows at once (dicts, tuples in column order, or a CSV/Parquet file),
         check keys and CARDINALITY constraints in bulk, and rebuild the views from the data
         in one pass. All or nothing."""
+        self._open()
         definition = self._table(table)
         records = list(_read_rows(definition, rows, path))
         staged = f"_load_{definition.name}"
@@ -304,6 +346,7 @@ class Deployment:
                 self.store.sql(f"INSERT INTO {quote(definition.name)} SELECT * FROM {quote(staged)}")
                 # after the insert, so a self-referencing batch may hold its own parents
                 _foreign_key_checks(self.store, definition, staged)
+                self._mark_loaded(definition, staged)
                 for view in self.views:
                     if view.kind in (IMV, STAGING) and _reads(view, definition.name):
                         self._rebuild(view)
@@ -315,6 +358,19 @@ class Deployment:
                 self.store.shapes.pop(staged, None)
                 self.store.sql(f"DROP TABLE IF EXISTS temp.{quote(staged)}")
         return len(records)
+
+    def _mark_loaded(self, table: Table, staged: str) -> None:
+        """Loaded rows of a table a time window joins change the windows of the windowed
+        tuples they join: mark those epochs, set-oriented (the insert rules' lookups, joined
+        with the whole batch)."""
+        windows = {w.view: w for found in self.epoch_windows.values() for w in found}
+        for view in self.views:
+            for rule in view.rules:
+                if rule.action == MARK and rule.event == "insert" and \
+                        rule.table.lower() == table.name.lower():
+                    found = self.store.sql(sqlgen.block_sql(_batch_block(rule, staged), "sqlite"))
+                    window = windows[view.name]
+                    mark_epochs(self.store, [window], ({window.column: v} for (v,) in found))
 
     def _cardinality_checks(self, table: Table, staged: str) -> None:
         """Group and count per key, on the engine: the bulk form of the per-write check."""
@@ -331,6 +387,7 @@ class Deployment:
     # -- periodic views and checks ------------------------------------------
     def refresh(self, now_ms: int | None = None) -> list[RefreshReport]:
         """Recompute every SI-3 periodic view from its staging view, on the engine."""
+        self._open()
         staging = {v.name: v for v in self.views if v.kind == STAGING}
         with self.lock:
             return [refresh_view(self.store, view, staging[view.extra["staging"]],
@@ -340,15 +397,24 @@ class Deployment:
     def run_refresh_every(self, seconds: float) -> "RefreshSchedule":
         """Refresh the periodic views every ``seconds`` in a background thread until
         ``.stop()``; the latest reports (or error) are kept on the schedule."""
+        self._open()
         return RefreshSchedule(self, seconds)
 
     def check(self, repair: bool = False) -> CheckReport:
         """Recompute every maintained view from base data and diff it (paper §7)."""
+        self._open()
         with self.lock:
-            return check_views(self.store, self.views, self.recomputed, repair)
+            return check_views(self.store, self.views, self.recomputed, repair, self._repaired)
+
+    def _repaired(self, view: ViewDef, rows: list[tuple]) -> None:
+        if view.name in self.epoch_windows:  # a repaired staging view: its windows catch up
+            names = [c.name for c in view.columns]
+            mark_epochs(self.store, self.epoch_windows[view.name],
+                        (dict(zip(names, r)) for r in rows))
 
     def rows(self, table: str) -> list[tuple]:
         """Every row of a table or view, for inspection and tests (not a bounded read)."""
+        self._open()
         return self.store.all_rows(table)
 
 
@@ -369,6 +435,20 @@ def _dependency_order(views: tuple[ViewDef, ...]) -> tuple[ViewDef, ...]:
     for view in views:
         visit(view)
     return tuple(ordered)
+
+
+def _batch_block(rule: DeltaRule, staged: str) -> QueryBlock:
+    """A rule's delta query for every row of the ``staged`` batch at once: the written tuple's
+    parameters become the batch's columns, its guards predicates on them."""
+    alias = "_piql_written"
+
+    def sub(value):
+        return Attr(alias, value.name) if isinstance(value, Param) else value
+
+    batch = Relation(alias, (), table=staged)
+    predicates = tuple(normalized_predicate(sub(p.left), p.op, sub(p.right), p.location)
+                       for p in rule.delta.predicates + rule.guards)
+    return rule.delta.with_(relations=rule.delta.relations + (batch,), predicates=predicates)
 
 
 def _reads(view: ViewDef, table: str) -> bool:
@@ -441,39 +521,12 @@ def _param_types(plan: Plan, block: QueryBlock) -> dict[str, str]:
 def _read_rows(table: Table, rows, path) -> Iterator[tuple]:
     columns = table.column_names
     if path is not None:
-        path = Path(path)
-        if path.suffix.lower() == ".parquet":
-            import duckdb
-
-            rows = duckdb.sql(f"SELECT * FROM read_parquet('{path}')").fetchall()
-            rows = [dict(zip(columns, r)) for r in rows]
-        else:
-            with open(path, newline="") as handle:
-                rows = [_typed(table, r) for r in csv.DictReader(handle)]
+        rows = read_file(table, path)
     for row in rows or ():
         if isinstance(row, dict):
             yield tuple(_complete_row(table, row).values())
         else:
             yield tuple(_complete_row(table, dict(zip(columns, row))).values())
-
-
-def _typed(table: Table, record: dict[str, str]) -> dict[str, Any]:
-    """CSV values arrive as text; give them their column's type."""
-    typed: dict[str, Any] = {}
-    for name, text in record.items():
-        column = table.column(name)
-        if column is None:
-            raise UnknownName(f"CSV column '{name}' is not a column of {table.name}")
-        kind = column.type.upper().split("(")[0]
-        if text == "":
-            typed[name] = None
-        elif kind in ("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT"):
-            typed[name] = int(text)
-        elif kind in ("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC"):
-            typed[name] = float(text)
-        else:
-            typed[name] = text
-    return typed
 
 
 class RefreshSchedule:

@@ -132,6 +132,9 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
                  now_ms: int | None = None, strict: bool = True, engine=None) -> RefreshReport:
     """Recompute ``view`` from its staging view and replace it atomically."""
     started = time.perf_counter()
+    # Other connections (processes) may write while the shares are read; if one did, the
+    # epochs' marks stay for the next refresh to look again (see below).
+    version = _data_version(store)
     window = window_block(view.definition, staging.name)
     merged_as = layout(store, staging.name, window)  # the same for every epoch
     if view.extra["window"] == "tuple":
@@ -156,13 +159,17 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
                             f"its bound is {bound}")
     store.begin()
     try:
+        # A write committed since the shares were read may have landed in an epoch already
+        # marked (its mark was a no-op): clearing the marks would lose it.
+        unchanged = _data_version(store) == version
         for epoch, rows in epochs.items():
             if epoch is None:
                 store.replace_rows(view.name, rows)
             else:
                 store.replace_rows(view.name, rows, '"epoch" = ?', [epoch])
-                store.connection.execute(f"DELETE FROM {DIRTY} WHERE view = ? AND epoch = ?",
-                                         [view.name, epoch])
+                if unchanged:
+                    store.connection.execute(f"DELETE FROM {DIRTY} WHERE view = ? AND epoch = ?",
+                                             [view.name, epoch])
         store.commit()
     except BaseException:
         store.rollback()
@@ -170,6 +177,11 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
     written = sum(len(rows) for rows in epochs.values())
     return RefreshReport(view.name, partitions, busiest, bound, written,
                          time.perf_counter() - started, getattr(engine, "name", "store"))
+
+
+def _data_version(store: Store) -> int:
+    """Changes whenever another connection commits (SQLite's ``PRAGMA data_version``)."""
+    return store.connection.execute("PRAGMA data_version").fetchone()[0]
 
 
 def _compute(store: Store, view: ViewDef, staging: ViewDef, window: QueryBlock, merged_as: Layout,

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from piql.runtime.errors import DeploymentError, StoreBusy
+
 OPS = {"=": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+# Seconds a write waits for another connection's write lock (a load, a refresh, a repair)
+# before it fails with StoreBusy; ``deploy(busy_timeout=...)`` changes it.
+DEFAULT_BUSY_TIMEOUT = 30.0
 
 
 def quote(name: str) -> str:
@@ -45,16 +51,50 @@ class Store:
     """A SQLite database (a file or ``:memory:``) and the tables piql keeps in it."""
 
     path: str
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT
     connection: sqlite3.Connection = field(init=False)
     shapes: dict[str, TableShape] = field(default_factory=dict)
     counter: Counter = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
-        self.connection = sqlite3.connect(self.path, isolation_level=None,
-                                          check_same_thread=False)
+        self.connection = self._connect()
+        try:
+            if self.path != ":memory:":
+                self.connection.execute("PRAGMA journal_mode=WAL")
+            self.connection.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.DatabaseError as err:
+            self.connection.close()
+            raise self.refused(err) from None
+
+    def _connect(self) -> sqlite3.Connection:
+        """The connection, or a clear error when ``path`` cannot hold a store."""
         if self.path != ":memory:":
-            self.connection.execute("PRAGMA journal_mode=WAL")
-        self.connection.execute("PRAGMA synchronous=NORMAL")
+            where = Path(self.path)
+            if where.is_dir():
+                raise DeploymentError(f"{self.path}: is a directory; a store is one SQLite file "
+                                      "(give a file name, for instance app.db)")
+            if not where.parent.is_dir():
+                raise DeploymentError(f"{self.path}: the directory {where.parent} does not "
+                                      "exist; create it first")
+        try:
+            return sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
+                                   check_same_thread=False)
+        except sqlite3.Error as err:
+            raise DeploymentError(f"{self.path}: cannot open the store: {err}") from None
+
+    def refused(self, err: sqlite3.Error) -> Exception:
+        """What to raise for an error of the database itself: busy, or not a store."""
+        text = str(err)
+        if "locked" in text or "busy" in text:
+            return StoreBusy(
+                f"the store {self.path} is busy: another connection held its write lock for "
+                f"more than {self.busy_timeout:g} s (a long load, refresh or check --repair?); "
+                "try again, or wait longer with deploy(..., busy_timeout=SECONDS) "
+                "(piql --busy-timeout SECONDS)")
+        if "not a database" in text:
+            return DeploymentError(f"{self.path}: is not a SQLite database, so it cannot be a "
+                                   "piql store (give a new file name, or a store piql deployed)")
+        return err
 
     def close(self) -> None:
         self.connection.close()
@@ -79,10 +119,22 @@ class Store:
 
     # -- transactions --------------------------------------------------------
     def begin(self) -> None:
-        self.connection.execute("BEGIN IMMEDIATE")
+        """A write transaction: takes the store's write lock now (other writers wait for it,
+        up to ``busy_timeout``; then StoreBusy)."""
+        try:
+            self.connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as err:
+            raise self.refused(err) from None
+
+    def begin_read(self) -> None:
+        """A read transaction: every read until commit sees the snapshot of its first read."""
+        self.connection.execute("BEGIN")
 
     def commit(self) -> None:
-        self.connection.execute("COMMIT")
+        try:
+            self.connection.execute("COMMIT")
+        except sqlite3.OperationalError as err:
+            raise self.refused(err) from None
 
     def rollback(self) -> None:
         if self.connection.in_transaction:
