@@ -180,7 +180,7 @@ def periodic_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
     assert query.block is not None
     window = find_window(catalog, query.block, names)
     if isinstance(window, WindowRefusal):
-        return Refusal((Diagnostic("view-rejected", "error", f"no periodic view: {window.message}",
+        return Refusal((Diagnostic("view-rejected", "error", f"no SI-3 periodic view: {window.message}",
                                    window.hint, query.location),))
     if isinstance(window, str):
         return Refusal()
@@ -202,7 +202,7 @@ def periodic_window_then_rest(catalog: Catalog, query: NamedQuery, phase0: Phase
     if split is None:
         return Refusal()
     if isinstance(split, WindowRefusal):
-        return Refusal((Diagnostic("view-rejected", "error", f"no periodic view: {split.message}",
+        return Refusal((Diagnostic("view-rejected", "error", f"no SI-3 periodic view: {split.message}",
                                    split.hint, query.location),))
     planned = plan_window_then_rest(catalog, split, names)
     built, rest = planned.built, planned.phase0
@@ -211,7 +211,7 @@ def periodic_window_then_rest(catalog: Catalog, query: NamedQuery, phase0: Phase
     if rest.plan is None:
         assert rest.failure is not None
         return Refusal((Diagnostic(
-            "view-rejected", "error", f"no periodic view: {window} fits a periodic view, but "
+            "view-rejected", "error", f"no SI-3 periodic view: {window} fits a periodic view, but "
             f"the rest of the query over it is unbounded: {rest.failure.message}",
             rest.failure.hint, query.location),), built.trace)
     plan = rest.plan
