@@ -180,8 +180,7 @@ def periodic_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
     assert query.block is not None
     window = find_window(catalog, query.block, names)
     if isinstance(window, WindowRefusal):
-        return Refusal((Diagnostic("view-rejected", "error", f"no SI-3 periodic view: {window.message}",
-                                   window.hint, query.location),))
+        return _window_refused(window, query)
     if isinstance(window, str):
         return Refusal()
     built = build_periodic(catalog, query, window, names=names)
@@ -194,6 +193,12 @@ def periodic_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
                      sqlgen.block_sql(built.rewritten), (note,), phase0, views, built.trace)
 
 
+def _window_refused(refusal: WindowRefusal, query: NamedQuery) -> Refusal:
+    return Refusal((Diagnostic("view-rejected", "error",
+                               f"no SI-3 periodic view: {refusal.message}", refusal.hint,
+                               query.location),))
+
+
 def periodic_window_then_rest(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
                               names: Names) -> QueryPlan | Refusal:
     """SI-3: a tuple window kept in a periodic view, and the rest of the query (joins by key,
@@ -202,8 +207,7 @@ def periodic_window_then_rest(catalog: Catalog, query: NamedQuery, phase0: Phase
     if split is None:
         return Refusal()
     if isinstance(split, WindowRefusal):
-        return Refusal((Diagnostic("view-rejected", "error", f"no SI-3 periodic view: {split.message}",
-                                   split.hint, query.location),))
+        return _window_refused(split, query)
     planned = plan_window_then_rest(catalog, split, names)
     built, rest = planned.built, planned.phase0
     window = (f"the tuple window {split.alias} ({built.periodic.extra['partitions']} partitions "
