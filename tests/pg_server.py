@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import warnings
 from pathlib import Path
+from urllib.parse import urlsplit
 
 _counter = itertools.count(1)
 
@@ -57,7 +58,8 @@ class PostgresServer:
         return self.url(name)
 
     def drop_database(self, url: str) -> None:
-        name = url.rsplit("/", 1)[-1].split("?", 1)[0]
+        # the socket directory sits in the query string (?host=/tmp/...): parse, don't split
+        name = urlsplit(url).path.lstrip("/")
         self.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     def stop(self) -> None:

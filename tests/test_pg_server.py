@@ -25,3 +25,12 @@ def test_pg_stat_statements_is_preloaded(postgres_url):
         seen = connection.execute(
             "SELECT query FROM pg_stat_statements WHERE query LIKE %s", ("%FROM probe%",)).fetchall()
         assert any("$1" in q for (q,) in seen)
+
+
+def test_a_test_database_is_dropped_after_use(postgres_server):
+    url = postgres_server.create_database()
+    name = url.split("?", 1)[0].rsplit("/", 1)[-1]
+    postgres_server.drop_database(url)
+    with psycopg.connect(postgres_server.url(), autocommit=True) as connection:
+        assert connection.execute("SELECT count(*) FROM pg_database WHERE datname = %s",
+                                  (name,)).fetchone()[0] == 0
