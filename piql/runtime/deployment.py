@@ -20,7 +20,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from piql.catalog import Table
 from piql.engines import ENGINES, make_engine
 from piql.engines.base import Engine
-from piql.engines.jobs import cardinality_violation, view_rows
+from piql.engines.jobs import cardinality_sql, cardinality_violation, view_rows
 from piql.planner.application import Plan, QueryPlan
 from piql.planner.periodic import DEFAULT_PARTITIONS
 from piql.planner.views import IMV, PERIODIC, STAGING, ViewDef
@@ -535,12 +535,7 @@ def _foreign_key_checks(store: Store, table: Table, staged: str) -> None:
 
 def _sqlite_cardinality_violation(store: Store, table: Table, staged: str):
     for constraint in table.cardinalities:
-        per = ", ".join(quote(c) for c in constraint.per)
-        both = f"(SELECT * FROM {quote(table.name)} UNION ALL SELECT * FROM {quote(staged)})"
-        counted = f"COUNT(DISTINCT {quote(constraint.column)})"
-        broken = store.sql(f"SELECT {per + ', ' if per else ''}{counted} FROM {both}"
-                           f"{' GROUP BY ' + per if per else ''} HAVING {counted} > "
-                           f"{constraint.limit} LIMIT 1")
+        broken = store.sql(cardinality_sql(table.name, staged, constraint))
         if broken:
             return constraint, broken[0]
     return None

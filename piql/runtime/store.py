@@ -119,8 +119,10 @@ class Store:
 
     def count_distinct(self, table: str, column: str, eq: Sequence[tuple[str, Any]],
                        cap: int, exclude: Any) -> int:
-        """Distinct ``column`` values other than ``exclude`` with ``eq``, reading at most cap."""
-        where = " AND ".join([f"{quote(c)} = ?" for c, _ in eq] + [f"{quote(column)} <> ?"])
+        """Distinct ``column`` values other than ``exclude`` among the rows whose ``eq``
+        columns hold the given values, reading at most ``cap``. NULL is a value here, as
+        CARDINALITY counts it: ``IS`` matches NULL with NULL, and DISTINCT keeps one NULL."""
+        where = " AND ".join([f"{quote(c)} IS ?" for c, _ in eq] + [f"{quote(column)} IS NOT ?"])
         sql = (f"SELECT DISTINCT {quote(column)} FROM {quote(table)} WHERE {where} "
                f"LIMIT {int(cap)}")
         rows = self.connection.execute(sql, [v for _, v in eq] + [exclude]).fetchall()
