@@ -17,6 +17,7 @@ from piql.catalog import Catalog, Table
 from piql.planner.application import Plan, QueryPlan
 from piql.query import Attr, Epoch, Param, SelectItem
 from piql.runtime.deployment import Deployment, _param_types
+from piql.runtime import sqlvalues
 from piql.runtime.evaluate import INTEGER_TYPES, REAL_TYPES
 
 INT_DOMAIN = (1, 4)
@@ -154,7 +155,8 @@ def parameter_choices(db: Deployment, query: QueryPlan) -> list[dict[str, Any]]:
         values = sorted({r[0] for r in db.store.sql(
             f'SELECT "{target.column}" FROM "{rel.table}"')}, key=repr)
         if isinstance(pred.left, Epoch):
-            values = sorted({v - v % pred.left.width for v in values})
+            values = sorted({sqlvalues.epoch(v, pred.left.width) for v in values
+                             if v is not None})
         absent = 0 if types.get(pred.right.name, "").upper().split("(")[0] in INTEGER_TYPES else "zz"
         domains[pred.right.name] = (values + [absent])[:4]
     names = list(domains)
