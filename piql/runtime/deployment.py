@@ -440,6 +440,7 @@ def _param_types(plan: Plan, block: QueryBlock) -> dict[str, str]:
 
 def _read_rows(table: Table, rows, path) -> Iterator[tuple]:
     columns = table.column_names
+    text = False
     if path is not None:
         path = Path(path)
         if path.suffix.lower() == ".parquet":
@@ -449,12 +450,30 @@ def _read_rows(table: Table, rows, path) -> Iterator[tuple]:
             rows = [dict(zip(columns, r)) for r in rows]
         else:
             with open(path, newline="") as handle:
-                rows = [_typed(table, r) for r in csv.DictReader(handle)]
-    for row in rows or ():
-        if isinstance(row, dict):
+                rows = list(csv.DictReader(handle))
+            text = True
+    yield from _checked_rows(table, rows or (), text)
+
+
+def _checked_rows(table: Table, rows: Iterable, text: bool = False) -> Iterator[tuple]:
+    """Each row as a tuple in column order, checked as an insert checks it; an error names
+    the row (counted from 1). ``text``: CSV records, converted to the column types first."""
+    columns = table.column_names
+    for number, row in enumerate(rows, start=1):
+        try:
+            if text:
+                row = _typed(table, row)
+            if not isinstance(row, dict):
+                values = tuple(row) if isinstance(row, (list, tuple)) else None
+                if values is None or len(values) != len(columns):
+                    got = f"{len(values)} values" if values is not None else repr(row)
+                    raise ConstraintError(
+                        f"a {table.name} row is a dict or a tuple of its {len(columns)} column "
+                        f"values ({', '.join(columns)}); got {got}")
+                row = dict(zip(columns, values))
             yield tuple(_complete_row(table, row).values())
-        else:
-            yield tuple(_complete_row(table, dict(zip(columns, row))).values())
+        except (ConstraintError, UnknownName) as err:
+            raise type(err)(f"loading {table.name}, row {number}: {err}") from None
 
 
 def _typed(table: Table, record: dict[str, str]) -> dict[str, Any]:
@@ -465,14 +484,18 @@ def _typed(table: Table, record: dict[str, str]) -> dict[str, Any]:
         if column is None:
             raise UnknownName(f"CSV column '{name}' is not a column of {table.name}")
         kind = column.type.upper().split("(")[0]
-        if text == "":
-            typed[name] = None
-        elif kind in ("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT"):
-            typed[name] = int(text)
-        elif kind in ("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC"):
-            typed[name] = float(text)
-        else:
-            typed[name] = text
+        try:
+            if text == "":
+                typed[name] = None
+            elif kind in ("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT"):
+                typed[name] = int(text)
+            elif kind in ("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC"):
+                typed[name] = float(text)
+            else:
+                typed[name] = text
+        except (TypeError, ValueError):
+            raise ConstraintError(f"{table.name}.{column.name} is {column.type}; "
+                                  f"got {text!r}") from None
     return typed
 
 
