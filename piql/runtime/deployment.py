@@ -25,6 +25,7 @@ from piql.planner.application import Plan, QueryPlan
 from piql.planner.periodic import DEFAULT_PARTITIONS
 from piql.planner.views import IMV, PERIODIC, STAGING, ViewDef
 from piql.query import Attr, Epoch, Param, QueryBlock
+from piql.runtime import sqlvalues
 from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.errors import (
     BoundExceeded, ConstraintError, DeploymentError, ParameterError, UnboundedQuery, UnknownName,
@@ -180,9 +181,17 @@ class Deployment:
     def recomputed(self, view: ViewDef) -> list[tuple]:
         """``view`` computed from base data by the engine (or by SQLite for engine "store")."""
         engine = self.engine()
-        if engine is None:
-            return recompute(self.store, view, self.partition_of)
-        return view_rows(engine, self.store, view, self.partition_of)
+        try:
+            rows = recompute(self.store, view, self.partition_of) if engine is None else \
+                view_rows(engine, self.store, view, self.partition_of)
+        except sqlite3.OperationalError as err:
+            if "integer overflow" not in str(err):
+                raise
+            rows = None
+        if rows is None or not all(map(sqlvalues.fits, (v for row in rows for v in row))):
+            raise ConstraintError(f"a SUM of {view.name} leaves the store's integer range "
+                                  "(-2**63 .. 2**63-1), where SQL's SUM overflows too")
+        return rows
 
     def _rebuild(self, view: ViewDef) -> None:
         """Replace ``view``'s rows by its recomputation (inside the caller's transaction)."""
@@ -331,6 +340,10 @@ class Deployment:
     # -- periodic views and checks ------------------------------------------
     def refresh(self, now_ms: int | None = None) -> list[RefreshReport]:
         """Recompute every SI-3 periodic view from its staging view, on the engine."""
+        if now_ms is not None and (not isinstance(now_ms, int) or isinstance(now_ms, bool)
+                                   or not sqlvalues.fits(now_ms)):
+            raise ParameterError(f"now_ms is a time in milliseconds, an integer in the "
+                                 f"store's range (-2**63 .. 2**63-1); got {now_ms!r}")
         staging = {v.name: v for v in self.views if v.kind == STAGING}
         with self.lock:
             return [refresh_view(self.store, view, staging[view.extra["staging"]],
@@ -383,12 +396,24 @@ def _complete_row(table: Table, row: dict[str, Any]) -> dict[str, Any]:
     given = {table.column(c).name: v for c, v in row.items()}  # type: ignore[union-attr]
     missing = [c for c in table.primary_key if given.get(c) is None]
     if missing:
-        raise ConstraintError(f"a {table.name} row needs its key column '{missing[0]}'")
+        raise ConstraintError(f"a {table.name} row needs its key column '{missing[0]}' "
+                              "(a PRIMARY KEY column cannot be NULL)")
     for column in table.columns:
-        if not check_type(column.type, given.get(column.name)):
-            raise ConstraintError(f"{table.name}.{column.name} is {column.type}; got "
-                                  f"{given[column.name]!r} ({type(given[column.name]).__name__})")
+        _check_value(table, column.name, given.get(column.name))
     return {c: given.get(c) for c in table.column_names}
+
+
+def _check_value(table: Table, name: str, value: Any) -> None:
+    """A value the column and the store can keep as SQL would: of the column's type, an
+    integer in 64 bits, a finite REAL."""
+    column = table.column(name)
+    assert column is not None
+    if not check_type(column.type, value):
+        raise ConstraintError(f"{table.name}.{column.name} is {column.type}; got "
+                              f"{value!r} ({type(value).__name__})")
+    reason = sqlvalues.unstorable(value)
+    if reason:
+        raise ConstraintError(f"{table.name}.{column.name}: {value!r} {reason}")
 
 
 def _key_of(table: Table, values: dict[str, Any]) -> dict[str, Any]:
@@ -403,6 +428,8 @@ def _key_of(table: Table, values: dict[str, Any]) -> dict[str, Any]:
     if missing or extra:
         raise ConstraintError(f"delete from {table.name} takes exactly its key "
                               f"({', '.join(table.primary_key)})")
+    for name, value in given.items():
+        _check_value(table, name, value)
     return {c: given[c] for c in table.primary_key}
 
 
@@ -420,6 +447,10 @@ def _check_params(plan: Plan, query: QueryPlan, block: QueryBlock, params: dict[
         if not check_type(declared, params[name]) or params[name] is None:
             raise ParameterError(f"parameter <{name}> of {query.name} is compared with a "
                                  f"{declared} column; got {params[name]!r}")
+    for name, value in params.items():
+        reason = sqlvalues.unstorable(value)
+        if reason:
+            raise ParameterError(f"parameter <{name}> of {query.name}: {value!r} {reason}")
 
 
 def _param_types(plan: Plan, block: QueryBlock) -> dict[str, str]:

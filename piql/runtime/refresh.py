@@ -144,7 +144,8 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
         late = [e for (e,) in store.connection.execute(
             f"SELECT epoch FROM {DIRTY} WHERE view = ?", [view.name])]
         epochs, busiest = {}, 0
-        for epoch in sorted({current - width, current, *late}):
+        previous = [current - width] if current - width >= sqlvalues.INT64_MIN else []
+        for epoch in sorted({*previous, current, *late}):
             rows, reads = _compute(store, view, staging, window, merged_as, partitions, epoch,
                                    engine)
             names = [i.name for i in unlimited(window).select]

@@ -34,6 +34,17 @@ def fits(value: Any) -> bool:
     return True
 
 
+def unstorable(value: Any) -> str | None:
+    """Why the store cannot keep ``value`` faithfully, or None when it can: integers
+    outside signed 64 bits do not fit, and SQLite keeps a NaN as NULL (and an infinity
+    turns a SUM into NaN, which no delete undoes)."""
+    if not fits(value):
+        return "is outside the store's integer range (-2**63 .. 2**63-1)"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "is not a finite number (piql stores only finite REAL values)"
+    return None
+
+
 _NUMERIC_PREFIX = re.compile(r"\s*([+-]?(?:\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?)")
 
 

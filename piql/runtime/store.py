@@ -11,6 +11,9 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from piql.runtime import sqlvalues
+from piql.runtime.errors import ConstraintError
+
 OPS = {"=": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
@@ -167,6 +170,11 @@ class Store:
             row = dict(zip(shape.columns, current))
         for column, delta in deltas.items():
             row[column] = (row[column] or 0) + delta
+            if not sqlvalues.fits(row[column]):
+                raise ConstraintError(
+                    f"the write would make {table}.{column} {row[column]} for "
+                    f"({', '.join(f'{c}={v!r}' for c, v in key.items())}), outside the "
+                    "store's integer range (-2**63 .. 2**63-1), where SQL's SUM overflows too")
         for column, counted in (sums or {}).items():
             if row[counted] == 0:
                 row[column] = None
