@@ -13,6 +13,7 @@ from piql.catalog import CardinalityConstraint, Table
 from piql.engines.base import Engine, TableData
 from piql.planner.views import ViewDef
 from piql.query import QueryBlock
+from piql.runtime.check import empty_group
 from piql.runtime.store import Store, quote
 
 def export(store: Store, engine: Engine, names: list[str], rename: dict[str, str] | None = None) -> None:
@@ -42,6 +43,8 @@ def view_rows(engine: Engine, store: Store, view: ViewDef, partition_of) -> list
     rows = []
     for row in engine.query(sqlgen.block_sql(view.definition, engine.dialect)):
         values = dict(zip(names, row))
+        if empty_group(view, values):
+            continue
         if "partition" in shape.columns and "partition" not in values:
             values["partition"] = partition_of(view, values)  # piql's own hash, as on write
         values.setdefault("_all", 0)

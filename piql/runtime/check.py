@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from piql import sqlgen
 from piql.planner.views import IMV, STAGING, ViewDef
+from piql.query import Aggregate
 from piql.runtime.store import Store
 
 
@@ -54,11 +55,23 @@ def recompute(store: Store, view: ViewDef, partition_of: Callable[[ViewDef, dict
     result = []
     for row in rows:
         values: dict[str, Any] = dict(zip(names, row))
+        if empty_group(view, values):
+            continue
         if view.kind == STAGING:
             values["partition"] = partition_of(view, values)
         values.setdefault("_all", 0)
         result.append(tuple(values[c] for c in shape.columns))
     return result
+
+
+def empty_group(view: ViewDef, values: dict[str, Any]) -> bool:
+    """Is this recomputed row the one row SQL gives for a global aggregate (no GROUP BY) of
+    no rows? Maintenance keeps no row for an empty group, and a query answers it as SQL
+    does (COUNT 0, SUM NULL) without one, so the recomputation leaves it out too."""
+    if view.key or not view.aggregate:
+        return False
+    count = next((c.name for c in view.columns if c.source == Aggregate("COUNT", None)), None)
+    return count is not None and values.get(count) == 0
 
 
 def check_views(store: Store, views: tuple[ViewDef, ...],
