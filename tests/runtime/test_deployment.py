@@ -282,3 +282,28 @@ def test_load_refuses_a_csv_value_of_the_wrong_type_naming_row_and_column(tmp_pa
                                               r"is BIGINT; got 'abc'"):
         db.load("Documents", path=csv)
     assert db.rows("Documents") == []
+
+
+THREADS = """CREATE TABLE messages (id BIGINT PRIMARY KEY, reply_to BIGINT, body VARCHAR,
+    FOREIGN KEY (reply_to) REFERENCES messages (id));"""
+
+
+def test_a_row_may_refer_to_itself_through_a_foreign_key():
+    from piql import App
+    from tests.conftest import plan_text
+
+    db = App(plan_text(THREADS, "-- name: one\nSELECT body FROM messages WHERE id = <id>\n")).deploy()
+    db.insert("messages", id=1, reply_to=1, body="talking to myself")  # its own parent
+    db.insert("messages", id=2, reply_to=1, body="reply")
+    before = state(db)
+    with pytest.raises(ConstraintError, match="no messages row with"):
+        db.insert("messages", id=3, reply_to=4, body="orphan")
+    with pytest.raises(ConstraintError, match=r"messages rows still refer to \(reply_to=1\)"):
+        db.delete("messages", id=1)  # message 2 still replies to it
+    assert state(db) == before
+    db.update("messages", id=1, reply_to=1, body="edited")
+    db.delete("messages", id=2)
+    db.delete("messages", id=1)  # only itself referred to it
+    db.load("messages", [(5, 5, "loaded, its own parent")])
+    db.delete("messages", id=5)
+    assert db.rows("messages") == []
