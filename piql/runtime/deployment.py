@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from piql.catalog import Table
+from piql.catalog import Catalog, Table
 from piql.engines import ENGINES, make_engine
 from piql.engines.base import Engine
 from piql.engines.jobs import cardinality_sql, cardinality_violation, view_rows
 from piql.planner.application import Plan, QueryPlan
 from piql.planner.periodic import DEFAULT_PARTITIONS
 from piql.planner.views import IMV, PERIODIC, STAGING, ViewDef
-from piql.query import Attr, Epoch, Param, QueryBlock
+from piql.query import Attr, Epoch, Literal, Param, QueryBlock, base_attr
 from piql.runtime import sqlvalues
 from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.errors import (
@@ -102,7 +102,8 @@ class Deployment:
             key = [c.name for c in view.key]
             if not key:  # one aggregate row for the whole table
                 columns, types, key = ["_all"] + columns, ["INTEGER"] + types, ["_all"]
-            shapes.append(TableShape(view.name, tuple(columns), tuple(key), tuple(types)))
+            shapes.append(TableShape(view.name, tuple(columns), tuple(key), tuple(types),
+                                     _nullable_key(self.plan.catalog, view)))
         return shapes
 
     def _indexes(self) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -124,7 +125,8 @@ class Deployment:
     def fingerprint(self) -> str:
         """Identifies the plan a store was deployed with."""
         described = {
-            "tables": [[s.name, s.columns, s.key] for s in self._shapes()],
+            "tables": [[s.name, s.columns, s.key] + (["nullable key"] if s.nullable_key else [])
+                       for s in self._shapes()],
             "indexes": self._indexes(),
             "views": [[v.name, v.kind, v.sql] for v in self.views],
             "partitions": self.partitions,
@@ -317,6 +319,10 @@ class Deployment:
                     if view.kind in (IMV, STAGING) and _reads(view, definition.name):
                         self._rebuild(view)
                 self.store.commit()
+            except sqlite3.IntegrityError as err:
+                self.store.rollback()
+                raise ConstraintError(f"the store refused the load into {definition.name}: "
+                                      f"{err}") from None
             except BaseException:
                 self.store.rollback()
                 raise
@@ -382,6 +388,27 @@ def _dependency_order(views: tuple[ViewDef, ...]) -> tuple[ViewDef, ...]:
     for view in views:
         visit(view)
     return tuple(ordered)
+
+
+def _nullable_key(catalog: Catalog, view: ViewDef) -> bool:
+    """May a key column of ``view`` hold NULL? Only primary-key columns of base tables (and
+    what piql computes itself: partitions, ranks, the epochs a refresh computes) cannot;
+    any other column may be NULL, and a view holds the row (a group, an ordering value, a
+    staged time) as SQL does."""
+    for column in view.key:
+        if view.kind == PERIODIC:
+            if column.name not in ("epoch", "rank"):
+                return True
+            continue
+        if isinstance(column.source, Literal):  # the staging partition
+            continue
+        attr = base_attr(column.source) if isinstance(column.source, (Attr, Epoch)) else None
+        relation = next((r for r in view.definition.relations
+                         if attr is not None and r.alias == attr.alias), None)
+        table = catalog.table(relation.table or "") if relation is not None else None
+        if table is None or attr.column not in table.primary_key:  # type: ignore[union-attr]
+            return True
+    return False
 
 
 def _reads(view: ViewDef, table: str) -> bool:
