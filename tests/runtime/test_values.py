@@ -116,3 +116,18 @@ def test_a_time_at_the_end_of_the_range_never_poisons_a_refresh(engine):
     assert db.query("trending", hour=last).rows == ()
     assert db.check().consistent
 
+
+
+@pytest.mark.parametrize("engine", ["store", "duckdb"])
+def test_a_sum_that_fits_is_recomputed_although_a_partial_sum_does_not(engine):
+    """SQLite's SUM overflows on a partial sum in scan order (k = 1, 2: MAX - 1 + 5);
+    the sum (MAX - 6) fits, maintenance keeps it, and check and load recompute it."""
+    db = App(STATS).deploy(engine=engine)
+    db.insert("r", k=3, g=1, v=-10, w=0.0)
+    db.insert("r", k=1, g=1, v=INT64_MAX - 1, w=0.0)
+    db.insert("r", k=2, g=1, v=5, w=0.0)
+    assert db.query("stats", g=1).rows == ((INT64_MAX - 6, 0.0, 3),)
+    assert db.check().consistent
+    db.load("r", [(4, 1, 1, 0.0)])
+    assert db.query("stats", g=1).rows == ((INT64_MAX - 5, 0.0, 4),)
+    assert db.check().consistent
