@@ -24,6 +24,8 @@ from piql.query import (
 )
 
 MAINTAINABLE = ("COUNT", "SUM", "AVG")
+_INTEGER_TYPES = ("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT")
+_REAL_TYPES = ("DOUBLE", "FLOAT", "REAL")
 NOT_UNDER_DELETES = ("MIN", "MAX")
 
 
@@ -178,7 +180,7 @@ def _aggregate_view(catalog: Catalog, block: QueryBlock, name: str, a_eq: list, 
         column = _state_name(aggregate)
         if all(c.name != column for c in columns):
             columns.append(ViewColumn(column, aggregate, False, "aggregate",
-                                      "BIGINT" if aggregate.func == "COUNT" else "DOUBLE"))
+                                      column_type(catalog, block, aggregate)))
     trace.append(TraceSection("GROUP BY (A_eq)", tuple(map(str, fixed)) or ("(none: one row)",)))
     if limits:
         trace.append(TraceSection("groups per answer (§4.1 dependencies)", tuple(
@@ -372,9 +374,22 @@ def _table(catalog: Catalog, rel: Relation):
 
 
 def column_type(catalog: Catalog, block: QueryBlock, expr: Expr) -> str:
-    """The SQL type of an output expression: its column's, or its aggregate's."""
+    """The SQL type of an output expression: its column's, or its aggregate's.
+
+    As in SQL, COUNT is an integer and AVG a real; SUM keeps its argument's kind, so an
+    integer sum stays exact (a REAL column would round it past 2^53 and answer ``7.0``);
+    MIN and MAX are values of their argument. A SUM of a column of another type gets no
+    type, so the store keeps each sum as computed."""
     if isinstance(expr, Aggregate):
-        return "BIGINT" if expr.func == "COUNT" else "DOUBLE"
+        if expr.func == "COUNT":
+            return "BIGINT"
+        if expr.func == "AVG":
+            return "DOUBLE"
+        argument = "ANY" if expr.arg is None else column_type(catalog, block, expr.arg)
+        if expr.func != "SUM":
+            return argument
+        base = argument.upper().split("(")[0]
+        return "BIGINT" if base in _INTEGER_TYPES else "DOUBLE" if base in _REAL_TYPES else "ANY"
     if isinstance(expr, Epoch):
         return "BIGINT"
     attr = base_attr(expr) if not isinstance(expr, Literal) else None

@@ -16,15 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from piql.catalog import Table
+from piql.catalog import Catalog, Table
 from piql.engines import ENGINES, make_engine
 from piql.engines.base import Engine
-from piql.engines.jobs import cardinality_violation, view_rows
+from piql.engines.jobs import cardinality_sql, cardinality_violation, view_rows
 from piql.planner.application import Plan, QueryPlan
 from piql.planner.periodic import DEFAULT_PARTITIONS
 from piql import sqlgen
 from piql.planner.views import IMV, MARK, PERIODIC, STAGING, DeltaRule, ViewDef
-from piql.query import Attr, Epoch, Param, QueryBlock, Relation, normalized_predicate
+from piql.query import (
+    Attr, Epoch, Literal, Param, QueryBlock, Relation, base_attr, normalized_predicate,
+)
+from piql.runtime import sqlvalues
 from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.datafiles import read_file
 from piql.runtime.errors import (
@@ -110,7 +113,8 @@ class Deployment:
             key = [c.name for c in view.key]
             if not key:  # one aggregate row for the whole table
                 columns, types, key = ["_all"] + columns, ["INTEGER"] + types, ["_all"]
-            shapes.append(TableShape(view.name, tuple(columns), tuple(key), tuple(types)))
+            shapes.append(TableShape(view.name, tuple(columns), tuple(key), tuple(types),
+                                     _nullable_key(self.plan.catalog, view)))
         return shapes
 
     def _indexes(self) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -132,7 +136,8 @@ class Deployment:
     def fingerprint(self) -> str:
         """Identifies the plan a store was deployed with."""
         described = {
-            "tables": [[s.name, s.columns, s.key] for s in self._shapes()],
+            "tables": [[s.name, s.columns, s.key] + (["nullable key"] if s.nullable_key else [])
+                       for s in self._shapes()],
             "indexes": self._indexes(),
             "views": [[v.name, v.kind, v.sql] for v in self.views],
             "partitions": self.partitions,
@@ -218,9 +223,17 @@ class Deployment:
     def recomputed(self, view: ViewDef) -> list[tuple]:
         """``view`` computed from base data by the engine (or by SQLite for engine "store")."""
         engine = self.engine()
-        if engine is None:
-            return recompute(self.store, view, self.partition_of)
-        return view_rows(engine, self.store, view, self.partition_of)
+        try:
+            rows = recompute(self.store, view, self.partition_of) if engine is None else \
+                view_rows(engine, self.store, view, self.partition_of)
+        except sqlite3.OperationalError as err:
+            if "integer overflow" not in str(err):
+                raise
+            rows = None
+        if rows is None or not all(map(sqlvalues.fits, (v for row in rows for v in row))):
+            raise ConstraintError(f"a SUM of {view.name} leaves the store's integer range "
+                                  "(-2**63 .. 2**63-1), where SQL's SUM overflows too")
+        return rows
 
     def _rebuild(self, view: ViewDef) -> None:
         """Replace ``view``'s rows by its recomputation (inside the caller's transaction)."""
@@ -351,6 +364,10 @@ class Deployment:
                     if view.kind in (IMV, STAGING) and _reads(view, definition.name):
                         self._rebuild(view)
                 self.store.commit()
+            except sqlite3.IntegrityError as err:
+                self.store.rollback()
+                raise ConstraintError(f"the store refused the load into {definition.name}: "
+                                      f"{err}") from None
             except BaseException:
                 self.store.rollback()
                 raise
@@ -388,6 +405,10 @@ class Deployment:
     def refresh(self, now_ms: int | None = None) -> list[RefreshReport]:
         """Recompute every SI-3 periodic view from its staging view, on the engine."""
         self._open()
+        if now_ms is not None and (not isinstance(now_ms, int) or isinstance(now_ms, bool)
+                                   or not sqlvalues.fits(now_ms)):
+            raise ParameterError(f"now_ms is a time in milliseconds, an integer in the "
+                                 f"store's range (-2**63 .. 2**63-1); got {now_ms!r}")
         staging = {v.name: v for v in self.views if v.kind == STAGING}
         with self.lock:
             return [refresh_view(self.store, view, staging[view.extra["staging"]],
@@ -451,6 +472,27 @@ def _batch_block(rule: DeltaRule, staged: str) -> QueryBlock:
     return rule.delta.with_(relations=rule.delta.relations + (batch,), predicates=predicates)
 
 
+def _nullable_key(catalog: Catalog, view: ViewDef) -> bool:
+    """May a key column of ``view`` hold NULL? Only primary-key columns of base tables (and
+    what piql computes itself: partitions, ranks, the epochs a refresh computes) cannot;
+    any other column may be NULL, and a view holds the row (a group, an ordering value, a
+    staged time) as SQL does."""
+    for column in view.key:
+        if view.kind == PERIODIC:
+            if column.name not in ("epoch", "rank"):
+                return True
+            continue
+        if isinstance(column.source, Literal):  # the staging partition
+            continue
+        attr = base_attr(column.source) if isinstance(column.source, (Attr, Epoch)) else None
+        relation = next((r for r in view.definition.relations
+                         if attr is not None and r.alias == attr.alias), None)
+        table = catalog.table(relation.table or "") if relation is not None else None
+        if table is None or attr.column not in table.primary_key:  # type: ignore[union-attr]
+            return True
+    return False
+
+
 def _reads(view: ViewDef, table: str) -> bool:
     return any(r.table and r.table.lower() == table.lower() for r in view.definition.relations)
 
@@ -463,12 +505,24 @@ def _complete_row(table: Table, row: dict[str, Any]) -> dict[str, Any]:
     given = {table.column(c).name: v for c, v in row.items()}  # type: ignore[union-attr]
     missing = [c for c in table.primary_key if given.get(c) is None]
     if missing:
-        raise ConstraintError(f"a {table.name} row needs its key column '{missing[0]}'")
+        raise ConstraintError(f"a {table.name} row needs its key column '{missing[0]}' "
+                              "(a PRIMARY KEY column cannot be NULL)")
     for column in table.columns:
-        if not check_type(column.type, given.get(column.name)):
-            raise ConstraintError(f"{table.name}.{column.name} is {column.type}; got "
-                                  f"{given[column.name]!r} ({type(given[column.name]).__name__})")
+        _check_value(table, column.name, given.get(column.name))
     return {c: given.get(c) for c in table.column_names}
+
+
+def _check_value(table: Table, name: str, value: Any) -> None:
+    """A value the column and the store can keep as SQL would: of the column's type, an
+    integer in 64 bits, a finite REAL."""
+    column = table.column(name)
+    assert column is not None
+    if not check_type(column.type, value):
+        raise ConstraintError(f"{table.name}.{column.name} is {column.type}; got "
+                              f"{value!r} ({type(value).__name__})")
+    reason = sqlvalues.unstorable(value)
+    if reason:
+        raise ConstraintError(f"{table.name}.{column.name}: {value!r} {reason}")
 
 
 def _key_of(table: Table, values: dict[str, Any]) -> dict[str, Any]:
@@ -483,6 +537,8 @@ def _key_of(table: Table, values: dict[str, Any]) -> dict[str, Any]:
     if missing or extra:
         raise ConstraintError(f"delete from {table.name} takes exactly its key "
                               f"({', '.join(table.primary_key)})")
+    for name, value in given.items():
+        _check_value(table, name, value)
     return {c: given[c] for c in table.primary_key}
 
 
@@ -500,6 +556,10 @@ def _check_params(plan: Plan, query: QueryPlan, block: QueryBlock, params: dict[
         if not check_type(declared, params[name]) or params[name] is None:
             raise ParameterError(f"parameter <{name}> of {query.name} is compared with a "
                                  f"{declared} column; got {params[name]!r}")
+    for name, value in params.items():
+        reason = sqlvalues.unstorable(value)
+        if reason:
+            raise ParameterError(f"parameter <{name}> of {query.name}: {value!r} {reason}")
 
 
 def _param_types(plan: Plan, block: QueryBlock) -> dict[str, str]:
@@ -519,14 +579,28 @@ def _param_types(plan: Plan, block: QueryBlock) -> dict[str, str]:
 
 
 def _read_rows(table: Table, rows, path) -> Iterator[tuple]:
-    columns = table.column_names
     if path is not None:
         rows = read_file(table, path)
-    for row in rows or ():
-        if isinstance(row, dict):
+    yield from _checked_rows(table, rows or ())
+
+
+def _checked_rows(table: Table, rows: Iterable) -> Iterator[tuple]:
+    """Each row as a tuple in column order, checked as an insert checks it; an error names
+    the row (counted from 1)."""
+    columns = table.column_names
+    for number, row in enumerate(rows, start=1):
+        try:
+            if not isinstance(row, dict):
+                values = tuple(row) if isinstance(row, (list, tuple)) else None
+                if values is None or len(values) != len(columns):
+                    got = f"{len(values)} values" if values is not None else repr(row)
+                    raise ConstraintError(
+                        f"a {table.name} row is a dict or a tuple of its {len(columns)} column "
+                        f"values ({', '.join(columns)}); got {got}")
+                row = dict(zip(columns, values))
             yield tuple(_complete_row(table, row).values())
-        else:
-            yield tuple(_complete_row(table, dict(zip(columns, row))).values())
+        except (ConstraintError, UnknownName) as err:
+            raise type(err)(f"loading {table.name}, row {number}: {err}") from None
 
 
 class RefreshSchedule:
@@ -588,12 +662,7 @@ def _foreign_key_checks(store: Store, table: Table, staged: str) -> None:
 
 def _sqlite_cardinality_violation(store: Store, table: Table, staged: str):
     for constraint in table.cardinalities:
-        per = ", ".join(quote(c) for c in constraint.per)
-        both = f"(SELECT * FROM {quote(table.name)} UNION ALL SELECT * FROM {quote(staged)})"
-        counted = f"COUNT(DISTINCT {quote(constraint.column)})"
-        broken = store.sql(f"SELECT {per + ', ' if per else ''}{counted} FROM {both}"
-                           f"{' GROUP BY ' + per if per else ''} HAVING {counted} > "
-                           f"{constraint.limit} LIMIT 1")
+        broken = store.sql(cardinality_sql(table.name, staged, constraint))
         if broken:
             return constraint, broken[0]
     return None

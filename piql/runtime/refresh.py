@@ -23,6 +23,7 @@ from piql import sqlgen
 from piql.planner.views import PERIODIC, ViewDef
 from piql.planner.window_join import collapse, flat_name, lookup_block, staged_relation
 from piql.query import Attr, Epoch, Literal, OrderItem, Param, QueryBlock, Relation, SelectItem
+from piql.runtime import sqlvalues
 from piql.runtime.errors import BoundExceeded
 from piql.runtime.evaluate import finish, sort_rows
 from piql.runtime.store import Store, quote
@@ -42,8 +43,7 @@ class EpochWindow:
     width: int
 
     def epoch(self, row: dict[str, Any]) -> int | None:
-        value = row.get(self.column)
-        return None if value is None else value - value % self.width
+        return sqlvalues.epoch(row.get(self.column), self.width)
 
 
 def epoch_windows(views: Iterable[ViewDef]) -> dict[str, list[EpochWindow]]:
@@ -143,11 +143,12 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
     else:
         now = int(time.time() * 1000) if now_ms is None else now_ms
         width = _epoch(window).width
-        current = now - now % width
+        current = sqlvalues.epoch(now, width)
         late = [e for (e,) in store.connection.execute(
             f"SELECT epoch FROM {DIRTY} WHERE view = ?", [view.name])]
         epochs, busiest = {}, 0
-        for epoch in sorted({current - width, current, *late}):
+        previous = [current - width] if current - width >= sqlvalues.INT64_MIN else []
+        for epoch in sorted({*previous, current, *late}):
             rows, reads = _compute(store, view, staging, window, merged_as, partitions, epoch,
                                    engine)
             names = [i.name for i in unlimited(window).select]
@@ -240,9 +241,9 @@ def share_of(store: Store, staging: str, view: ViewDef, window: QueryBlock, merg
         direction = " DESC" if window.order_by[0].desc else ""
         return Share(f"{head} ORDER BY {column}{direction} LIMIT {int(window.limit)}",
                      (*values, partition), tuple(keys))
-    width = _epoch(window).width
-    return Share(f"{head} AND {column} >= ? AND {column} < ? ORDER BY {column}",
-                 (*values, partition, epoch, epoch + width), tuple(keys))
+    low, high = sqlvalues.epoch_bounds(epoch, _epoch(window).width)
+    return Share(f"{head} AND {column} >= ? AND {column} <= ? ORDER BY {column}",
+                 (*values, partition, low, high), tuple(keys))
 
 
 def _join_condition(window: QueryBlock, alias: str, aliases: dict[str, str]) -> tuple[str, list]:

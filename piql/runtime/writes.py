@@ -82,12 +82,12 @@ class Maintainer:
         if found is None:
             raise ConstraintError(f"{table.name} has no row with key {_show(key)}")
         row = dict(zip(self.store.shapes[table.name].columns, found))
-        if replacing is None:
-            self._check_children(table, row)
-        else:
+        if replacing is not None:
             self._check_frozen(table, row, replacing)
         marked = self._marks(table, "delete", row)  # before the tuple goes: the windows it is in
         self.store.delete(table.name, key)
+        if replacing is None:  # after the delete, so a row referring to itself is no child
+            self._check_children(table, row)
         self.store.counter.writes += self.index_counts.get(table.name, 0)
         measured = marked + [self._apply(view, rule, *self._delta(rule, row))
                              for view, rule in self._rules(table.name, "delete")
@@ -116,6 +116,9 @@ class Maintainer:
             values = [row[c] for c in fk.columns]
             if any(v is None for v in values):
                 continue
+            if fk.ref_table.lower() == table.name.lower() and \
+                    values == [row[c] for c in fk.ref_columns]:
+                continue  # the row is its own parent, as SQL checks it: after the insert
             if self.store.get(fk.ref_table, dict(zip(fk.ref_columns, values))) is None:
                 raise ConstraintError(
                     f"insert into {table.name} breaks FOREIGN KEY ({', '.join(fk.columns)}) "

@@ -10,13 +10,14 @@ from hypothesis import HealthCheck, given, settings
 
 import piql
 from piql.runtime.errors import ConstraintError
-from tests.conftest import EXAMPLES, PAPER_QUERIES, PAPER_SCHEMA
+from tests.conftest import EXAMPLES, FIXTURES, PAPER_QUERIES, PAPER_SCHEMA
 from tests.runtime.workload import (Driver, Op, assert_ordered_match, normal, operations, oracle,
                                     ordered_oracle, parameter_choices)
 
 APPS = {
     "paper": (PAPER_SCHEMA, PAPER_QUERIES),
     "social": (EXAMPLES / "social" / "schema.sql", EXAMPLES / "social" / "queries.sql"),
+    "values": (FIXTURES / "values_schema.sql", FIXTURES / "values_queries.sql"),
 }
 PLANS = {name: piql.load(*files) for name, files in APPS.items()}
 SETTINGS = settings(max_examples=100, deadline=None,

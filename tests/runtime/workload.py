@@ -1,26 +1,41 @@
 """Random write workloads for any catalog, and the oracle every maintained answer must match.
 
-Values come from small domains so writes collide, join and hit constraints
-often; columns that some query orders by get unique values so that ORDER BY
-... LIMIT has one right answer to compare with.
+Values come from small domains so writes collide, join, tie and hit constraints
+often, and they reach the corners of SQL's semantics: NULL in every column that
+may hold it, negative numbers (whose epochs SQL truncates toward zero), integers
+at the ends of the signed 64-bit range, and exact halves for REAL columns (sums
+of them do not depend on the order they were added in). ORDER BY columns get
+ties and NULLs too: answers are compared as a valid top-k of the full ordered
+answer (:func:`assert_ordered_match`).
 """
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
+import duckdb
 from hypothesis import strategies as st
 
 from piql import sqlgen
 from piql.catalog import Catalog, Table
+from piql.engines.base import TableData
+from piql.engines.jobs import tables_read
 from piql.planner.application import Plan, QueryPlan
 from piql.query import Attr, Epoch, Param, SelectItem
+from piql.runtime import sqlvalues
 from piql.runtime.deployment import Deployment, _param_types
 from piql.runtime.evaluate import INTEGER_TYPES, REAL_TYPES
+from piql.runtime.sqlvalues import INT64_MAX, INT64_MIN
 
 INT_DOMAIN = (1, 4)
 TEXT_DOMAIN = ("a", "b", "c", "d")
+# Rare values, drawn about one time in EXTREME_ODDS: the ends of the 64-bit range.
+EXTREMES = (INT64_MAX, INT64_MIN, INT64_MAX - 1, INT64_MIN + 1)
+EXTREME_ODDS = 23
+NULL_ODDS = 7  # a nullable column is NULL about one time in NULL_ODDS
+HOUR = 3_600_000
 
 
 @dataclass(frozen=True)
@@ -58,16 +73,14 @@ def operations(catalog: Catalog, max_size: int = 30) -> st.SearchStrategy[list[O
 
 
 class Driver:
-    """Turns seeds into concrete rows for one deployment, keeping ordered values unique."""
+    """Turns seeds into concrete rows for one deployment."""
 
     def __init__(self, db: Deployment, spread: int = INT_DOMAIN[1]) -> None:
         self.db = db
-        self.spread = spread  # how many distinct small integers keys are drawn from
+        self.spread = spread  # how many distinct small integers values are drawn from
         self.catalog = db.plan.catalog
-        self.unique = ordered_columns(db.plan) | {
-            (t.name.lower(), c.name.lower()) for t in self.catalog.tables for c in t.columns
-            if c.temporal}
-        self.counter = 0
+        self.timed = {(t.name.lower(), c.name.lower()) for t in self.catalog.tables
+                      for c in t.columns if c.temporal}
 
     def row(self, table: Table, seed: tuple[int, ...], key: dict[str, Any] | None = None) -> dict:
         row: dict[str, Any] = {}
@@ -75,16 +88,23 @@ class Driver:
             value = seed[position % len(seed)] + position
             if key and column.name in key:
                 row[column.name] = key[column.name]
-            elif (table.name.lower(), column.name.lower()) in self.unique:
-                self.counter += 1
-                row[column.name] = (value % 1000) * 1000 + self.counter  # unique, random order
+            elif column.name not in table.primary_key and value % NULL_ODDS == 0:
+                row[column.name] = None
+            elif (table.name.lower(), column.name.lower()) in self.timed:
+                row[column.name] = _time(value, self.spread)
             else:
                 row[column.name] = _small(column.type, value, self.spread)
         # Mostly refer to rows that exist, so joins find partners; sometimes not, so
-        # foreign-key refusals are exercised too.
+        # foreign-key refusals are exercised too (and sometimes NULL, referring to nothing).
         for number, fk in enumerate(table.foreign_keys):
+            chance = seed[(number + 3) % len(seed)] % 6
+            if fk.ref_table.lower() == table.name.lower() and chance == 1:
+                for column, ref in zip(fk.columns, fk.ref_columns):  # the row is its own parent
+                    if not (key and column in key):
+                        row[column] = row[ref]
+                continue
             parents = self.db.rows(fk.ref_table)
-            if not parents or seed[(number + 3) % len(seed)] % 6 == 0:
+            if not parents or chance == 0:
                 continue
             shape = self.db.store.shapes[fk.ref_table]
             parent = dict(zip(shape.columns, parents[seed[(number + 5) % len(seed)] % len(parents)]))
@@ -102,20 +122,49 @@ class Driver:
 
 
 def _small(kind: str, value: int, spread: int) -> Any:
+    """A value of a small domain: positive and negative, with the range's ends now and then."""
     base = kind.upper().split("(")[0]
     if base in INTEGER_TYPES:
-        return INT_DOMAIN[0] + value % spread
+        if value % EXTREME_ODDS == 1:
+            return EXTREMES[value // EXTREME_ODDS % len(EXTREMES)]
+        number = INT_DOMAIN[0] + value // 2 % spread
+        return -number if value % 3 == 0 else number
     if base in REAL_TYPES:
-        return float(value % 7)
+        return (value % 13 - 6) / 2  # exact halves from -3.0 to 3.0
     return TEXT_DOMAIN[value % len(TEXT_DOMAIN)]
+
+
+def _time(value: int, spread: int) -> int:
+    """A time (ms) around the epoch: a few hours on both sides of 1970, ties included, and
+    now and then an end of the range."""
+    if value % EXTREME_ODDS == 1:
+        return EXTREMES[value // EXTREME_ODDS % len(EXTREMES)]
+    return (value % (4 * spread) - 2 * spread) * HOUR // 2 + value // 7 % 3
 
 
 def oracle(db: Deployment, query: QueryPlan, params: dict[str, Any]) -> list[tuple]:
     """The original query, run directly on the base tables by SQLite."""
-    block = query.query.block
-    sql = sqlgen.block_sql(block, "sqlite")
-    return db.store.sql(sql, params) if not block.params else \
-        db.store.connection.execute(sql, params).fetchall()
+    return _run(db, query.query.block, params)
+
+
+def _run(db: Deployment, block, params: dict[str, Any]) -> list[tuple]:
+    """``block`` on the base tables, by SQLite; by DuckDB where SQLite's SUM overflows on a
+    partial sum (it adds in scan order) although the sum itself fits in 64 bits: SQL's
+    answer is that sum, which DuckDB computes exactly."""
+    try:
+        return db.store.connection.execute(sqlgen.block_sql(block, "sqlite"), params).fetchall()
+    except sqlite3.OperationalError as err:
+        if "integer overflow" not in str(err):
+            raise
+    connection = duckdb.connect()
+    try:
+        for table in tables_read(block):
+            shape = db.store.shapes[table]
+            data = TableData(table, shape.columns, shape.types, db.store.all_rows(table)).arrow()
+            connection.register(table, data)
+        return connection.execute(sqlgen.block_sql(block, "duckdb"), params).fetchall()
+    finally:
+        connection.close()
 
 
 def ordered_oracle(db: Deployment, query: QueryPlan,
@@ -124,7 +173,7 @@ def ordered_oracle(db: Deployment, query: QueryPlan,
     block = query.query.block
     hidden = tuple(SelectItem(f"_order{i}", o.expr) for i, o in enumerate(block.order_by))
     full = replace(block, select=block.select + hidden, limit=None)
-    rows = db.store.connection.execute(sqlgen.block_sql(full, "sqlite"), params).fetchall()
+    rows = _run(db, full, params)
     width = len(block.select)
     return [(tuple(r[:width]), tuple(r[width:])) for r in normal(rows)]
 
@@ -152,9 +201,10 @@ def parameter_choices(db: Deployment, query: QueryPlan) -> list[dict[str, Any]]:
         target = pred.left.attr if isinstance(pred.left, Epoch) else pred.left
         rel = block.relation(target.alias)
         values = sorted({r[0] for r in db.store.sql(
-            f'SELECT "{target.column}" FROM "{rel.table}"')}, key=repr)
+            f'SELECT "{target.column}" FROM "{rel.table}"') if r[0] is not None},
+                        key=sqlvalues.sort_key)
         if isinstance(pred.left, Epoch):
-            values = sorted({v - v % pred.left.width for v in values})
+            values = sorted({sqlvalues.epoch(v, pred.left.width) for v in values})
         absent = 0 if types.get(pred.right.name, "").upper().split("(")[0] in INTEGER_TYPES else "zz"
         domains[pred.right.name] = (values + [absent])[:4]
     names = list(domains)
@@ -165,4 +215,7 @@ def parameter_choices(db: Deployment, query: QueryPlan) -> list[dict[str, Any]]:
 
 
 def normal(rows) -> list[tuple]:
-    return [tuple(round(v, 6) if isinstance(v, float) else v for v in row) for row in rows]
+    """Rows with reals rounded to 12 significant digits: an AVG computed from exact state
+    may differ from SQL's in its last bit."""
+    return [tuple(float(f"{v:.12g}") if isinstance(v, float) else v for v in row)
+            for row in rows]
