@@ -275,11 +275,13 @@ def test_load_refuses_a_malformed_row_naming_it(rows, words):
 
 
 def test_load_refuses_a_csv_value_of_the_wrong_type_naming_row_and_column(tmp_path):
+    from piql.runtime.errors import DataFileError
+
     db = APP.deploy()
     csv = tmp_path / "docs.csv"
     csv.write_text("docId,timestamp,text\n1,10,one\n2,abc,two\n")
-    with pytest.raises(ConstraintError, match=r"loading Documents, row 2: Documents.timestamp "
-                                              r"is BIGINT; got 'abc'"):
+    with pytest.raises(DataFileError, match=r"docs.csv:3:2: Documents.timestamp "
+                                            r"is BIGINT; got 'abc'"):
         db.load("Documents", path=csv)
     assert db.rows("Documents") == []
 
