@@ -114,6 +114,7 @@ class CatalogBuilder:
         indexes = self._indexes(raw_indexes, drafts, shapes)
         tables = [self._attempt(self._table, shape, drafts, shapes, indexes)
                   for shape in shapes.values()]
+        indexes = _constraint_indexes([t for t in tables if t is not None], indexes)
         if self.errors:
             self.errors.sort(key=lambda e: (e.location.line, e.location.column) if e.location else (0, 0))
             first = self.errors[0]
@@ -538,6 +539,29 @@ class CatalogBuilder:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _constraint_indexes(tables: list[Table], indexes: list[Index]) -> list[Index]:
+    """The declared indexes plus one per UNIQUE constraint that has none.
+
+    PostgreSQL and SQLite keep every UNIQUE constraint in a unique index
+    (``users_email_key``, ``sqlite_autoindex_users_1``), so the database already
+    has it and Phase 0 may read it without proposing a new one.
+    """
+    found = list(indexes)
+    taken = {i.name.lower() for i in found} | {t.name.lower() for t in tables}
+    for table in tables:
+        for key in table.unique_keys:
+            if any(i.table == table.name and i.plain and i.columns == key.columns for i in found):
+                continue
+            base = key.name or f"{table.name}_{'_'.join(key.columns)}_key"
+            name, n = base, 0
+            while name.lower() in taken:
+                n += 1
+                name = f"{base}{n}"
+            taken.add(name.lower())
+            found.append(Index(name, table.name, key.columns, key.location, unique=True))
+    return found
 
 
 def _uniques(draft: _Draft) -> list[RawUnique]:
