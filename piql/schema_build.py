@@ -37,7 +37,8 @@ _T = TypeVar("_T")
 _RELATION_NOUNS = {
     "CREATE VIEW": "view", "CREATE MATERIALIZED VIEW": "materialized view",
     "CREATE FOREIGN TABLE": "foreign table", "CREATE VIRTUAL TABLE": "virtual table",
-    "CREATE TABLE ... PARTITION OF": "partition", "CREATE TABLE ... OF": "typed table",
+    "CREATE TABLE ... PARTITION OF": "partition", "ALTER TABLE ... ATTACH PARTITION": "partition",
+    "CREATE TABLE ... OF": "typed table",
     "CREATE TABLE ... AS": "table made by a query",
 }
 AnnotationParser = Callable[[str, int], list]  # (text, file offset) -> [RawCardinality | RawTemporal]
@@ -98,6 +99,9 @@ class CatalogBuilder:
 
     def build(self, statements: list[RawStatement]) -> Catalog:
         drafts = self._declare([s for s in statements if isinstance(s, RawTable)])
+        for skipped in self.skipped:  # a table pg_dump attaches as a partition is no table of its own
+            if skipped.kind == "ALTER TABLE ... ATTACH PARTITION" and skipped.relation:
+                drafts.pop(skipped.relation.lower(), None)
         for statement in statements:
             if isinstance(statement, RawAlter):
                 self._attempt(self._alter, statement, drafts)
@@ -649,13 +653,20 @@ def _expression(text: str, location: Location, canonical: dict[str, str], where:
 
 def _index_name(table: str, raw: RawIndex, seen: dict[str, RawName], drafts: dict[str, _Draft]) -> str:
     """PostgreSQL's name for an unnamed index: table_column_idx (table_expr_idx), made unique."""
-    parts = [e.column.text if e.column else "expr" for e in raw.elements]
+    parts = [e.column.text if e.column else _expression_label(e.expression.text)  # type: ignore
+             for e in raw.elements]
     base = f"{table}_{'_'.join(parts)}_{'key' if raw.unique else 'idx'}"
     name, n = base, 0
     while name.lower() in seen or name.lower() in drafts:
         n += 1
         name = f"{base}{n}"
     return name
+
+
+def _expression_label(text: str) -> str:
+    """PostgreSQL names an index on ``lower(email)`` after the function, on ``(a + b)`` "expr"."""
+    match = re.match(r"\s*([^\W\d][\w$]*)\s*\(", text)
+    return match.group(1).lower() if match else "expr"
 
 
 def _positive_integer(text: str, location: Location) -> int:

@@ -414,6 +414,14 @@ def _classify_alter(statement: Statement, words: list[str], skip) -> Skipped | N
         if label is None:
             return None
         described.append(label)
+    if actions[0][:2] == ["ATTACH", "PARTITION"]:
+        # pg_dump creates a partition as a table, then attaches it: piql reads the parent.
+        tokens = statement.tokens
+        at = next(i for i, t in enumerate(tokens) if t.upper == "ATTACH") + 2
+        end = _skip_name(tokens, at)
+        if end > at:
+            return skip("ALTER TABLE ... ATTACH PARTITION", "a partition; piql reads its parent table",
+                        tokens[end - 1].name)
     return skip("ALTER TABLE ... " + described[0], NO_EFFECT)
 
 
