@@ -546,6 +546,41 @@ def test_statements_on_views_and_partitions_are_skipped_not_errors() -> None:
                                       "materialized view (line 3, column 1), which piql does not read")
 
 
+def test_a_table_pg_dump_attaches_as_a_partition_is_left_out() -> None:
+    catalog = parse("""
+        CREATE TABLE public.views (post bigint NOT NULL, day date NOT NULL) PARTITION BY RANGE (day);
+        CREATE TABLE public.views_2025 (post bigint NOT NULL, day date NOT NULL);
+        ALTER TABLE ONLY public.views ATTACH PARTITION public.views_2025
+            FOR VALUES FROM ('2025-01-01') TO ('2026-01-01');
+        ALTER TABLE ONLY public.views ADD CONSTRAINT views_pkey PRIMARY KEY (post, day);
+        ALTER TABLE ONLY public.views_2025 ADD CONSTRAINT views_2025_pkey PRIMARY KEY (post, day);
+        CREATE INDEX views_2025_day ON public.views_2025 (day);
+    """)
+    assert [t.name for t in catalog.tables] == ["views"]
+    assert skipped(catalog) == [
+        (4, "skipped ALTER TABLE ... ATTACH PARTITION views_2025: a partition; piql reads its "
+            "parent table"),
+        (7, "skipped ALTER TABLE on public.views_2025: public.views_2025 is a partition "
+            "(line 4, column 1), which piql does not read"),
+        (8, "skipped CREATE INDEX views_2025_day on public.views_2025: public.views_2025 is a "
+            "partition (line 4, column 1), which piql does not read")]
+
+
+def test_unnamed_indexes_are_named_as_postgresql_names_them() -> None:
+    catalog = parse("""
+        CREATE TABLE users (id bigint PRIMARY KEY, email text UNIQUE, name text, org int,
+                            UNIQUE (org, name));
+        CREATE INDEX ON users (name);
+        CREATE INDEX ON users (name);
+        CREATE INDEX ON users (lower(email));
+        CREATE INDEX ON users ((org + 1));
+    """)
+    assert [i.name for i in catalog.indexes] == [
+        "users_name_idx", "users_name_idx1", "users_lower_idx", "users_expr_idx",
+        "users_email_key", "users_org_name_key"]  # the last two: the UNIQUE constraints' indexes
+    assert [i.unique for i in catalog.indexes] == [False] * 4 + [True] * 2
+
+
 def test_drop_before_create_is_skipped_and_any_other_drop_is_an_error() -> None:
     catalog = parse("""
         DROP TABLE IF EXISTS public.t CASCADE;
