@@ -148,7 +148,9 @@ class CatalogBuilder:
             if first is None:
                 draft = _Draft(raw)
                 draft.columns = list(raw.columns)
-                draft.constraints = list(raw.constraints)
+                draft.constraints = [c for c in raw.constraints if not isinstance(c, RawSetNotNull)]
+                draft.nullability = [(c.column, True) for c in raw.constraints
+                                     if isinstance(c, RawSetNotNull)]
                 draft.cardinalities = list(raw.cardinalities)
                 declared[raw.name.key] = draft
                 continue
@@ -203,7 +205,9 @@ class CatalogBuilder:
                 return
             raise self._unknown_table(alter.table, drafts, "ALTER TABLE on")
         for action in alter.actions:
-            if isinstance(action, RawAddConstraint):
+            if isinstance(action, RawAddConstraint) and isinstance(action.constraint, RawSetNotNull):
+                draft.nullability.append((action.constraint.column, True))
+            elif isinstance(action, RawAddConstraint):
                 draft.constraints.append(action.constraint)
             elif isinstance(action, RawAddColumn):
                 draft.columns.append(action.column)
@@ -239,15 +243,14 @@ class CatalogBuilder:
 
     def _line_annotation(self, annotation: Annotation, drafts: dict[str, _Draft]) -> None:
         items = self.parse_annotation(annotation.text, annotation.offset)
-        owner = None
-        if annotation.owner is not None:
-            owner = next((d for d in drafts.values()
-                          if self.statement_of.get(d.raw.start) == annotation.owner), None)
-        if owner is None:
+        if annotation.owner is None:
             location = items[0].location if items else None
             raise InputError("a '-- piql:' annotation belongs inside or right after the "
                              "CREATE TABLE statement it is about", location or Location(self.file, 1, 1))
-        self._annotate(owner, items, None)
+        owner = next((d for d in drafts.values()
+                      if self.statement_of.get(d.raw.start) == annotation.owner), None)
+        if owner is not None:  # else its table was skipped (IF NOT EXISTS, a partition) or is wrong
+            self._annotate(owner, items, None)
 
     def _annotate(self, draft: _Draft, items: list, column: RawName | None) -> None:
         for item in items:

@@ -283,7 +283,7 @@ def _quoted_end(text: str, i: int, quote: str) -> int:
         if text[j] == "\n":
             return -1
         if text[j] == quote:
-            if text.startswith(quote * 2, j) and j + 2 <= len(text) and j != i + 1:
+            if text.startswith(quote * 2, j):  # a doubled quote stands for one
                 j += 2
                 continue
             return j + 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from lark import Token, Transformer, Tree, v_args
+from lark import Token, Transformer, v_args
 
 from piql.errors import Location
 
@@ -152,9 +152,6 @@ class RawTemporal:
     location: Location
 
 
-Constraint = RawPrimaryKey | RawUnique | RawForeignKey | RawCheck
-
-
 @dataclass(frozen=True)
 class RawTable:
     name: QualifiedName
@@ -216,6 +213,7 @@ class RawIgnoredAction:
     location: Location
 
 
+Constraint = RawPrimaryKey | RawUnique | RawForeignKey | RawCheck | RawSetNotNull
 AlterAction = RawAddConstraint | RawAddColumn | RawSetNotNull | RawSetType | RawIgnoredAction
 
 
@@ -443,6 +441,10 @@ class SchemaTransformer(Transformer):
         ref_columns = lists[1] if len(lists) > 1 else None
         return RawForeignKey(lists[0], table, ref_columns, self._at(children[0]))
 
+    def table_not_null(self, children: list) -> RawSetNotNull:
+        column = next(c for c in children if isinstance(c, RawName))
+        return RawSetNotNull(column, True, self._at(children[0]))
+
     def table_constraint(self, children: list) -> Constraint:
         named = children[0] if isinstance(children[0], Option) else None
         constraint = children[1] if named else children[0]
@@ -478,8 +480,8 @@ class SchemaTransformer(Transformer):
         return RawTable(
             name=name,
             columns=tuple(c for c in items if isinstance(c, RawColumn)),
-            constraints=tuple(c for c in items
-                              if isinstance(c, (RawPrimaryKey, RawUnique, RawForeignKey, RawCheck))),
+            constraints=tuple(c for c in items if isinstance(
+                c, (RawPrimaryKey, RawUnique, RawForeignKey, RawCheck, RawSetNotNull))),
             cardinalities=tuple(c for c in items if isinstance(c, RawCardinality)),
             if_not_exists="if not exists" in items,
             start=meta.start_pos,
@@ -521,7 +523,8 @@ class SchemaTransformer(Transformer):
         )
 
     def add_constraint(self, children: list) -> RawAddConstraint:
-        return RawAddConstraint(children[-1])
+        return RawAddConstraint(next(c for c in children if isinstance(
+            c, (RawPrimaryKey, RawUnique, RawForeignKey, RawCheck, RawSetNotNull))))
 
     def add_column(self, children: list) -> RawAddColumn:
         return RawAddColumn(children[-1])
@@ -579,7 +582,3 @@ class SchemaTransformer(Transformer):
 
 def _first_token(children: Sequence, kind: str) -> Token:
     return next(c for c in children if isinstance(c, Token) and c.type == kind)
-
-
-__all__ = [n for n in dir() if n.startswith("Raw")] + [
-    "QualifiedName", "Option", "SchemaTransformer", "TYPE_ALIASES", "SERIAL_TYPES", "Tree"]

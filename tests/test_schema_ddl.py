@@ -360,6 +360,15 @@ def test_alter_table_columns_not_null_and_types() -> None:
                                     "does not affect bounds")]
 
 
+def test_not_null_constraints_of_postgresql_18() -> None:
+    catalog = parse("""
+        CREATE TABLE t (id int, a int CONSTRAINT t_a_not_null NOT NULL, b int, c int,
+                        PRIMARY KEY (id));
+        ALTER TABLE t ADD CONSTRAINT t_b_not_null NOT NULL b NOT VALID, ADD NOT NULL c;
+    """)
+    assert [c.nullable for c in catalog.tables[0].columns] == [False, False, False, False]
+
+
 def test_alter_table_on_an_unknown_table_or_column() -> None:
     assert_error("CREATE TABLE t (id int PRIMARY KEY);\nALTER TABLE ONLY public.tt ADD PRIMARY KEY (id);",
                  "ALTER TABLE on unknown table 'public.tt'; did you mean 't'?", 2, 18)
@@ -593,6 +602,27 @@ def test_drop_before_create_is_skipped_and_any_other_drop_is_an_error() -> None:
     assert_error("CREATE TABLE t (id int PRIMARY KEY);\nDROP TABLE t;",
                  "DROP TABLE t is not applied: piql reads a schema as it stands, not a history of "
                  "changes", 2, 1)
+
+
+def test_semicolons_inside_strings_names_and_comments_do_not_end_a_statement() -> None:
+    catalog = parse("""
+        SET x = 'a;b''c;';
+        CREATE TABLE "we""ird;name" (id int PRIMARY KEY /* ; */, "b;" text DEFAULT E'\\';x');
+        GRANT SELECT ON "we""ird;name" TO "r;";
+    """)
+    assert [t.name for t in catalog.tables] == ['we"ird;name']
+    assert catalog.tables[0].column_names == ("id", "b;")
+    assert [line for line, _ in skipped(catalog)] == [2, 4]
+
+
+def test_annotations_of_a_skipped_create_table_if_not_exists_are_ignored() -> None:
+    catalog = parse("""
+        CREATE TABLE IF NOT EXISTS t (id int PRIMARY KEY, at bigint);
+        -- piql: TEMPORAL (at)
+        CREATE TABLE IF NOT EXISTS t (id int PRIMARY KEY, at bigint);
+        -- piql: TEMPORAL (nope)
+    """)
+    assert catalog.tables[0].temporal_columns == ("at",)
 
 
 def test_unclosed_strings_in_skipped_statements_are_errors() -> None:

@@ -31,5 +31,8 @@ def summarized(catalog: Catalog) -> list[Diagnostic]:
 
 def text_lines(catalog: Catalog) -> list[str]:
     """``file:line:col: info[code] message`` for each summarized note."""
-    return [f"{d.location}: " * (d.location is not None) + f"{d.severity}[{d.code}] {d.message}"
-            for d in summarized(catalog)]
+    lines = []
+    for d in summarized(catalog):
+        where = f"{d.location}: " if d.location is not None else ""
+        lines.append(f"{where}{d.severity}[{d.code}] {d.message}")
+    return lines
