@@ -154,6 +154,8 @@ class _Search:
                bindings: "_Bindings") -> list[tuple[tuple[str, ...], IndexSpec | None]]:
         paths: list[tuple[tuple[str, ...], IndexSpec | None]] = [(table.primary_key, None)]
         for declared in self.catalog.indexes_on(table.name):
+            if not declared.plain:  # partial, on expressions, or not a B-tree
+                continue
             spec = IndexSpec(table.name, declared.columns, declared.name, declared=True)
             if self._allowed(table, spec):
                 paths.append((_with_key(declared.columns, table), spec))

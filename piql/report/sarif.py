@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from piql.errors import Location
 from piql.planner.application import Plan
 
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -18,6 +19,8 @@ RULES = {
     "view-rejected": "No view answers the query within the scale-independence invariants.",
     "periodic": "The query is answered from a periodically refreshed view (SI-3).",
     "renamed": "A generated view or index name was taken, so piql chose another.",
+    "skipped": "A schema statement that does not affect bounds was skipped.",
+    "schema": "What piql makes of a schema declaration (an index it does not read, a key).",
 }
 
 
@@ -32,11 +35,14 @@ def render(plan: Plan) -> str:
                 "properties": {"query": query.name, "level": query.level},
             }
             if d.location is not None:
-                result["locations"] = [{"physicalLocation": {
-                    "artifactLocation": {"uri": d.location.file},
-                    "region": {"startLine": d.location.line, "startColumn": d.location.column},
-                }}]
+                result["locations"] = [_location(d.location)]
             results.append(result)
+    for d in plan.catalog.notes:
+        result = {"ruleId": d.code, "level": LEVEL.get(d.severity, "note"),
+                  "message": {"text": d.message}, "properties": {"schema": plan.catalog.source}}
+        if d.location is not None:
+            result["locations"] = [_location(d.location)]
+        results.append(result)
     used = sorted({r["ruleId"] for r in results})
     document = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -50,3 +56,10 @@ def render(plan: Plan) -> str:
         }],
     }
     return json.dumps(document, indent=2) + "\n"
+
+
+def _location(where: Location) -> dict[str, Any]:
+    return {"physicalLocation": {
+        "artifactLocation": {"uri": where.file},
+        "region": {"startLine": where.line, "startColumn": where.column},
+    }}

@@ -131,6 +131,11 @@ class Deployment:
                         for _, t, cols in found if t == table.name):
                     found.append((f"fk_{table.name}_{'_'.join(fk.columns)}".lower(), table.name,
                                   tuple(fk.columns)))
+            for unique in table.unique_keys:  # the per-insert check looks the key up
+                if not any(tuple(cols[:len(unique.columns)]) == tuple(unique.columns)
+                           for _, t, cols in found if t == table.name):
+                    found.append((f"uq_{table.name}_{'_'.join(unique.columns)}".lower(),
+                                  table.name, tuple(unique.columns)))
         return found
 
     def fingerprint(self) -> str:
@@ -355,6 +360,7 @@ class Deployment:
                     records)
                 self.store.register(TableShape(staged, shape.columns, shape.key, shape.types))
                 _key_checks(self.store, definition, staged)
+                _unique_checks(self.store, definition, staged)
                 self._cardinality_checks(definition, staged)
                 self.store.sql(f"INSERT INTO {quote(definition.name)} SELECT * FROM {quote(staged)}")
                 # after the insert, so a self-referencing batch may hold its own parents
@@ -644,6 +650,22 @@ def _key_checks(store: Store, table: Table, staged: str) -> None:
     if clash:
         raise ConstraintError(f"{table.name} already has a row with key "
                               f"({', '.join(f'{c}={v!r}' for c, v in zip(table.column_names, clash[0]) if c in table.primary_key)})")
+
+
+def _unique_checks(store: Store, table: Table, staged: str) -> None:
+    """The bulk form of the per-insert unique-key check (GROUP BY puts NULLs together,
+    so keys whose NULLs are distinct leave rows holding a NULL out)."""
+    for key in table.unique_keys:
+        columns = ", ".join(quote(c) for c in key.columns)
+        present = " AND ".join(f"{quote(c)} IS NOT NULL" for c in key.columns) \
+            if key.nulls_distinct else "1"
+        both = f"(SELECT {columns} FROM {quote(table.name)} UNION ALL SELECT {columns} FROM {quote(staged)})"
+        duplicate = store.sql(f"SELECT {columns} FROM {both} WHERE {present} GROUP BY {columns} "
+                              "HAVING COUNT(*) > 1 LIMIT 1")
+        if duplicate:
+            raise ConstraintError(
+                f"loading {table.name} breaks {key.describe()}: two rows have "
+                f"({', '.join(f'{c}={v!r}' for c, v in zip(key.columns, duplicate[0]))})")
 
 
 def _foreign_key_checks(store: Store, table: Table, staged: str) -> None:

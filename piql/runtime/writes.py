@@ -19,7 +19,7 @@ from piql.runtime.errors import BoundExceeded, ConstraintError
 from piql.runtime.evaluate import aggregate, holds, value
 from piql.runtime.executor import execute
 from piql.runtime.refresh import EpochWindow, mark_epochs
-from piql.runtime.store import Store
+from piql.runtime.store import Store, quote
 
 Partitioner = Callable[[ViewDef, dict[str, Any]], int]
 
@@ -50,7 +50,8 @@ class Maintainer:
         """Static bound of one write: key check, CARDINALITY and FOREIGN KEY checks, the row,
         its indexes, and every rule."""
         if event == "insert":
-            checks = 1 + sum(c.limit for c in table.cardinalities) + len(table.foreign_keys)
+            checks = 1 + sum(c.limit for c in table.cardinalities) + len(table.foreign_keys) \
+                + len(table.unique_keys)
         else:
             checks = 1 + len(self._referencing(table))
         rules = sum(r.ops_bound for _, r in self._rules(table.name, event))
@@ -64,6 +65,7 @@ class Maintainer:
             raise ConstraintError(f"{table.name} already has a row with key {_show(key)} "
                                   f"(PRIMARY KEY ({', '.join(table.primary_key)}))")
         self._check_cardinality(table, row)
+        self._check_unique(table, row)
         self._check_parents(table, row)
         pending = [(view, rule, *self._delta(rule, row))
                    for view, rule in self._rules(table.name, "insert") if rule.action != MARK]
@@ -109,6 +111,21 @@ class Maintainer:
                     f"insert into {table.name} breaks {constraint.describe()}: "
                     f"{_show(dict(eq))} already has {constraint.limit} {constraint.column} values "
                     f"(limit {constraint.limit})")
+
+    def _check_unique(self, table: Table, row: dict[str, Any]) -> None:
+        """Bounded plans trust unique keys (a lookup of one finds at most one row). Rows whose
+        key holds a NULL never clash, as in SQL, unless the key is NULLS NOT DISTINCT."""
+        for key in table.unique_keys:
+            values = [row[c] for c in key.columns]
+            if key.nulls_distinct and any(v is None for v in values):
+                continue
+            where = " AND ".join(f"{quote(c)} IS ?" for c in key.columns)
+            clash = self.store.sql(f"SELECT 1 FROM {quote(table.name)} WHERE {where} LIMIT 1", values)
+            self.store.counter.reads += 1
+            if clash:
+                raise ConstraintError(
+                    f"insert into {table.name} breaks {key.describe()}: a row with "
+                    f"{_show(dict(zip(key.columns, values)))} already exists")
 
     def _check_parents(self, table: Table, row: dict[str, Any]) -> None:
         """Bounded plans trust foreign keys (a lookup through one never drops a row)."""
