@@ -17,8 +17,9 @@ class Column:
     """A column as declared.
 
     ``nullable`` is False for ``NOT NULL`` columns, primary-key columns, identity
-    and serial columns. It is the declaration only: piql's own store does not
-    enforce NOT NULL (it fills no DEFAULTs), so no bound may rest on it.
+    and serial columns. piql refuses NULL there on every write and load (it fills
+    no DEFAULTs), so bounds may rest on it: Phase 0 trusts a foreign-key lookup to
+    keep every row only when the foreign-key columns are NOT NULL.
     """
 
     name: str

@@ -704,11 +704,12 @@ def _hint(name: str, candidates: list[str], kind: str) -> str:
     return f" (known {kind}: {', '.join(candidates)})"
 
 
-def _reserved(name: RawName) -> InputError | None:
+def _reserved(name: RawName | QualifiedName) -> InputError | None:
     """piql's runtime keeps tables of its own in every store (``_piql_meta``, ...)."""
-    if name.key.startswith(RESERVED_PREFIX):
-        return InputError(f"the name '{name.text}' is reserved: names starting with "
-                          f"{RESERVED_PREFIX} are piql's own tables", name.location)
+    last = name.name if isinstance(name, QualifiedName) else name
+    if last.key.startswith(RESERVED_PREFIX):
+        return InputError(f"the name '{last.text}' is reserved: names starting with "
+                          f"{RESERVED_PREFIX} are piql's own tables", last.location)
     return None
 
 

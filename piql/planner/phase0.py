@@ -356,13 +356,21 @@ def why_join_filters(catalog: Catalog, block: QueryBlock, rel: Relation,
     lookup = [p for p in mine if id(p) in used]
     if other and _foreign_key_source(catalog, table, rel.alias, lookup, placed, block):
         return f"the join with {rel.alias} ({table.name}) may drop rows: {other[0]} filters it"
+    nullable = _foreign_key_source(catalog, table, rel.alias, mine, placed, block,
+                                   allow_nullable=True)
+    if nullable is not None:
+        return (f"the join with {rel.alias} ({table.name}) may drop rows: the FOREIGN KEY of "
+                f"{nullable} may be NULL, and a NULL finds no {table.name} row (declare its "
+                "columns NOT NULL)")
     return (f"the join with {rel.alias} ({table.name}) may drop rows: it is not a "
             f"lookup of {table.name}'s full key through a FOREIGN KEY")
 
 
 def _foreign_key_source(catalog: Catalog, table: Table, alias: str, predicates: list[Predicate],
-                        placed: set[str], block: QueryBlock) -> str | None:
-    """The alias whose FOREIGN KEY guarantees the lookup of ``alias`` finds its row."""
+                        placed: set[str], block: QueryBlock, *,
+                        allow_nullable: bool = False) -> str | None:
+    """The alias whose FOREIGN KEY guarantees the lookup of ``alias`` finds its row (its
+    columns NOT NULL, unless ``allow_nullable``: then only that the key is looked up)."""
     bindings = _Bindings.of(alias, predicates)
     key = [c.lower() for c in table.primary_key]
     if set(key) - {c.lower() for c in bindings.eq}:
@@ -382,11 +390,27 @@ def _foreign_key_source(catalog: Catalog, table: Table, alias: str, predicates: 
     for fk in source_table.foreign_keys:
         if fk.ref_table.lower() != table.name.lower():
             continue
+        if not allow_nullable and any(_nullable(source_table, c) and
+                                      not _compared(block, Attr(source, c), alias)
+                                      for c in fk.columns):
+            continue  # a NULL foreign key finds no row: the join drops it
         mapping = {r.lower(): c.lower() for c, r in zip(fk.columns, fk.ref_columns)}
         if all(isinstance(values[k], Attr) and values[k].column.lower() == mapping.get(k)
                for k in key):
             return source
     return None
+
+
+def _nullable(table: Table, name: str) -> bool:
+    column = table.column(name)
+    return column is None or column.nullable
+
+
+def _compared(block: QueryBlock, attr: Attr, looked_up: str) -> bool:
+    """Some condition other than the join with ``looked_up`` compares ``attr``: a comparison
+    never holds for NULL, so the rows that reach the join have a value there."""
+    return any(attr in (p.left, p.right) and looked_up not in p.aliases()
+               for p in block.predicates)
 
 
 def _needed_columns(block: QueryBlock) -> dict[str, set[str]]:

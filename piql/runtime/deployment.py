@@ -514,6 +514,10 @@ def _complete_row(table: Table, row: dict[str, Any]) -> dict[str, Any]:
         raise ConstraintError(f"a {table.name} row needs its key column '{missing[0]}' "
                               "(a PRIMARY KEY column cannot be NULL)")
     for column in table.columns:
+        if not column.nullable and given.get(column.name) is None:
+            # bounds rest on it: a foreign-key lookup through a NOT NULL column drops no row
+            raise ConstraintError(f"{table.name}.{column.name} is NOT NULL; give it a value "
+                                  "(piql fills no DEFAULT)")
         _check_value(table, column.name, given.get(column.name))
     return {c: given.get(c) for c in table.column_names}
 

@@ -186,9 +186,9 @@ def test_time_window_over_an_unbounded_join_is_refused():
 
 EVENTS = """
 CREATE TABLE teams (id BIGINT PRIMARY KEY, name VARCHAR);
-CREATE TABLE accounts (id BIGINT PRIMARY KEY, name VARCHAR, team BIGINT,
+CREATE TABLE accounts (id BIGINT PRIMARY KEY, name VARCHAR, team BIGINT NOT NULL,
                        FOREIGN KEY (team) REFERENCES teams (id));
-CREATE TABLE events (id BIGINT PRIMARY KEY, account_id BIGINT, kind VARCHAR,
+CREATE TABLE events (id BIGINT PRIMARY KEY, account_id BIGINT NOT NULL, kind VARCHAR,
                      createdAt BIGINT TEMPORAL,
                      FOREIGN KEY (account_id) REFERENCES accounts (id));
 """

@@ -309,3 +309,25 @@ def test_a_row_may_refer_to_itself_through_a_foreign_key():
     db.load("messages", [(5, 5, "loaded, its own parent")])
     db.delete("messages", id=5)
     assert db.rows("messages") == []
+
+
+def test_a_not_null_column_refuses_null_on_every_write(tmp_path):
+    """Bounds rest on NOT NULL (a foreign-key lookup through one drops no row): piql keeps it."""
+    from piql import App
+    from piql.runtime.errors import ConstraintError as Refused
+    from tests.conftest import plan_text
+
+    schema = ("CREATE TABLE accounts (id BIGINT PRIMARY KEY, name VARCHAR);"
+              "CREATE TABLE events (id BIGINT PRIMARY KEY, account_id BIGINT NOT NULL, "
+              "FOREIGN KEY (account_id) REFERENCES accounts (id));")
+    db = App(plan_text(schema, "-- name: q\nSELECT id FROM events WHERE id = <id>\n")).deploy()
+    db.insert("accounts", id=1, name="a")
+    for write in (lambda: db.insert("events", id=1),
+                  lambda: db.insert("events", id=1, account_id=None),
+                  lambda: db.load("events", [(2, None)])):
+        with pytest.raises(Refused, match="events.account_id is NOT NULL"):
+            write()
+    db.insert("events", id=1, account_id=1)
+    with pytest.raises(Refused, match="NOT NULL"):
+        db.update("events", id=1, account_id=None)
+    assert db.rows("events") == [(1, 1)]
