@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from piql.errors import InputError, PiqlError
-from piql.loader import load_plan
+from piql.language.loader import load_plan
 from piql.planner.application import Plan
 from piql.planner.periodic import DEFAULT_PARTITIONS
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT

@@ -12,7 +12,7 @@ import sys
 from typing import Callable, Sequence
 
 from piql.errors import InputError, PiqlError
-from piql.loader import load_plan
+from piql.language.loader import load_plan
 from piql.planner.application import Plan
 from piql.report import ddl, explain, github, json_report, sarif, text
 from piql.sqlgen import DIALECTS

@@ -13,7 +13,7 @@ import re
 
 from sqlglot import exp
 
-from piql.query import (
+from piql.query_block import (
     Aggregate, Attr, Epoch, Literal, Operand, OrderItem, Param, Predicate, QueryBlock, Ratio,
     default_name,
 )

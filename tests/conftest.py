@@ -7,8 +7,8 @@ import pytest
 
 from piql.catalog import Catalog
 from piql.planner.application import Plan, plan_application
-from piql.queries import parse_queries
-from piql.schema import parse_schema
+from piql.language.queries import parse_queries
+from piql.language.schema import parse_schema
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PAPER_SCHEMA = FIXTURES / "paper_schema.sql"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from piql.cli import main
-from piql.schema import load_schema
+from piql.language.schema import load_schema
 from tests.conftest import FIXTURES, PAPER_QUERIES, PAPER_SCHEMA
 
 BOUNDED = FIXTURES / "paper_bounded_queries.sql"

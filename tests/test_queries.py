@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from piql.errors import InputError, Location
-from piql.query import Aggregate, Attr, Epoch, Literal, NamedQuery, Param, Predicate
-from piql.queries import parse_queries
+from piql.query_block import Aggregate, Attr, Epoch, Literal, NamedQuery, Param, Predicate
+from piql.language.queries import parse_queries
 from tests.conftest import PAPER_QUERIES, paper_catalog
 
 CATALOG = paper_catalog()
@@ -832,7 +832,7 @@ def test_a_mistyped_option_after_the_sql_is_left_alone():
 # -- hostile input: an input error, never a traceback (issue 12) ----------------------------
 
 def test_a_queries_file_that_is_not_utf8_is_an_error_at_the_first_bad_byte(tmp_path):
-    from piql.queries import load_queries
+    from piql.language.queries import load_queries
 
     path = tmp_path / "latin1.sql"
     path.write_bytes("-- name: q\n-- déjà vu\nSELECT * FROM Tags WHERE tag = 'café'\n"
@@ -846,7 +846,7 @@ def test_a_queries_file_that_is_not_utf8_is_an_error_at_the_first_bad_byte(tmp_p
 
 
 def test_a_utf8_byte_order_mark_is_not_part_of_the_file(tmp_path):
-    from piql.queries import load_queries
+    from piql.language.queries import load_queries
 
     path = tmp_path / "bom.sql"
     path.write_bytes(b"\xef\xbb\xbf-- name: q\nSELECT * FROM Tags WHERE docId = <d>\n")

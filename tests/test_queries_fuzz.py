@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from piql.errors import InputError
-from piql.queries import parse_queries
+from piql.language.queries import parse_queries
 from tests.conftest import paper_catalog
 
 CATALOG = paper_catalog()

@@ -8,7 +8,7 @@ import pytest
 
 from piql.catalog import CardinalityConstraint, Catalog, ForeignKey, Index, UniqueKey
 from piql.errors import InputError, Location
-from piql.schema import load_schema, parse_schema
+from piql.language.schema import load_schema, parse_schema
 
 PAPER_SCHEMA = """\
 CREATE TABLE Documents (docId BIGINT, timestamp BIGINT TEMPORAL, text VARCHAR,

@@ -12,7 +12,7 @@ import pytest
 
 from piql.catalog import Catalog, Column, ForeignKey, Index, IndexExpression, UniqueKey
 from piql.errors import InputError, Location
-from piql.schema import load_schema, parse_schema
+from piql.language.schema import load_schema, parse_schema
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

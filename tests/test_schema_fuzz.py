@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from piql.catalog import Catalog
 from piql.errors import InputError
-from piql.schema import parse_schema
+from piql.language.schema import parse_schema
 
 VALID_SCHEMA = """\
 -- the paper's running example, plus a little of everything

@@ -38,7 +38,7 @@ import duckdb
 from piql.bench import tpcw_data as data
 from piql.catalog import Catalog
 from piql.planner.application import Plan
-from piql.query import Attr, Epoch, Param, QueryBlock
+from piql.query_block import Attr, Epoch, Param, QueryBlock
 
 # TPC-W v1.8 clause 5.2.1: the ordering mix (WIPSo), percent of web interactions.
 MIX: dict[str, float] = {

@@ -12,7 +12,7 @@ from piql import sqlgen
 from piql.catalog import CardinalityConstraint, Table
 from piql.engines.base import Engine, TableData
 from piql.planner.views import ViewDef
-from piql.query import QueryBlock
+from piql.query_block import QueryBlock
 from piql.runtime.check import empty_group
 from piql.runtime.store import Store, quote
 

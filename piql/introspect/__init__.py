@@ -2,7 +2,7 @@
 
 This is not part of piql's pure language code: it connects to a database.
 Each backend reads the database's own catalog and writes it out as the DDL
-piql reads, which ``piql.schema`` then parses, so a database and the DDL that
+piql reads, which ``piql.language.schema`` then parses, so a database and the DDL that
 made it mean the same thing to piql:
 
 - tables (PostgreSQL: every ordinary and partitioned table outside the system
@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from piql.catalog import Catalog
 from piql.errors import InputError, Location
-from piql.schema import parse_schema
+from piql.language.schema import parse_schema
 
 __all__ = ["catalog_from_database", "schema_sql_from_database", "display_url"]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from piql.errors import InputError
 from piql.introspect.ddl import quote_name
-from piql.schema import parse_schema
-from piql.schema_scan import scan_schema
+from piql.language.schema import parse_schema
+from piql.language.schema_scan import scan_schema
 
 _INTERNAL = re.compile(r"sqlite_", re.IGNORECASE)
 

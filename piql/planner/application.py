@@ -14,7 +14,7 @@ from typing import Callable
 from piql.catalog import Catalog
 from piql.diagnostics import Diagnostic
 from piql.errors import InputError
-from piql.planner.phase0 import Phase0Result, plan_query
+from piql.planner.bounded_plans import Phase0Result, plan_query
 from piql.planner.imv import build_imv
 from piql.planner.periodic import (
     WindowRefusal, build_periodic, find_window, periodic_diagnostic,
@@ -25,7 +25,7 @@ from piql.planner.tuple_window import plan_window_then_rest, rest_sql, split_win
 from piql.planner.view_construction import Rejection
 from piql.planner.views import TraceSection, ViewDef
 from piql import sqlgen
-from piql.query import NamedQuery
+from piql.query_block import NamedQuery
 
 LEVELS = ("SI-0", "SI-1", "SI-2", "SI-3", "unbounded")
 UNBOUNDED_PREFIX = "no bounded plan:"

@@ -13,12 +13,12 @@ from piql import sqlgen
 from piql.catalog import Catalog, Column, Table
 from piql.planner.maintenance import DeltaPlan, Maintenance, maintenance_rules
 from piql.planner.naming import Names
-from piql.planner.phase0 import plan_query
+from piql.planner.bounded_plans import plan_query
 from piql.planner.physical import PhysicalPlan
 from piql.planner.storage import bound_storage
 from piql.planner.view_construction import Construction, Rejection, construct_view
 from piql.planner.views import IMV, TraceSection, ViewColumn, ViewDef
-from piql.query import Aggregate, QueryBlock, base_attr
+from piql.query_block import Aggregate, QueryBlock, base_attr
 
 MAX_DEPTH = 3
 

@@ -21,7 +21,7 @@ from sqlglot import exp
 from piql import sqlgen
 from piql.planner.physical import PhysicalPlan
 from piql.planner.views import DeltaRule, ViewColumn
-from piql.query import (
+from piql.query_block import (
     Aggregate, Attr, Epoch, Literal, Operand, Param, Predicate, QueryBlock, SelectItem,
     is_attr_like, normalized_predicate,
 )

@@ -25,7 +25,7 @@ from piql.catalog import CardinalityConstraint, Catalog, Column, Table
 from piql.diagnostics import Diagnostic
 from piql.interval import DEFAULT_REFRESH, Interval, parse_interval
 from piql.planner.naming import Names
-from piql.planner.phase0 import plan_query
+from piql.planner.bounded_plans import plan_query
 from piql.planner.view_construction import column_type
 from piql.planner.physical import PhysicalPlan
 from piql.planner.window_join import EpochMark, WindowLookup, epoch_marks, window_lookup
@@ -33,7 +33,7 @@ from piql.planner.views import (
     MARK, PERIODIC, STAGING, DeltaRule, FrozenColumns, StorageBound, TraceSection, ViewColumn,
     ViewDef,
 )
-from piql.query import (
+from piql.query_block import (
     Aggregate, Attr, Epoch, Literal, NamedQuery, OrderItem, Param, Predicate, QueryBlock, Relation,
     SelectItem, base_attr, rename_alias,
 )

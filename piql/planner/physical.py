@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from piql.query import Operand, Predicate, QueryBlock
+from piql.query_block import Operand, Predicate, QueryBlock
 
 PRIMARY = "primary"
 INDEX = "index"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from piql.catalog import Catalog, Table
 from piql.planner.views import StorageBound, TraceSection
-from piql.query import Attr, Epoch, Literal, Param, QueryBlock, is_attr_like
+from piql.query_block import Attr, Epoch, Literal, Param, QueryBlock, is_attr_like
 
 FIXED = "FIXED"
 MAX_SEARCH = 4096  # derived sets distinct_bound explores at most

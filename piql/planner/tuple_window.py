@@ -30,8 +30,8 @@ from piql.planner.periodic import (
     PeriodicPlan, Window, WindowRefusal, build_periodic, tuple_window,
 )
 from piql.planner.naming import Names
-from piql.planner.phase0 import Phase0Result, plan_query, why_join_filters
-from piql.query import (
+from piql.planner.bounded_plans import Phase0Result, plan_query, why_join_filters
+from piql.query_block import (
     Aggregate, Attr, NamedQuery, QueryBlock, Relation, SelectItem, base_attr,
 )
 

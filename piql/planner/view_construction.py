@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from piql.catalog import CardinalityConstraint, Catalog
 from piql.planner.storage import distinct_bound
 from piql.planner.views import TraceSection, ViewColumn, view_column_names
-from piql.query import (
+from piql.query_block import (
     Aggregate, Attr, Epoch, Expr, Literal, Operand, OrderItem, Param, Predicate, QueryBlock,
     Ratio, Relation, SelectItem, base_attr, is_attr_like,
 )

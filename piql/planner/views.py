@@ -6,7 +6,7 @@ from typing import Any
 
 from piql.catalog import Column, Table
 from piql.planner.physical import IndexSpec, PhysicalPlan
-from piql.query import Aggregate, Attr, Epoch, Expr, Predicate, QueryBlock
+from piql.query_block import Aggregate, Attr, Epoch, Expr, Predicate, QueryBlock
 
 IMV, STAGING, PERIODIC = "imv", "staging", "periodic"
 # The action of a periodic time window's rule on a joined relation: record, for the next

@@ -32,10 +32,10 @@ from collections import deque
 
 from piql.catalog import Catalog, Table
 from piql.planner.naming import Names
-from piql.planner.phase0 import plan_query
+from piql.planner.bounded_plans import plan_query
 from piql.planner.physical import PhysicalPlan
 from piql.planner.views import FrozenColumns
-from piql.query import (
+from piql.query_block import (
     Aggregate, Attr, Epoch, Literal, Operand, Param, Predicate, QueryBlock, Relation, SelectItem,
     base_attr, is_attr_like, normalized_predicate,
 )

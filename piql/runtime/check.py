@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from piql import sqlgen
 from piql.planner.views import IMV, STAGING, ViewDef
-from piql.query import Aggregate
+from piql.query_block import Aggregate
 from piql.runtime.store import Store
 
 

@@ -24,7 +24,7 @@ from piql.planner.application import Plan, QueryPlan
 from piql.planner.periodic import DEFAULT_PARTITIONS
 from piql import sqlgen
 from piql.planner.views import IMV, MARK, PERIODIC, STAGING, DeltaRule, ViewDef
-from piql.query import (
+from piql.query_block import (
     Attr, Epoch, Literal, Param, QueryBlock, Relation, base_attr, normalized_predicate,
 )
 from piql.runtime import sqlvalues

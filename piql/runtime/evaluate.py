@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from piql.query import (
+from piql.query_block import (
     Aggregate, Attr, Epoch, Expr, Literal, OrderItem, Param, Predicate, QueryBlock, Ratio,
 )
 from piql.runtime import sqlvalues

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from piql.planner.physical import DERIVED, INDEX, Access, PhysicalPlan
-from piql.query import FLIPPED, Attr, OrderItem
+from piql.query_block import FLIPPED, Attr, OrderItem
 from piql.runtime.evaluate import Binding, finish, holds, sort_rows, value
 from piql.runtime.store import Store
 

@@ -22,7 +22,7 @@ from typing import Any, Iterable
 from piql import sqlgen
 from piql.planner.views import PERIODIC, ViewDef
 from piql.planner.window_join import collapse, flat_name, lookup_block, staged_relation
-from piql.query import Attr, Epoch, Literal, OrderItem, Param, QueryBlock, Relation, SelectItem
+from piql.query_block import Attr, Epoch, Literal, OrderItem, Param, QueryBlock, Relation, SelectItem
 from piql.runtime import sqlvalues
 from piql.runtime.errors import BoundExceeded
 from piql.runtime.evaluate import finish, sort_rows

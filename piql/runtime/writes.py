@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from piql.catalog import Catalog, Table
 from piql.planner.views import MARK, STAGING, DeltaRule, ViewDef
-from piql.query import Aggregate
+from piql.query_block import Aggregate
 from piql.runtime.errors import BoundExceeded, ConstraintError
 from piql.runtime.evaluate import aggregate, holds, value
 from piql.runtime.executor import execute

@@ -7,8 +7,8 @@ import pytest
 from piql.errors import InputError
 from piql.introspect import catalog_from_database, display_url, schema_sql_from_database
 from piql.planner.application import plan_application
-from piql.queries import parse_queries
-from piql.schema import load_schema
+from piql.language.queries import parse_queries
+from piql.language.schema import load_schema
 from tests.conftest import FIXTURES
 from tests.introspect.compare import indexes, tables
 

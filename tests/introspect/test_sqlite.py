@@ -7,7 +7,7 @@ import pytest
 
 from piql.errors import InputError
 from piql.introspect import catalog_from_database, schema_sql_from_database
-from piql.schema import load_schema
+from piql.language.schema import load_schema
 from tests.conftest import FIXTURES
 from tests.introspect.compare import indexes, tables
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from piql.planner.application import plan_application
 from piql.planner.bounds import max_rows
-from piql.queries import parse_queries
-from piql.schema import parse_schema
+from piql.language.queries import parse_queries
+from piql.language.schema import parse_schema
 from tests.conftest import FIXTURES, plan_text
 
 ACCOUNTS = """

@@ -7,7 +7,7 @@ from piql import sqlgen
 from piql.planner.maintenance import delta_queries
 from piql.planner.storage import bound_storage, dependencies
 from piql.planner.view_construction import Rejection, construct_view
-from piql.queries import parse_queries
+from piql.language.queries import parse_queries
 from tests.conftest import PAPER_SCHEMA, paper_catalog, plan_text
 
 TWO_TAGS = ("SELECT t1.docId FROM Tags t1, Tags t2, Documents d "

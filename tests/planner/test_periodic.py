@@ -132,7 +132,7 @@ def test_invalid_periodic_interval_is_an_input_error():
     import pytest
 
     from piql.errors import InputError
-    from piql.queries import parse_queries
+    from piql.language.queries import parse_queries
 
     with pytest.raises(InputError) as caught:
         parse_queries("-- name: q\n-- periodic: soon\nSELECT * FROM Tags WHERE docId = <d>\n",

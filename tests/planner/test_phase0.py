@@ -1,9 +1,9 @@
 """Phase 0: bounded physical plans (SI-0 / SI-1) and why others are unbounded."""
 from __future__ import annotations
 
-from piql.planner.phase0 import plan_query
+from piql.planner.bounded_plans import plan_query
 from piql.planner.physical import INDEX, PRIMARY
-from piql.queries import parse_queries
+from piql.language.queries import parse_queries
 from tests.conftest import paper_catalog, plan_text
 
 SOCIAL = """

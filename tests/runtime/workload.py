@@ -23,7 +23,7 @@ from piql.catalog import Catalog, Table
 from piql.engines.base import TableData
 from piql.engines.jobs import tables_read
 from piql.planner.application import Plan, QueryPlan
-from piql.query import Attr, Epoch, Param, SelectItem
+from piql.query_block import Attr, Epoch, Param, SelectItem
 from piql.runtime import sqlvalues
 from piql.runtime.deployment import Deployment, _param_types
 from piql.runtime.evaluate import INTEGER_TYPES, REAL_TYPES

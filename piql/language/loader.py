@@ -4,8 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from piql.planner.application import Plan, plan_application
-from piql.queries import load_queries
-from piql.schema import load_schema
+from piql.language.queries import load_queries
+from piql.language.schema import load_schema
 
 
 def load_plan(schema_path: str | Path, queries_path: str | Path) -> Plan:

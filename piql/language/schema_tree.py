@@ -1,7 +1,7 @@
 """Parse tree -> raw statements: every name as written, with its location.
 
 :class:`SchemaTransformer` turns the lark tree of ``grammar/schema.lark`` into
-the ``Raw*`` dataclasses below, in file order; ``piql.schema_build`` checks
+the ``Raw*`` dataclasses below, in file order; ``piql.language.schema_build`` checks
 them and builds the catalog. Expressions (index expressions, partial-index
 predicates) are kept as their source text.
 """

@@ -24,8 +24,8 @@ from piql.catalog import (
 )
 from piql.diagnostics import Diagnostic
 from piql.errors import InputError, Location
-from piql.schema_scan import Annotation, Skipped
-from piql.schema_tree import (
+from piql.language.schema_scan import Annotation, Skipped
+from piql.language.schema_tree import (
     Constraint, QualifiedName, RawAddColumn, RawAddConstraint, RawAlter, RawCardinality, RawColumn,
     RawComment, RawForeignKey, RawIgnoredAction, RawIndex, RawName, RawPrimaryKey, RawSetNotNull,
     RawSetType, RawStatement, RawTable, RawTemporal, RawType, RawUnique,

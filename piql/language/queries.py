@@ -7,9 +7,9 @@ statement. Comments after the statement belong to the next block.
 ``load_queries`` splits the file into blocks, turns ``<param>`` placeholders
 into something sqlglot parses *and positions* while keeping every character
 offset (so positions map back to the file), and normalizes each statement
-into a :class:`~piql.query.QueryBlock` resolved against the catalog.
+into a :class:`~piql.query_block.QueryBlock` resolved against the catalog.
 Constructs outside the supported subset are collected per query as
-:class:`~piql.query.Unsupported`. Mistakes (malformed blocks, syntax errors,
+:class:`~piql.query_block.Unsupported`. Mistakes (malformed blocks, syntax errors,
 unknown or ambiguous names) are collected over the whole file; the first by
 position is raised as :class:`~piql.errors.InputError`, carrying all of them
 in ``all_errors``.
@@ -32,8 +32,8 @@ from sqlglot.tokens import Token, Tokenizer, TokenType
 from piql.catalog import Catalog
 from piql.errors import InputError, Location
 from piql.interval import parse_interval
-from piql.source_text import read_source
-from piql.query import (
+from piql.language.source_text import read_source
+from piql.query_block import (
     default_name, Aggregate, Attr, Epoch, Expr, Literal, NamedQuery, Operand, OrderItem,
     Param, QueryBlock, Relation, SelectItem, Unsupported, normalized_predicate,
 )

@@ -24,7 +24,7 @@ from piql.planner.naming import Names
 from piql.planner.physical import (
     DERIVED, INDEX, PRIMARY, Access, IndexSpec, Operator, PhysicalPlan,
 )
-from piql.query import Aggregate, Attr, Literal, Param, Predicate, QueryBlock, Relation
+from piql.query_block import Aggregate, Attr, Literal, Param, Predicate, QueryBlock, Relation
 
 MAX_JOIN_ORDERS = 5040  # all orders of up to 7 relations
 
@@ -320,7 +320,7 @@ class _Bindings:
 
 def _column_and_value(alias: str, pred: Predicate) -> tuple[str | None, object, str]:
     """Read ``pred`` as ``alias.column op value`` with the value known before the access."""
-    from piql.query import FLIPPED
+    from piql.query_block import FLIPPED
 
     left, right = pred.left, pred.right
     if isinstance(left, Attr) and left.alias == alias and not _mentions(right, alias):

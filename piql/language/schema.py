@@ -9,21 +9,21 @@ tokens that would have been accepted, and lets piql's own extensions
 only what piql needs from an expression (the columns an index expression or a
 partial index's predicate reads). Parsing happens in four steps:
 
-1. ``piql.schema_scan`` splits the text into statements, classifies them and
+1. ``piql.language.schema_scan`` splits the text into statements, classifies them and
    blanks out the ones that do not affect bounds (each becomes an info note
    of the catalog), keeping every position of the rest;
 2. lark (LALR, contextual lexer) turns the remaining text into a parse tree;
    its syntax errors become :class:`InputError` with a human-readable
    "found ... expected ..." message (:func:`_syntax_error`);
-3. ``piql.schema_tree`` turns the tree into raw statements that still carry
+3. ``piql.language.schema_tree`` turns the tree into raw statements that still carry
    every name as written, with its location;
-4. ``piql.schema_build`` gathers each table's declarations across the file
+4. ``piql.language.schema_build`` gathers each table's declarations across the file
    (``ALTER TABLE``, ``COMMENT ON``, ``-- piql:`` annotations), checks them and
    builds the immutable catalog.
 
 Every mistake is reported as ``InputError(message, Location(file, line, column))``;
 semantic errors are collected (one per statement) and the first is raised with
-the others in its ``all_errors`` attribute, as ``piql.queries`` does.
+the others in its ``all_errors`` attribute, as ``piql.language.queries`` does.
 """
 from __future__ import annotations
 
@@ -38,10 +38,10 @@ from lark.exceptions import (
 
 from piql.catalog import Catalog
 from piql.errors import InputError, Location
-from piql.schema_build import CatalogBuilder
-from piql.source_text import read_source
-from piql.schema_scan import scan_schema
-from piql.schema_tree import SchemaTransformer, at_least_1
+from piql.language.schema_build import CatalogBuilder
+from piql.language.source_text import read_source
+from piql.language.schema_scan import scan_schema
+from piql.language.schema_tree import SchemaTransformer, at_least_1
 
 __all__ = ["parse_schema", "load_schema"]
 
@@ -86,7 +86,7 @@ def _grammar_text() -> str:
     except (ImportError, OSError, TypeError):
         # Running from the source tree without an install: piql.grammar is not
         # a package there, the file sits in the top-level grammar/ directory.
-        path = Path(__file__).resolve().parent.parent / "grammar" / "schema.lark"
+        path = Path(__file__).resolve().parents[2] / "grammar" / "schema.lark"
         return path.read_text(encoding="utf-8")
 
 

@@ -1,0 +1,1 @@
+"""The input language: schema and queries files -> Catalog and NamedQuery (pure; no database)."""
