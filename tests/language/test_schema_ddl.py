@@ -6,15 +6,13 @@ here; tests/test_schema.py covers piql's own syntax and its error messages.
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from piql.catalog import Catalog, Column, ForeignKey, Index, IndexExpression, UniqueKey
 from piql.errors import InputError, Location
 from piql.language.schema import load_schema, parse_schema
-
-FIXTURES = Path(__file__).parent / "fixtures"
+from tests.conftest import FIXTURES
 
 
 def parse(text: str) -> Catalog:
