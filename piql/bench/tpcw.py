@@ -32,7 +32,7 @@ from piql.bench import tpcw_data as data
 from piql.bench import tpcw_mix as mix
 from piql.bench.common import machine, median, percentile, progress, write_json
 from piql.interval import parse_interval
-from piql.planner.views import PERIODIC
+from piql.planner.views import ViewKind
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tpcw"
 P99_TARGET = 1.5  # piql's p99 per interaction may vary at most this much across scales
@@ -200,7 +200,7 @@ class Refresher:
     def __init__(self, db, app: piql.App, now_ms: int) -> None:
         self.db = db
         periods = [parse_interval(v.extra.get("refresh_every", "1 min")).seconds * 1000
-                   for v in app.plan.views if v.kind == PERIODIC]
+                   for v in app.plan.views if v.kind == ViewKind.PERIODIC]
         self.period = min(periods) if periods else None
         self.seconds: list[float] = []
         self.views: dict[str, dict[str, Any]] = {}

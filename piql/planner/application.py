@@ -16,18 +16,18 @@ from piql.diagnostics import Diagnostic
 from piql.errors import InputError
 from piql.planner.bounded_plans import Phase0Result, plan_query
 from piql.planner.imv import build_imv
+from piql.planner.levels import LEVELS, Level
 from piql.planner.periodic import (
     WindowRefusal, build_periodic, find_window, periodic_diagnostic,
 )
 from piql.planner.naming import Names
 from piql.planner.physical import IndexSpec, PhysicalPlan
 from piql.planner.tuple_window import plan_window_then_rest, rest_sql, split_window
-from piql.planner.view_construction import Rejection
+from piql.planner.view_construction import Invariant, Rejection
 from piql.planner.views import TraceSection, ViewDef
 from piql import sqlgen
 from piql.query_block import NamedQuery
 
-LEVELS = ("SI-0", "SI-1", "SI-2", "SI-3", "unbounded")
 UNBOUNDED_PREFIX = "no bounded plan:"
 
 
@@ -36,7 +36,7 @@ class QueryPlan:
     """The verdict for one named query."""
 
     query: NamedQuery
-    level: str
+    level: Level
     ops_bound: int | None
     physical: PhysicalPlan | None = None
     indexes: tuple[IndexSpec, ...] = ()
@@ -53,7 +53,7 @@ class QueryPlan:
 
     @property
     def bounded(self) -> bool:
-        return self.level != "unbounded"
+        return self.level != Level.UNBOUNDED
 
 
 @dataclass(frozen=True)
@@ -129,8 +129,8 @@ def incremental_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
                        holder=f"the view of query {query.name}", owner=query.name)
     built = build_imv(catalog, query.block, name, (query.name,), names=names)
     if isinstance(built, Rejection):
-        hotspot = built.invariant == "hotspot"
-        reason = built.message if built.invariant in ("hotspot", "unsupported") \
+        hotspot = built.invariant == Invariant.HOTSPOT
+        reason = built.message if built.invariant in (Invariant.HOTSPOT, Invariant.UNSUPPORTED) \
             else f"{built.invariant} fails: {built.message}"
         return Refusal((Diagnostic("hotspot" if hotspot else "view-rejected", "error",
                                    f"no scale-independent view: {reason}", built.hint,
@@ -146,7 +146,7 @@ def incremental_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
         "", query.location)
     hot = [_single_row_hotspot(catalog, query, view) for view in views
            if view.aggregate and not view.key]
-    return QueryPlan(query, "SI-2", built.plan.ops_bound, built.plan, tuple(indexes),
+    return QueryPlan(query, Level.SI2, built.plan.ops_bound, built.plan, tuple(indexes),
                      tuple(v.name for v in views), sqlgen.block_sql(built.rewritten),
                      (note, *hot), phase0, views, built.trace)
 
@@ -188,7 +188,7 @@ def periodic_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
     note = periodic_diagnostic(built, window.column, query.location, bool(phase0.hotspots))
     lookups = window.lookup.plan.indexes if window.lookup else ()  # read by every refresh
     lookups += tuple(i for i in built.periodic.indexes if i not in lookups)  # epoch marks
-    return QueryPlan(query, "SI-3", built.plan.ops_bound, built.plan, lookups,
+    return QueryPlan(query, Level.SI3, built.plan.ops_bound, built.plan, lookups,
                      tuple(v.name for v in views),
                      sqlgen.block_sql(built.rewritten), (note,), phase0, views, built.trace)
 
@@ -229,7 +229,7 @@ def periodic_window_then_rest(catalog: Catalog, query: NamedQuery, phase0: Phase
         query.location) for i in plan.indexes if not i.declared]
     trace = built.trace + (TraceSection("the rest of the query, over the window (run by "
                                         "every query)", tuple(plan.root.lines())),)
-    return QueryPlan(query, "SI-3", plan.ops_bound, plan, plan.indexes,
+    return QueryPlan(query, Level.SI3, plan.ops_bound, plan, plan.indexes,
                      tuple(v.name for v in views), rest_sql(planned), (note, *indexes), phase0,
                      views, trace)
 
@@ -273,7 +273,7 @@ def plan_named(catalog: Catalog, query: NamedQuery, names: Names | None = None) 
         diagnostics = tuple(Diagnostic(
             "unsupported", "error", f"{u.construct} is not supported by piql", u.hint, u.location)
             for u in query.unsupported)
-        return QueryPlan(query, "unbounded", None, diagnostics=diagnostics)
+        return QueryPlan(query, Level.UNBOUNDED, None, diagnostics=diagnostics)
     phase0 = plan_query(catalog, query.block, names=names)
     refusals: list[Diagnostic] = _hotspot_diagnostics(catalog, query, phase0)
     attempts: list[TraceSection] = []  # what the refused strategies tried, for explain
@@ -284,10 +284,10 @@ def plan_named(catalog: Catalog, query: NamedQuery, names: Names | None = None) 
             attempt.commit()
             outcome = replace(outcome, diagnostics=outcome.diagnostics
                               + _renamed(outcome, attempt, query))
-            return _with_diagnostics(outcome, refusals if outcome.level != "SI-1" else [])
+            return _with_diagnostics(outcome, refusals if outcome.level != Level.SI1 else [])
         refusals += [d for d in outcome.diagnostics if d not in refusals]
         attempts += outcome.trace
-    return QueryPlan(query, "unbounded", None, diagnostics=tuple(refusals), phase0=phase0,
+    return QueryPlan(query, Level.UNBOUNDED, None, diagnostics=tuple(refusals), phase0=phase0,
                      trace=tuple(attempts))
 
 
@@ -313,7 +313,7 @@ def _with_diagnostics(plan: QueryPlan, extra: list[Diagnostic]) -> QueryPlan:
     reasons = []
     for d in extra:
         if d.code == "unbounded":
-            what = "a view" if plan.level == "SI-2" else "a periodic view"
+            what = "a view" if plan.level == Level.SI2 else "a periodic view"
             reason = d.message.removeprefix(f"{UNBOUNDED_PREFIX} ")
             d = replace(d, code="view", message=f"needs {what} because no plan over the tables "
                         f"and their indexes is bounded: {reason}")

@@ -22,7 +22,7 @@ from piql.catalog import Catalog, Table
 from piql.planner.bounds import max_rows
 from piql.planner.naming import Names
 from piql.planner.physical import (
-    DERIVED, INDEX, PRIMARY, Access, IndexSpec, Operator, PhysicalPlan,
+    AccessPath, Access, IndexSpec, Operator, PhysicalPlan,
 )
 from piql.query_block import Aggregate, Attr, Literal, Param, Predicate, QueryBlock, Relation
 
@@ -135,7 +135,7 @@ class _Search:
                 if rel.alias in p.aliases() and p.aliases() <= earlier | {rel.alias}]
         if not rel.is_base:
             sub = self.subplans[rel.alias]
-            access = Access(rel.alias, None, DERIVED, (), (), residual=tuple(mine),
+            access = Access(rel.alias, None, AccessPath.DERIVED, (), (), residual=tuple(mine),
                             rows_per_probe=sub.rows_bound, probes=card, subplan=sub)
             return [(access, card * sub.rows_bound, False)]
         table = self.catalog.table(rel.table)
@@ -211,7 +211,7 @@ class _Search:
         residual = tuple(p for p in mine if id(p) not in used)
         covering = index is None or self.needed.get(rel.alias, set()) <= set(path)
         access = Access(
-            rel.alias, table.name, INDEX if index else PRIMARY, tuple(prefix),
+            rel.alias, table.name, AccessPath.INDEX if index else AccessPath.PRIMARY, tuple(prefix),
             tuple(bindings.eq[c] for c in prefix), order_columns=rest, range=tuple(ranged),
             residual=residual, index=index, covering=covering, probes=card)
         rows = max_rows(table, frozenset(prefix))
@@ -497,7 +497,7 @@ def _assemble(block: QueryBlock, accesses: tuple[Access, ...], card: int,
 
 
 def _leaf(access: Access) -> Operator:
-    if access.path == DERIVED:
+    if access.path == AccessPath.DERIVED:
         assert access.subplan is not None
         return Operator("Derived", access.alias, access.rows_per_probe, access.subplan.ops_bound,
                         (access.subplan.root,))
@@ -509,7 +509,7 @@ def _leaf(access: Access) -> Operator:
         where += f" in order of ({', '.join(access.order_columns)}) stop after {access.stop_after}"
         if access.descending:
             where += " descending"
-    if access.path == PRIMARY:
+    if access.path == AccessPath.PRIMARY:
         name = "KeyLookup" if access.point_lookup else "ClusteredScan"
         target = access.table if access.alias == access.table else f"{access.table} {access.alias}"
     else:

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 
 from piql import sqlgen
 from piql.catalog import Catalog, Column, Table
+from piql.planner.levels import Level
 from piql.planner.maintenance import DeltaPlan, Maintenance, maintenance_rules
 from piql.planner.naming import Names
 from piql.planner.bounded_plans import plan_query
 from piql.planner.physical import PhysicalPlan
 from piql.planner.storage import bound_storage
-from piql.planner.view_construction import Construction, Rejection, construct_view
-from piql.planner.views import IMV, TraceSection, ViewColumn, ViewDef
+from piql.planner.view_construction import Construction, Invariant, Rejection, construct_view
+from piql.planner.views import TraceSection, ViewColumn, ViewDef, ViewKind
 from piql.query_block import Aggregate, QueryBlock, base_attr
 
 MAX_DEPTH = 3
@@ -45,7 +46,7 @@ def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple
     hotspot = leading_temporal(catalog, block, constructed.columns)
     if hotspot is not None:
         return Rejection(
-            "hotspot", f"the view's key would start with {hotspot}, which is TEMPORAL: every "
+            Invariant.HOTSPOT, f"the view's key would start with {hotspot}, which is TEMPORAL: every "
             "insert would land on the partition holding the newest values (§2.5)",
             "piql uses a hash-partitioned staging view and a periodic view instead (SI-3)",
             tuple(trace))
@@ -54,7 +55,7 @@ def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple
     read = plan_query(over_view, constructed.rewritten, names=names)
     if read.plan is None:
         assert read.failure is not None
-        return Rejection("Invariant 1", "even over the view the query is unbounded: "
+        return Rejection(Invariant.QUERY, "even over the view the query is unbounded: "
                          + read.failure.message,
                          "compare more of the view's key columns with parameters, or add "
                          "ORDER BY ... LIMIT n", tuple(trace))
@@ -62,7 +63,7 @@ def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple
     storage = bound_storage(catalog, constructed.definition)
     trace += storage.trace
     if storage.bound is None:
-        return Rejection("Invariant 3", storage.message, storage.hint, tuple(trace))
+        return Rejection(Invariant.STORAGE, storage.message, storage.hint, tuple(trace))
     maintenance = maintenance_rules(
         name, constructed.definition, constructed.columns,
         lambda delta, hint: _plan_delta(catalog, delta, hint, for_queries, depth, names))
@@ -70,14 +71,14 @@ def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple
         trace.append(TraceSection("unbounded delta query", (
             sqlgen.block_sql(maintenance.delta.block), maintenance.reason)))
         return Rejection(
-            "Invariant 2", f"maintaining the view on a write to {maintenance.delta.table} "
+            Invariant.MAINTENANCE, f"maintaining the view on a write to {maintenance.delta.table} "
             f"({', '.join(maintenance.delta.aliases)}) is unbounded: {maintenance.reason}",
             "add a CARDINALITY constraint that bounds the rows the written tuple joins with",
             tuple(trace))
     trace.append(TraceSection("delta queries (§5)", tuple(_rule_lines(maintenance))))
     trace.append(TraceSection("maintenance per base write (Invariant 2)",
                               tuple(_totals(maintenance))))
-    view = ViewDef(name, IMV, for_queries, constructed.definition, constructed.columns,
+    view = ViewDef(name, ViewKind.IMV, for_queries, constructed.definition, constructed.columns,
                    f"CREATE VIEW {name} AS {sqlgen.block_sql(constructed.definition)}",
                    storage.bound, maintenance.rules)
     return ViewPlan(view, maintenance.nested_views, constructed.rewritten, read.plan, tuple(trace))
@@ -100,7 +101,7 @@ def _plan_delta(catalog: Catalog, delta: QueryBlock, hint: str, for_queries: tup
         return f"{direct.failure.message}; and no view bounds it: {nested.message}"
     if mine is not None:
         mine.commit()
-    return DeltaPlan("SI-2", nested.plan, nested.plan.ops_bound, nested.plan.rows_bound,
+    return DeltaPlan(Level.SI2, nested.plan, nested.plan.ops_bound, nested.plan.rows_bound,
                      (nested.view,) + nested.nested)
 
 

@@ -19,14 +19,15 @@ from typing import Callable
 from sqlglot import exp
 
 from piql import sqlgen
+from piql.planner.levels import Level
 from piql.planner.physical import PhysicalPlan
-from piql.planner.views import DeltaRule, ViewColumn
+from piql.planner.views import DeltaRule, RuleAction, ViewColumn, WriteEvent
 from piql.query_block import (
     Aggregate, Attr, Epoch, Literal, Operand, Param, Predicate, QueryBlock, SelectItem,
     is_attr_like, normalized_predicate,
 )
 
-EVENTS = ("insert", "delete")
+EVENTS = (WriteEvent.INSERT, WriteEvent.DELETE)
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class DeltaQuery:
 class DeltaPlan:
     """How a delta query runs: its level, plan and bounds, and any views it needed."""
 
-    level: str
+    level: Level
     plan: PhysicalPlan | None
     read_ops: int
     rows: int
@@ -138,7 +139,8 @@ def maintenance_rules(view: str, definition: QueryBlock, columns: tuple[ViewColu
             return Unmaintainable(delta, planned)
         nested += [v for v in planned.views if v not in nested]
         for event in EVENTS:
-            action = ("add" if event == "insert" else "subtract") if aggregate else event
+            action = (RuleAction.ADD if event == WriteEvent.INSERT else RuleAction.SUBTRACT) \
+                if aggregate else RuleAction(event)
             writes = planned.rows * (2 if aggregate else 1)  # aggregates read then write a group
             name = f"{view}_on_{event}_{delta.table}_{'_'.join(delta.aliases)}"
             rules.append(DeltaRule(
@@ -150,19 +152,19 @@ def maintenance_rules(view: str, definition: QueryBlock, columns: tuple[ViewColu
 
 def _plan(delta: DeltaQuery, plan_delta: PlanDelta, view: str) -> DeltaPlan | str:
     if not delta.block.relations:
-        return DeltaPlan("SI-0", None, 0, 1)
+        return DeltaPlan(Level.SI0, None, 0, 1)
     hint = f"{view}_delta_{delta.table}_{'_'.join(delta.aliases)}"
     return plan_delta(delta.block, hint)
 
 
-def rule_sql(name: str, event: str, delta: DeltaQuery, view: str, action: str,
+def rule_sql(name: str, event: WriteEvent, delta: DeltaQuery, view: str, action: RuleAction,
              dialect: str | None = None) -> str:
     """The rule in the paper's notation, or its delta query in ``dialect`` with a header."""
     query = sqlgen.select(delta.block, paper=dialect is None)
     if not delta.block.relations:
         query.set("from_", None)
     if delta.contributions:
-        sign = "+" if action == "add" else "-"
+        sign = "+" if action == RuleAction.ADD else "-"
         for position, item in enumerate(delta.block.select):
             if item.name in delta.contributions and dialect is None:
                 node = query.expressions[position]
@@ -173,9 +175,9 @@ def rule_sql(name: str, event: str, delta: DeltaQuery, view: str, action: str,
         guard = exp.and_(*(sqlgen.predicate(g, paper=dialect is None) for g in delta.guards))
         query = query.where(guard)
     body = sqlgen.render(query, dialect)
-    on = "INSERT INTO" if event == "insert" else "DELETE FROM"
-    verb = {"insert": f"INSERT INTO {view}", "delete": f"DELETE FROM {view}",
-            "add": f"UPDATE {view}", "subtract": f"UPDATE {view}"}[action]
+    on = "INSERT INTO" if event == WriteEvent.INSERT else "DELETE FROM"
+    verb = {RuleAction.INSERT: f"INSERT INTO {view}", RuleAction.DELETE: f"DELETE FROM {view}",
+            RuleAction.ADD: f"UPDATE {view}", RuleAction.SUBTRACT: f"UPDATE {view}"}[action]
     if dialect is None:
         return f"CREATE RULE {name} ON {on} {delta.table} {verb} {body}"
     return f"-- {name}: on {event} of one {delta.table} row, {action} rows of {view}:\n{body}"

@@ -19,19 +19,21 @@ TEMPORAL values are taken to be milliseconds, as in the paper's §3.3.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from piql import sqlgen
 from piql.catalog import CardinalityConstraint, Catalog, Column, Table
 from piql.diagnostics import Diagnostic
 from piql.interval import DEFAULT_REFRESH, Interval, parse_interval
+from piql.planner.levels import Level
 from piql.planner.naming import Names
 from piql.planner.bounded_plans import plan_query
 from piql.planner.view_construction import column_type
 from piql.planner.physical import PhysicalPlan
 from piql.planner.window_join import EpochMark, WindowLookup, epoch_marks, window_lookup
 from piql.planner.views import (
-    MARK, PERIODIC, STAGING, DeltaRule, FrozenColumns, StorageBound, TraceSection, ViewColumn,
-    ViewDef,
+    DeltaRule, FrozenColumns, RuleAction, StorageBound, TraceSection, ViewColumn, ViewDef, ViewKind,
+    WriteEvent,
 )
 from piql.query_block import (
     Aggregate, Attr, Epoch, Literal, NamedQuery, OrderItem, Param, Predicate, QueryBlock, Relation,
@@ -44,6 +46,14 @@ DEFAULT_PARTITIONS = 16
 PARTITION_WRITE_CAPACITY = 1000
 
 
+class WindowKind(StrEnum):
+    """A tuple window (the n first tuples by a TEMPORAL column, §6.2) or a time window (the
+    tuples of one epoch ``ts - ts % W``, §3.3)."""
+
+    TUPLE = "tuple"
+    TIME = "time"
+
+
 @dataclass(frozen=True)
 class Window:
     """The windowed read of one TEMPORAL relation that Phase 4 moves to a staging view."""
@@ -52,7 +62,7 @@ class Window:
     relation: Relation
     table: Table
     column: str
-    kind: str  # "tuple" or "time"
+    kind: WindowKind
     size: int  # n tuples, or the window width in milliseconds
     lookup: WindowLookup | None = None  # a time window's other relations, read per tuple
     # how writes to those relations reach the epochs they change (or which updates are refused)
@@ -129,7 +139,7 @@ def tuple_window(catalog: Catalog, block: QueryBlock) -> Window | WindowRefusal 
             "compare a key column with a parameter (an index then serves the query), or "
             "filter the window's tuples in an outer query: SELECT ... FROM (SELECT ... ORDER "
             "BY ts DESC LIMIT n) w WHERE ...")
-    return Window(block, relation, table, column.name, "tuple", block.limit)  # type: ignore[arg-type]
+    return Window(block, relation, table, column.name, WindowKind.TUPLE, block.limit)  # type: ignore[arg-type]
 
 
 def _time_window(catalog: Catalog, block: QueryBlock,
@@ -160,7 +170,7 @@ def _time_window(catalog: Catalog, block: QueryBlock,
     if block.group_by and block.limit is None:
         return ("a time window grouped without LIMIT can have any number of groups per window: "
                 "add ORDER BY <aggregate> DESC LIMIT k")
-    return Window(block, relation, table, column.name, "time", epochs[0].left.width,  # type: ignore
+    return Window(block, relation, table, column.name, WindowKind.TIME, epochs[0].left.width,  # type: ignore
                   lookup, marks)
 
 
@@ -174,7 +184,7 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         f"{query.name}Staging", holder=f"the staging view of query {query.name}", owner=query.name)
     partition_key, stored = _staging_columns(query.block, window)
     staging = _staging_view(staging_name, query.name, window, partition_key, stored)
-    per_partition = window.size if window.kind == "tuple" else \
+    per_partition = window.size if window.kind == WindowKind.TUPLE else \
         PARTITION_WRITE_CAPACITY * -(-window.size // 1000) * window.reads_per_tuple
     definition = _over_staging(query.block, window, staging_name, stored)
     periodic_name = _free_name(catalog, query.name) if names is None else names.claim(
@@ -191,13 +201,13 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
     }
     staging = replace(staging, extra={k: v for k, v in facts.items() if k != "staging"})
     periodic = ViewDef(
-        periodic_name, PERIODIC, (query.name,), definition,
+        periodic_name, ViewKind.PERIODIC, (query.name,), definition,
         tuple(ViewColumn(c.name, _source_of(query.block, c.name), c.name in periodic_table.primary_key,
                          "result", c.type) for c in periodic_table.columns),
         f"CREATE VIEW {periodic_name} PERIODIC {refresh} AS {sqlgen.block_sql(definition)}",
         # an epoch has at most one row per joined row of its windowed tuples
         StorageBound(window.table.name, window.relation.alias,
-                     window.lookup.plan.rows_bound if window.lookup else 1) if window.kind == "time"
+                     window.lookup.plan.rows_bound if window.lookup else 1) if window.kind == WindowKind.TIME
         else StorageBound("", "", periodic_table.row_limit or 0),
         _mark_rules(periodic_name, window), extra=facts,
         frozen=tuple(m for m in window.marks if isinstance(m, FrozenColumns)))
@@ -213,7 +223,7 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         TraceSection("periodic view", (periodic.sql,)),
         TraceSection("bounds (relaxed Invariant 2, §2.3)", (
             f"per partition and refresh: ops <= {per_partition}"
-            + ("" if window.kind == "tuple" else
+            + ("" if window.kind == WindowKind.TUPLE else
                f" ({PARTITION_WRITE_CAPACITY} writes/s per partition x {window.size // 1000} s"
                + (f" x {window.reads_per_tuple} reads per tuple)" if window.lookup else ")")),
             f"per refresh in total: {partitions} partitions x {per_partition} = "
@@ -234,13 +244,13 @@ def _mark_rules(view: str, window: Window) -> tuple[DeltaRule, ...]:
     for mark in window.marks:
         if not isinstance(mark, EpochMark):
             continue
-        for event in ("insert", "delete"):
+        for event in (WriteEvent.INSERT, WriteEvent.DELETE):
             name = f"{view}_mark_on_{event}_{mark.table}_{mark.alias}"
-            on = "INSERT INTO" if event == "insert" else "DELETE FROM"
+            on = "INSERT INTO" if event == WriteEvent.INSERT else "DELETE FROM"
             sql = (f"CREATE RULE {name} ON {on} {mark.table} MARK EPOCHS OF {view} "
                    f"{sqlgen.block_sql(mark.block)}")
             rules.append(DeltaRule(name, event, mark.table, (mark.alias,), mark.block, mark.guards,
-                                   MARK, sql, mark.plan.level, mark.plan.ops_bound,
+                                   RuleAction.MARK, sql, mark.plan.level, mark.plan.ops_bound,
                                    mark.plan.rows_bound, mark.plan))
     return tuple(rules)
 
@@ -258,7 +268,7 @@ def _marks_trace(periodic: ViewDef) -> tuple[TraceSection, ...]:
     """How writes to the joined relations reach the epochs they change."""
     lines: list[str] = []
     for rule in periodic.rules:
-        if rule.event != "insert" or rule.plan is None:
+        if rule.event != WriteEvent.INSERT or rule.plan is None:
             continue
         lines.append(f"a write to {rule.table} {rule.aliases[0]} marks the epochs of the "
                      f"windowed tuples it joins for the next refresh (ops <= {rule.ops_bound}):")
@@ -272,7 +282,7 @@ def _marks_trace(periodic: ViewDef) -> tuple[TraceSection, ...]:
 
 
 def _window_text(window: Window) -> str:
-    if window.kind == "tuple":
+    if window.kind == WindowKind.TUPLE:
         return f"the {window.size} {'newest' if window.block.order_by[0].desc else 'first'} tuples"
     return f"epochs of {window.size} ms"
 
@@ -325,21 +335,23 @@ def _staging_view(name: str, query: str, window: Window, partition_key: tuple[st
     definition = QueryBlock((Relation(alias, table.column_names, table=table.name),), (),
                             tuple(SelectItem(c.name, c.source) for c in columns[1:]))
     shown = f"SELECT HASH({', '.join(partition_key)}), {', '.join(stored)} FROM {table.name}"
-    rules = tuple(_staging_rule(name, table, alias, event, columns) for event in ("insert", "delete"))
-    return ViewDef(name, STAGING, (query,), definition, columns, f"CREATE VIEW {name} AS {shown}",
+    rules = tuple(_staging_rule(name, table, alias, event, columns)
+                  for event in (WriteEvent.INSERT, WriteEvent.DELETE))
+    return ViewDef(name, ViewKind.STAGING, (query,), definition, columns, f"CREATE VIEW {name} AS {shown}",
                    StorageBound(table.name, alias, 1), rules)
 
 
-def _staging_rule(view: str, table: Table, alias: str, event: str,
+def _staging_rule(view: str, table: Table, alias: str, event: WriteEvent,
                   columns: tuple[ViewColumn, ...]) -> DeltaRule:
     name = f"{view}_on_{event}_{table.name}_{alias}"
     stored = [c for c in columns if c.name != "partition"]
     delta = QueryBlock((), (), tuple(SelectItem(c.name, Param(c.name)) for c in stored))
-    on = "INSERT INTO" if event == "insert" else "DELETE FROM"
-    verb = "INSERT INTO" if event == "insert" else "DELETE FROM"
+    on = "INSERT INTO" if event == WriteEvent.INSERT else "DELETE FROM"
+    verb = "INSERT INTO" if event == WriteEvent.INSERT else "DELETE FROM"
     values = ", ".join(f"<{c.name}>" for c in stored)
     sql = f"CREATE RULE {name} ON {on} {table.name} {verb} {view} SELECT {values}"
-    return DeltaRule(name, event, table.name, (alias,), delta, (), event, sql, "SI-0", 0, 1)
+    return DeltaRule(name, event, table.name, (alias,), delta, (), RuleAction(event), sql, Level.SI0,
+                     0, 1)
 
 
 def _over_staging(block: QueryBlock, window: Window, staging: str,
@@ -359,7 +371,7 @@ def _over_staging(block: QueryBlock, window: Window, staging: str,
     staged = rename_alias(block, window.relation.alias, staging, columns, staging)
     if inner:  # the FROM-subquery window passes on every staged column: SELECT *
         return replace(staged, select=tuple(SelectItem(c, Attr(staging, c)) for c in columns))
-    if window.kind == "tuple":
+    if window.kind == WindowKind.TUPLE:
         return staged
     windowed = window.relation.alias
     keys = [(Attr(staging, p.left.column) if p.left.alias == windowed else p.left, name)  # type: ignore
@@ -409,7 +421,7 @@ def _periodic_table(catalog: Catalog, block: QueryBlock, name: str,
     """
     columns = [Column(i.name, column_type(catalog, block, i.expr)) for i in block.select]
     view = Attr(name, "")
-    if window.kind == "tuple":
+    if window.kind == WindowKind.TUPLE:
         rows = block.limit or window.size
         # An ordered result is stored with its rank, so reads return it in order.
         grouped = [i.name for i in block.select if i.expr in block.group_by]
@@ -466,7 +478,7 @@ def periodic_diagnostic(plan: PeriodicPlan, hotspot_column: str, location,
     facts = plan.periodic.extra
     instead = f"not SI-1: an index led by the TEMPORAL column {hotspot_column}" if refused_index \
         else f"not SI-2: a view led by the TEMPORAL column {hotspot_column}" + \
-        (" (its epoch)" if facts["window"] != "tuple" else "")
+        (" (its epoch)" if facts["window"] != WindowKind.TUPLE else "")
     return Diagnostic(
         "periodic", "info",
         f"SI-3, {instead} would be a write hotspot; rows go to staging view {plan.staging.name} (hash-partitioned, sorted by "

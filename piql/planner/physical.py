@@ -7,12 +7,19 @@ bound of every operator, for ``piql explain``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
+from piql.planner.levels import Level
 from piql.query_block import Operand, Predicate, QueryBlock
 
-PRIMARY = "primary"
-INDEX = "index"
-DERIVED = "derived"
+
+class AccessPath(StrEnum):
+    """How a relation occurrence is read: its clustered primary key, a secondary index,
+    or a FROM-subquery evaluated by its own plan."""
+
+    PRIMARY = "primary"
+    INDEX = "index"
+    DERIVED = "derived"
 
 
 @dataclass(frozen=True)
@@ -42,7 +49,7 @@ class Access:
 
     alias: str
     table: str | None
-    path: str
+    path: AccessPath
     key_columns: tuple[str, ...]
     key_values: tuple[Operand, ...]
     order_columns: tuple[str, ...] = ()
@@ -58,12 +65,12 @@ class Access:
 
     @property
     def point_lookup(self) -> bool:
-        return self.path == PRIMARY and self.rows_per_probe == 1 and not self.range
+        return self.path == AccessPath.PRIMARY and self.rows_per_probe == 1 and not self.range
 
     @property
     def ops_per_probe(self) -> int:
         """Tuples read per probe; every lookup counts at least one."""
-        if self.path == DERIVED:
+        if self.path == AccessPath.DERIVED:
             return 0
         rows = self.rows_per_probe
         fetches = 0 if self.covering else rows
@@ -71,7 +78,7 @@ class Access:
 
     @property
     def ops(self) -> int:
-        if self.path == DERIVED:
+        if self.path == AccessPath.DERIVED:
             return self.subplan.ops_bound if self.subplan else 0
         return self.probes * self.ops_per_probe
 
@@ -112,5 +119,5 @@ class PhysicalPlan:
         return tuple(found)
 
     @property
-    def level(self) -> str:
-        return "SI-1" if self.indexes else "SI-0"
+    def level(self) -> Level:
+        return Level.SI1 if self.indexes else Level.SI0

@@ -14,6 +14,7 @@ windows (§3.3) lead the key.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from piql.catalog import CardinalityConstraint, Catalog
 from piql.planner.storage import distinct_bound
@@ -29,11 +30,23 @@ _REAL_TYPES = ("DOUBLE", "FLOAT", "REAL")
 NOT_UNDER_DELETES = ("MIN", "MAX")
 
 
+class Invariant(StrEnum):
+    """What a refused view breaks: one of the paper's three invariants (the query reads the
+    view with bounded work; its maintenance per write is bounded; its size is bounded by a
+    base relation's), or a write hotspot, or a construct a view cannot hold."""
+
+    QUERY = "Invariant 1"
+    MAINTENANCE = "Invariant 2"
+    STORAGE = "Invariant 3"
+    HOTSPOT = "hotspot"
+    UNSUPPORTED = "unsupported"
+
+
 @dataclass(frozen=True)
 class Rejection:
     """Why no view (or no bounded view) answers the query, and what would fix it."""
 
-    invariant: str
+    invariant: Invariant
     message: str
     hint: str = ""
     trace: tuple[TraceSection, ...] = ()
@@ -85,7 +98,7 @@ class EquivalenceClasses:
 def construct_view(catalog: Catalog, block: QueryBlock, name: str) -> Construction | Rejection:
     """Phase 1 for ``block``; the view will be called ``name``."""
     if any(not rel.is_base for rel in block.relations):
-        return Rejection("unsupported", "an incrementally maintained view cannot hold a "
+        return Rejection(Invariant.UNSUPPORTED, "an incrementally maintained view cannot hold a "
                          "FROM-subquery window", "tuple windows are answered by periodic views (SI-3)")
     a_eq = _epochs_first(catalog, block, _unique(
         p.left for p in block.predicates if p.kind == "attr=param"))
@@ -111,7 +124,7 @@ def _row_view(catalog: Catalog, block: QueryBlock, name: str, a_eq: list, a_ineq
     trace.insert(2, TraceSection("A_order", tuple(map(str, a_order)) or ("(empty)",)))
     adjacency = _algorithm1(a_ineq, a_order, classes)
     if adjacency is not None:
-        return Rejection("Invariant 1", adjacency[0], adjacency[1], tuple(trace))
+        return Rejection(Invariant.QUERY, adjacency[0], adjacency[1], tuple(trace))
     a_keys = [Attr(rel.alias, column)
               for rel in sorted(block.relations, key=lambda r: len(_table(catalog, r).primary_key))
               for column in _table(catalog, rel).primary_key]
@@ -142,7 +155,7 @@ def _aggregate_view(catalog: Catalog, block: QueryBlock, name: str, a_eq: list, 
                     trace: list[TraceSection]) -> Construction | Rejection:
     if a_ineq:
         return Rejection(
-            "Invariant 2", f"the aggregate is restricted by an inequality with a parameter "
+            Invariant.MAINTENANCE, f"the aggregate is restricted by an inequality with a parameter "
             f"({a_ineq[0]}); a view cannot keep one partial aggregate per possible range, and "
             "summing many groups at query time is unbounded (§3.2.2)",
             "use an equality, or a time window with an epoch: ts - ts % WIDTH = <epoch>",
@@ -150,8 +163,8 @@ def _aggregate_view(catalog: Catalog, block: QueryBlock, name: str, a_eq: list, 
     for aggregate in block.aggregates:
         refusal = _aggregate_refusal(aggregate)
         if refusal:
-            return Rejection("Invariant 2" if aggregate.func in NOT_UNDER_DELETES else
-                             "Invariant 3", refusal[0], refusal[1], tuple(trace))
+            return Rejection(Invariant.MAINTENANCE if aggregate.func in NOT_UNDER_DELETES else
+                             Invariant.STORAGE, refusal[0], refusal[1], tuple(trace))
     # One key column per equivalence class: with `a = <u> AND b = <u>`, P_view keeps
     # `a = b`, so grouping by `a` alone is the same grouping and the rewritten query
     # binds every key column (it reads both through the one parameter).
@@ -168,7 +181,7 @@ def _aggregate_view(catalog: Catalog, block: QueryBlock, name: str, a_eq: list, 
     for position, grouping in enumerate(extra):
         groups = distinct_bound(catalog, relations, set(fixed + extra[:position]), {grouping})
         if groups is None:
-            return Rejection("Invariant 1", *_unbounded_groups(catalog, block, grouping, fixed),
+            return Rejection(Invariant.QUERY, *_unbounded_groups(catalog, block, grouping, fixed),
                              tuple(trace))
         limits.append((grouping, groups))
     group_key = group_key + extra

@@ -2,16 +2,43 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from piql.catalog import Column, Table
+from piql.planner.levels import Level
 from piql.planner.physical import IndexSpec, PhysicalPlan
 from piql.query_block import Aggregate, Attr, Epoch, Expr, Predicate, QueryBlock
 
-IMV, STAGING, PERIODIC = "imv", "staging", "periodic"
-# The action of a periodic time window's rule on a joined relation: record, for the next
-# refresh, the epochs of the windowed tuples the written tuple joins.
-MARK = "mark"
+
+class ViewKind(StrEnum):
+    """An incrementally maintained view (SI-2), a hash-partitioned staging view, or a
+    periodic view refreshed from one (SI-3)."""
+
+    IMV = "imv"
+    STAGING = "staging"
+    PERIODIC = "periodic"
+
+
+class WriteEvent(StrEnum):
+    """A write to one base row; an update is a delete then an insert."""
+
+    INSERT = "insert"
+    DELETE = "delete"
+    UPDATE = "update"
+
+
+class RuleAction(StrEnum):
+    """What a delta rule does with the rows its delta query produces: insert or delete view
+    rows, add or subtract aggregate state, or (a periodic time window's rule on a joined
+    relation) mark, for the next refresh, the epochs of the windowed tuples the written
+    tuple joins."""
+
+    INSERT = "insert"
+    DELETE = "delete"
+    ADD = "add"
+    SUBTRACT = "subtract"
+    MARK = "mark"
 
 
 @dataclass(frozen=True)
@@ -49,19 +76,18 @@ class DeltaRule:
     ``aliases`` are the relation occurrences replaced by the written tuple (several
     for a self-join's tuple-with-itself rule). ``guards`` are conditions on the
     tuple alone. ``action`` is ``insert``/``delete`` for row views,
-    ``add``/``subtract`` for aggregate views and ``mark`` (:data:`MARK`) for a periodic
-    view's epochs.
+    ``add``/``subtract`` for aggregate views and ``mark`` for a periodic view's epochs.
     """
 
     name: str
-    event: str
+    event: WriteEvent
     table: str
     aliases: tuple[str, ...]
     delta: QueryBlock
     guards: tuple[Predicate, ...]
-    action: str
+    action: RuleAction
     sql: str
-    level: str
+    level: Level
     read_ops: int
     write_ops: int
     plan: PhysicalPlan | None = None
@@ -93,7 +119,7 @@ class ViewDef:
     """A view piql creates: its definition, clustered key, bound and maintenance rules."""
 
     name: str
-    kind: str
+    kind: ViewKind
     for_queries: tuple[str, ...]
     definition: QueryBlock
     columns: tuple[ViewColumn, ...]

@@ -6,7 +6,7 @@ from sqlglot import exp
 from piql import sqlgen
 from piql.planner.application import Plan
 from piql.planner.maintenance import DeltaQuery, rule_sql
-from piql.planner.views import MARK, PERIODIC, STAGING, ViewDef
+from piql.planner.views import RuleAction, ViewDef, ViewKind
 
 # Spark SQL has no clustered keys or secondary indexes: the store keeps those.
 KEYLESS_DIALECTS = ("spark",)
@@ -44,17 +44,17 @@ def _view(view: ViewDef, dialect: str) -> list[str]:
             if view.storage.relation else f"; storage <= {view.storage.factor} rows"
     lines = [f"-- view {view.name} ({view.kind}) for {', '.join(view.for_queries)}: "
              f"key ({key}){bound}"]
-    if view.kind == STAGING:
+    if view.kind == ViewKind.STAGING:
         lines.append(f"-- rows are spread over {view.extra['partitions']} partitions by "
                      f"HASH({', '.join(view.extra['partitioned_by'])}); piql computes it on write")
     lines.append(create_table(view, dialect) + ";")
-    if view.kind == PERIODIC:
+    if view.kind == ViewKind.PERIODIC:
         lines.append(f"-- refreshed every {view.extra['refresh_every']} by one task per partition "
                      f"of {view.extra['staging']}, each reading at most "
                      f"{view.extra['per_partition_ops_bound']} rows, merged as:")
         lines.append(sqlgen.block_sql(view.definition, dialect) + ";")
         for rule in view.rules:
-            if rule.action == MARK:
+            if rule.action == RuleAction.MARK:
                 lines.append(f"-- {rule.name}: on {rule.event} of one {rule.table} row, mark the "
                              f"epochs of these windowed rows for the next refresh:")
                 lines.append(_delta_sql(rule.delta, rule.guards, dialect) + ";")
@@ -64,7 +64,7 @@ def _view(view: ViewDef, dialect: str) -> list[str]:
         return lines
     name = sqlgen.identifier(view.name, dialect)
     build = f"INSERT INTO {name} {sqlgen.block_sql(view.definition, dialect)};"
-    if view.kind == STAGING:
+    if view.kind == ViewKind.STAGING:
         # The partition is a hash piql computes per row, so the build is shown, not runnable.
         columns = ", ".join(sqlgen.identifier(c.name, dialect) for c in view.columns)
         select = sqlgen.block_sql(view.definition, dialect).replace("SELECT ", "SELECT <partition>, ", 1)

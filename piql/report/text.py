@@ -1,7 +1,8 @@
 """``piql lint`` for people: a line per query, then diagnostics with file:line:col."""
 from __future__ import annotations
 
-from piql.planner.application import LEVELS, Plan, QueryPlan
+from piql.planner.application import Plan, QueryPlan
+from piql.planner.levels import LEVELS, Level
 from piql.report import schema_notes
 
 
@@ -34,7 +35,7 @@ def _verdict(query: QueryPlan, width: int) -> str:
 def _diagnostics(query: QueryPlan) -> list[str]:
     lines = []
     for d in query.diagnostics:
-        if d.severity == "info" and query.level != "unbounded" and d.code == "index":
+        if d.severity == "info" and query.level != Level.UNBOUNDED and d.code == "index":
             continue  # the verdict line already names the index
         where = f"{d.location}: " if d.location else ""
         lines.append(f"{where}{d.severity}[{d.code}] {query.name}: {d.message}")

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from sqlglot import exp
 
 from piql import sqlgen
-from piql.planner.views import IMV, STAGING, ViewDef
+from piql.planner.views import ViewDef, ViewKind
 from piql.query_block import Aggregate
 from piql.runtime.store import Store
 
@@ -59,7 +59,7 @@ def recompute(store: Store, view: ViewDef, partition_of: Callable[[ViewDef, dict
         values: dict[str, Any] = dict(zip(names, row))
         if empty_group(view, values):
             continue
-        if view.kind == STAGING:
+        if view.kind == ViewKind.STAGING:
             values["partition"] = partition_of(view, values)
         values.setdefault("_all", 0)
         result.append(tuple(values[c] for c in shape.columns))
@@ -135,7 +135,7 @@ def check_views(store: Store, views: tuple[ViewDef, ...],
         store.begin_read()
     try:
         for view in views:
-            if view.kind not in (IMV, STAGING):
+            if view.kind not in (ViewKind.IMV, ViewKind.STAGING):
                 continue
             expected = recomputed(view)
             actual = store.all_rows(view.name)

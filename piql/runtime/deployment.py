@@ -23,7 +23,7 @@ from piql.engines.jobs import cardinality_sql, cardinality_violation, view_rows
 from piql.planner.application import Plan, QueryPlan
 from piql.planner.periodic import DEFAULT_PARTITIONS
 from piql import sqlgen
-from piql.planner.views import IMV, MARK, PERIODIC, STAGING, DeltaRule, ViewDef
+from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.query_block import (
     Attr, Epoch, Literal, Param, QueryBlock, Relation, base_attr, normalized_predicate,
 )
@@ -258,7 +258,7 @@ class Deployment:
             self.store.begin()
             try:
                 for view in self.views:
-                    if view.kind in (IMV, STAGING) and (
+                    if view.kind in (ViewKind.IMV, ViewKind.STAGING) and (
                             wanted is None or any(_reads(view, t) for t in wanted)):
                         self._rebuild(view)
                         built.append(view.name)
@@ -367,7 +367,7 @@ class Deployment:
                 _foreign_key_checks(self.store, definition, staged)
                 self._mark_loaded(definition, staged)
                 for view in self.views:
-                    if view.kind in (IMV, STAGING) and _reads(view, definition.name):
+                    if view.kind in (ViewKind.IMV, ViewKind.STAGING) and _reads(view, definition.name):
                         self._rebuild(view)
                 self.store.commit()
             except sqlite3.IntegrityError as err:
@@ -389,7 +389,7 @@ class Deployment:
         windows = {w.view: w for found in self.epoch_windows.values() for w in found}
         for view in self.views:
             for rule in view.rules:
-                if rule.action == MARK and rule.event == "insert" and \
+                if rule.action == RuleAction.MARK and rule.event == WriteEvent.INSERT and \
                         rule.table.lower() == table.name.lower():
                     found = self.store.sql(sqlgen.block_sql(_batch_block(rule, staged), "sqlite"))
                     window = windows[view.name]
@@ -415,11 +415,11 @@ class Deployment:
                                    or not sqlvalues.fits(now_ms)):
             raise ParameterError(f"now_ms is a time in milliseconds, an integer in the "
                                  f"store's range (-2**63 .. 2**63-1); got {now_ms!r}")
-        staging = {v.name: v for v in self.views if v.kind == STAGING}
+        staging = {v.name: v for v in self.views if v.kind == ViewKind.STAGING}
         with self.lock:
             return [refresh_view(self.store, view, staging[view.extra["staging"]],
                                  self.partitions, now_ms, self.strict, self.engine())
-                    for view in self.views if view.kind == PERIODIC]
+                    for view in self.views if view.kind == ViewKind.PERIODIC]
 
     def run_refresh_every(self, seconds: float) -> "RefreshSchedule":
         """Refresh the periodic views every ``seconds`` in a background thread until
@@ -484,7 +484,7 @@ def _nullable_key(catalog: Catalog, view: ViewDef) -> bool:
     any other column may be NULL, and a view holds the row (a group, an ordering value, a
     staged time) as SQL does."""
     for column in view.key:
-        if view.kind == PERIODIC:
+        if view.kind == ViewKind.PERIODIC:
             if column.name not in ("epoch", "rank"):
                 return True
             continue

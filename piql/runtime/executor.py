@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from piql.planner.physical import DERIVED, INDEX, Access, PhysicalPlan
+from piql.planner.physical import Access, AccessPath, PhysicalPlan
 from piql.query_block import FLIPPED, Attr, OrderItem
 from piql.runtime.evaluate import Binding, finish, holds, sort_rows, value
 from piql.runtime.store import Store
@@ -37,7 +37,7 @@ def bind(store: Store, plan: PhysicalPlan, params: dict[str, Any]) -> list[Bindi
 
 
 def _probe(store: Store, access: Access, outer: Binding, params: dict[str, Any]) -> list[Binding]:
-    if access.path == DERIVED:
+    if access.path == AccessPath.DERIVED:
         assert access.subplan is not None
         names = [item.name for item in access.subplan.block.select]
         return [outer | {(access.alias, n): v for n, v in zip(names, row)}
@@ -49,8 +49,8 @@ def _probe(store: Store, access: Access, outer: Binding, params: dict[str, Any])
     rows = store.scan(
         access.table, shape.columns, eq, ranges,  # type: ignore[arg-type]
         order=access.order_columns if limited else (), descending=access.descending,
-        limit=access.stop_after, index=access.index.name if access.path == INDEX else None,
-        fetches=access.path == INDEX and not access.covering)
+        limit=access.stop_after, index=access.index.name if access.path == AccessPath.INDEX else None,
+        fetches=access.path == AccessPath.INDEX and not access.covering)
     return [outer | {(access.alias, c): v for c, v in zip(shape.columns, row)} for row in rows]
 
 

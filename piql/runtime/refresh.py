@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from piql import sqlgen
-from piql.planner.views import PERIODIC, ViewDef
+from piql.planner.periodic import WindowKind
+from piql.planner.views import ViewDef, ViewKind
 from piql.planner.window_join import collapse, flat_name, lookup_block, staged_relation
 from piql.query_block import Attr, Epoch, Literal, OrderItem, Param, QueryBlock, Relation, SelectItem
 from piql.runtime import sqlvalues
@@ -50,7 +51,7 @@ def epoch_windows(views: Iterable[ViewDef]) -> dict[str, list[EpochWindow]]:
     """Per staging view: the time-window periodic views refreshed from it."""
     found: dict[str, list[EpochWindow]] = {}
     for view in views:
-        if view.kind == PERIODIC and view.extra["window"] != "tuple":
+        if view.kind == ViewKind.PERIODIC and view.extra["window"] != WindowKind.TUPLE:
             staging = view.extra["staging"]
             width = _epoch(window_block(view.definition, staging)).width
             found.setdefault(staging, []).append(
@@ -137,7 +138,7 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
     version = _data_version(store)
     window = window_block(view.definition, staging.name)
     merged_as = layout(store, staging.name, window)  # the same for every epoch
-    if view.extra["window"] == "tuple":
+    if view.extra["window"] == WindowKind.TUPLE:
         rows, busiest = _compute(store, view, staging, window, merged_as, partitions, None, engine)
         epochs: dict[int | None, list[tuple]] = {None: ranked_tuples(view, rows)}
     else:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from piql.catalog import Catalog, Table
-from piql.planner.views import MARK, STAGING, DeltaRule, ViewDef
+from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.query_block import Aggregate
 from piql.runtime.errors import BoundExceeded, ConstraintError
 from piql.runtime.evaluate import aggregate, holds, value
@@ -29,7 +29,7 @@ class WriteReport:
     """What one write cost: measured operations per rule and in total, beside the bounds."""
 
     table: str
-    event: str
+    event: WriteEvent
     ops: int
     bound: int
     rules: tuple[tuple[str, int, int], ...]  # (rule, measured, bound)
@@ -46,10 +46,10 @@ class Maintainer:
     # staging view -> the time windows whose late epochs its writes mark for refresh
     epoch_windows: dict[str, list[EpochWindow]] = field(default_factory=dict)
 
-    def write_bound(self, table: Table, event: str) -> int:
+    def write_bound(self, table: Table, event: WriteEvent) -> int:
         """Static bound of one write: key check, CARDINALITY and FOREIGN KEY checks, the row,
         its indexes, and every rule."""
-        if event == "insert":
+        if event == WriteEvent.INSERT:
             checks = 1 + sum(c.limit for c in table.cardinalities) + len(table.foreign_keys) \
                 + len(table.unique_keys)
         else:
@@ -68,12 +68,13 @@ class Maintainer:
         self._check_unique(table, row)
         self._check_parents(table, row)
         pending = [(view, rule, *self._delta(rule, row))
-                   for view, rule in self._rules(table.name, "insert") if rule.action != MARK]
+                   for view, rule in self._rules(table.name, WriteEvent.INSERT) if rule.action != RuleAction.MARK]
         self.store.insert(table.name, row)
         self.store.counter.writes += self.index_counts.get(table.name, 0)
         measured = [self._apply(view, rule, rows, reads) for view, rule, rows, reads in pending]
-        measured += self._marks(table, "insert", row)  # with the tuple in: it may join itself
-        return self._report(table, "insert", start, measured)
+        # with the tuple in: it may join itself
+        measured += self._marks(table, WriteEvent.INSERT, row)
+        return self._report(table, WriteEvent.INSERT, start, measured)
 
     def delete(self, table: Table, key: dict[str, Any], *,
                replacing: dict[str, Any] | None = None) -> WriteReport:
@@ -86,18 +87,19 @@ class Maintainer:
         row = dict(zip(self.store.shapes[table.name].columns, found))
         if replacing is not None:
             self._check_frozen(table, row, replacing)
-        marked = self._marks(table, "delete", row)  # before the tuple goes: the windows it is in
+        # before the tuple goes: the windows it is in
+        marked = self._marks(table, WriteEvent.DELETE, row)
         self.store.delete(table.name, key)
         if replacing is None:  # after the delete, so a row referring to itself is no child
             self._check_children(table, row)
         self.store.counter.writes += self.index_counts.get(table.name, 0)
         measured = marked + [self._apply(view, rule, *self._delta(rule, row))
-                             for view, rule in self._rules(table.name, "delete")
-                             if rule.action != MARK]
-        return self._report(table, "delete", start, measured)
+                             for view, rule in self._rules(table.name, WriteEvent.DELETE)
+                             if rule.action != RuleAction.MARK]
+        return self._report(table, WriteEvent.DELETE, start, measured)
 
     # -- pieces ----------------------------------------------------------------
-    def _rules(self, table: str, event: str) -> list[tuple[ViewDef, DeltaRule]]:
+    def _rules(self, table: str, event: WriteEvent) -> list[tuple[ViewDef, DeltaRule]]:
         return [(view, rule) for view in self.views for rule in view.rules
                 if rule.table.lower() == table.lower() and rule.event == event]
 
@@ -170,10 +172,11 @@ class Maintainer:
                         f"refuses it (insert a new {table.name} row instead, or make the reverse "
                         "lookup bounded, see docs/temporal.md)")
 
-    def _marks(self, table: Table, event: str, row: dict[str, Any]) -> list[tuple[str, int, int]]:
+    def _marks(self, table: Table, event: WriteEvent,
+               row: dict[str, Any]) -> list[tuple[str, int, int]]:
         """Run the time windows' epoch-mark rules for one written tuple."""
         return [self._apply(view, rule, *self._delta(rule, row))
-                for view, rule in self._rules(table.name, event) if rule.action == MARK]
+                for view, rule in self._rules(table.name, event) if rule.action == RuleAction.MARK]
 
     def _delta(self, rule: DeltaRule, row: dict[str, Any]) -> tuple[list[tuple], int]:
         """The view rows (or aggregate updates) one written tuple produces, and the reads
@@ -193,7 +196,7 @@ class Maintainer:
         start = self.store.counter.ops
         names = [i.name for i in rule.delta.select]
         key = [c.name for c in view.key]
-        if rule.action == MARK:
+        if rule.action == RuleAction.MARK:
             window = next(w for ws in self.epoch_windows.values() for w in ws if w.view == view.name)
             found = [{window.column: produced[0]} for produced in rows]
             mark_epochs(self.store, [window], found)
@@ -201,16 +204,16 @@ class Maintainer:
             rows = []
         for produced in rows:
             values = dict(zip(names, produced))
-            if view.kind == STAGING:
+            if view.kind == ViewKind.STAGING:
                 values["partition"] = self.partition_of(view, values)
                 mark_epochs(self.store, self.epoch_windows.get(view.name, []), [values])
             key_values = {c: values[c] for c in key}
-            if rule.action == "insert":
+            if rule.action == RuleAction.INSERT:
                 self.store.insert(view.name, values)
-            elif rule.action == "delete":
+            elif rule.action == RuleAction.DELETE:
                 self.store.delete(view.name, key_values)
             else:
-                sign = 1 if rule.action == "add" else -1
+                sign = 1 if rule.action == RuleAction.ADD else -1
                 deltas = {c.name: sign * (values[c.name] or 0) for c in view.columns
                           if isinstance(c.source, Aggregate)}
                 self.store.add(view.name, key_values or {"_all": 0}, deltas, _count_column(view),
@@ -221,7 +224,7 @@ class Maintainer:
                                 f"{rule.ops_bound}")
         return rule.name, measured, rule.ops_bound
 
-    def _report(self, table: Table, event: str, start: int,
+    def _report(self, table: Table, event: WriteEvent, start: int,
                 measured: list[tuple[str, int, int]]) -> WriteReport:
         ops = self.store.counter.ops - start
         bound = self.write_bound(table, event)

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 import piql
-from piql.planner.views import IMV, PERIODIC, STAGING
+from piql.planner.views import ViewKind
 from tests.conftest import EXAMPLES, PAPER_QUERIES, PAPER_SCHEMA, paper_schema_text
 from tests.runtime.workload import oracle
 
@@ -59,7 +59,7 @@ def apps(tmp_path):
 
 
 def maintained(db) -> dict[str, Counter]:
-    return {v.name: Counter(db.rows(v.name)) for v in db.views if v.kind in (IMV, STAGING)}
+    return {v.name: Counter(db.rows(v.name)) for v in db.views if v.kind in (ViewKind.IMV, ViewKind.STAGING)}
 
 
 def test_views_built_by_each_engine_equal_incremental_maintenance(tmp_path):
@@ -90,7 +90,7 @@ def test_periodic_refresh_on_each_engine_equals_the_query_computed_directly(tmp_
         for table, rows in data.items():
             db.load(table, rows)
         reports = db.refresh(now_ms=now)
-        assert {r.view for r in reports} == {v.name for v in db.views if v.kind == PERIODIC}
+        assert {r.view for r in reports} == {v.name for v in db.views if v.kind == ViewKind.PERIODIC}
         assert all(r.max_partition_reads <= r.per_partition_bound for r in reports)
         answers = {}
         for query in ("popularTags", "trending"):

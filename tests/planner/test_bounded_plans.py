@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from piql.planner.bounded_plans import plan_query
-from piql.planner.physical import INDEX, PRIMARY
+from piql.planner.physical import AccessPath
 from piql.language.queries import parse_queries
 from tests.conftest import paper_catalog, plan_text
 
@@ -27,7 +27,7 @@ def test_key_prefix_scan_is_si0_bounded_by_cardinality(paper_plan):
     query = paper_plan.query("tagsOfDoc")
     assert (query.level, query.ops_bound) == ("SI-0", 10)
     access = query.physical.accesses[0]
-    assert access.path == PRIMARY and access.key_columns == ("docId",)
+    assert access.path == AccessPath.PRIMARY and access.key_columns == ("docId",)
     assert query.indexes == ()
 
 
@@ -36,7 +36,7 @@ def test_order_by_limit_on_tag_needs_an_index_and_is_si1(paper_plan):
     assert (query.level, query.ops_bound) == ("SI-1", 10)
     assert [(i.table, i.columns) for i in query.indexes] == [("Tags", ("tag", "timestamp"))]
     access = query.physical.accesses[0]
-    assert access.path == INDEX and access.stop_after == 10
+    assert access.path == AccessPath.INDEX and access.stop_after == 10
     assert access.covering  # (tag, timestamp) + the key (docId, tag) holds every column
 
 

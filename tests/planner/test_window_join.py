@@ -2,7 +2,7 @@
 (reverse lookups planned with their bound, or updates refused, or no SI-3 at all)."""
 from __future__ import annotations
 
-from piql.planner.views import MARK
+from piql.planner.views import RuleAction
 from piql.report.json_report import to_dict
 from tests.conftest import plan_text
 from tests.planner.test_periodic import BEST_SELLERS, SHOP
@@ -22,7 +22,7 @@ GROUP BY u.country ORDER BY COUNT(*) DESC LIMIT 5
 def test_a_joined_child_marks_epochs_through_a_bounded_reverse_lookup():
     plan = plan_text(SHOP, BEST_SELLERS)
     periodic = next(v for v in plan.views if v.name == "bestSellers")
-    marks = [r for r in periodic.rules if r.action == MARK]
+    marks = [r for r in periodic.rules if r.action == RuleAction.MARK]
     assert [(r.event, r.table, r.aliases) for r in marks] == [
         ("insert", "order_line", ("ol",)), ("delete", "order_line", ("ol",))]
     # one order by its key, one mark
@@ -55,7 +55,7 @@ def test_with_the_foreign_key_the_parent_is_frozen_instead():
     assert plan.query("postsByCountry").level == "SI-3"
     periodic = next(v for v in plan.views if v.name == "postsByCountry")
     assert [(f.table, f.columns) for f in periodic.frozen] == [("users", ("country",))]
-    assert not [r for r in periodic.rules if r.action == MARK]
+    assert not [r for r in periodic.rules if r.action == RuleAction.MARK]
 
 
 def test_an_unbounded_forward_lookup_says_which_relation_failed():
