@@ -15,6 +15,7 @@ from piql.errors import InputError, PiqlError
 from piql.language.loader import load_plan
 from piql.planner.application import Plan
 from piql.report import ddl, explain, github, json_report, sarif, text
+from piql.sql_types import base_name, from_text
 from piql.sqlgen import DIALECTS
 
 FORMATS: dict[str, Callable[[Plan], str]] = {
@@ -238,13 +239,12 @@ def _parameters(db, name: str, given: list[str]) -> dict[str, object]:
         key, sep, text = item.partition("=")
         if not sep:
             raise InputError(f"parameters are written NAME=VALUE, got {item!r}")
-        kind = types.get(key, "").upper().split("(")[0]
+        declared = types.get(key, "")
         try:
-            params[key] = int(text) if kind in ("INT", "INTEGER", "BIGINT", "SMALLINT") else \
-                float(text) if kind in ("DOUBLE", "FLOAT", "REAL", "DECIMAL") else text
+            params[key] = from_text(declared, text)
         except ValueError:
-            raise InputError(f"parameter <{key}> is compared with a {kind} column; "
-                             f"{text!r} is not one") from None
+            raise InputError(f"parameter <{key}> is compared with a {base_name(declared)} "
+                             f"column; {text!r} is not one") from None
     return params
 
 

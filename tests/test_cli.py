@@ -486,6 +486,26 @@ def test_a_bad_load_file_exits_2_and_changes_no_store(capsys, tmp_path, monkeypa
     assert not (tmp_path / "new.db").exists()  # a failed deploy --load leaves no store behind
 
 
+def test_query_parameters_take_the_type_of_the_column_they_are_compared_with(capsys, tmp_path):
+    """TINYINT and NUMERIC columns hold numbers: the command line read such parameters as
+    text (its own list of type names had drifted from the store's), which the store then
+    refused as not of the column's type."""
+    schema, queries = tmp_path / "schema.sql", tmp_path / "queries.sql"
+    schema.write_text("CREATE TABLE Items (id TINYINT, code NUMERIC, PRIMARY KEY (id, code));\n")
+    queries.write_text("-- name: item\nSELECT id, code FROM Items WHERE id = <id> AND code = <code>\n")
+    (tmp_path / "items.csv").write_text("id,code\n1,2.5\n2,3\n")
+    db = tmp_path / "items.db"
+    assert run(capsys, "deploy", schema, queries, "--db", db, "--engine", "store",
+               "--load", f"Items={tmp_path / 'items.csv'}")[0] == 0
+    code, out, err = run(capsys, "query", schema, queries, "--db", db, "--engine", "store",
+                         "item", "id=1", "code=2.5")
+    assert code == 0, err
+    assert "1 rows" in out
+    code, _, err = run(capsys, "query", schema, queries, "--db", db, "--engine", "store",
+                       "item", "id=one", "code=2.5")
+    assert code == 2 and "parameter <id> is compared with a TINYINT column; 'one' is not one" in err
+
+
 @pytest.mark.parametrize("kind", ["directory", "missing directory", "not sqlite"])
 def test_a_bad_store_path_exits_2(capsys, tmp_path, kind):
     (tmp_path / "folder").mkdir()

@@ -13,10 +13,12 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
+from piql.sql_types import TypeFamily, family
+
+# Text and every other family travel as strings.
 ARROW_TYPES = {
-    "INT": pa.int64(), "INTEGER": pa.int64(), "BIGINT": pa.int64(), "SMALLINT": pa.int64(),
-    "TINYINT": pa.int64(), "DOUBLE": pa.float64(), "FLOAT": pa.float64(), "REAL": pa.float64(),
-    "DECIMAL": pa.float64(), "NUMERIC": pa.float64(), "BOOLEAN": pa.bool_(),
+    TypeFamily.INTEGER: pa.int64(), TypeFamily.REAL: pa.float64(),
+    TypeFamily.DECIMAL: pa.float64(), TypeFamily.BOOLEAN: pa.bool_(),
 }
 
 
@@ -37,7 +39,7 @@ class TableData:
 
 
 def _arrow_type(declared: str) -> pa.DataType:
-    return ARROW_TYPES.get(declared.upper().split("(")[0], pa.string())
+    return ARROW_TYPES.get(family(declared), pa.string())
 
 
 class Engine(ABC):

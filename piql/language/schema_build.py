@@ -30,6 +30,7 @@ from piql.language.schema_tree import (
     RawComment, RawForeignKey, RawIgnoredAction, RawIndex, RawName, RawPrimaryKey, RawSetNotNull,
     RawSetType, RawStatement, RawTable, RawTemporal, RawType, RawUnique,
 )
+from piql.sql_types import TypeFamily, family
 
 __all__ = ["CatalogBuilder", "AnnotationParser"]
 
@@ -610,13 +611,10 @@ def _annotation_lines(text: str, offset: int) -> list[tuple[int, str]]:
     return found
 
 
-_TEXT_TYPES = ("VARCHAR", "CHAR", "TEXT", "CITEXT", "STRING", "CLOB")
-
-
 def _text_columns(shape: _Shape) -> frozenset[str]:
     """Lower-cased names of the columns whose values are text already."""
     return frozenset(c.name.lower() for c in shape.columns
-                     if c.type.upper().split("(")[0].strip() in _TEXT_TYPES)
+                     if family(c.type) is TypeFamily.TEXT)
 
 
 def _expression(text: str, location: Location, canonical: dict[str, str], where: str,

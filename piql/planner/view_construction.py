@@ -23,10 +23,9 @@ from piql.query_block import (
     Aggregate, Attr, Epoch, Expr, Literal, Operand, OrderItem, Param, Predicate, QueryBlock,
     Ratio, Relation, SelectItem, base_attr, is_attr_like,
 )
+from piql.sql_types import TypeFamily, family
 
 MAINTAINABLE = ("COUNT", "SUM", "AVG")
-_INTEGER_TYPES = ("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT")
-_REAL_TYPES = ("DOUBLE", "FLOAT", "REAL")
 NOT_UNDER_DELETES = ("MIN", "MAX")
 
 
@@ -401,8 +400,9 @@ def column_type(catalog: Catalog, block: QueryBlock, expr: Expr) -> str:
         argument = "ANY" if expr.arg is None else column_type(catalog, block, expr.arg)
         if expr.func != "SUM":
             return argument
-        base = argument.upper().split("(")[0]
-        return "BIGINT" if base in _INTEGER_TYPES else "DOUBLE" if base in _REAL_TYPES else "ANY"
+        kind = family(argument)
+        return "BIGINT" if kind is TypeFamily.INTEGER else "DOUBLE" if kind is TypeFamily.REAL \
+            else "ANY"
     if isinstance(expr, Epoch):
         return "BIGINT"
     attr = base_attr(expr) if not isinstance(expr, Literal) else None

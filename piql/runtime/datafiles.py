@@ -17,7 +17,7 @@ from typing import Any, Iterator
 from piql.catalog import Table
 from piql.errors import Location
 from piql.runtime.errors import DataFileError
-from piql.runtime.evaluate import INTEGER_TYPES, REAL_TYPES
+from piql.sql_types import base_name, from_text
 
 BATCH_ROWS = 65_536  # Parquet rows decoded at a time
 
@@ -111,15 +111,12 @@ def _typed(table: Table, column: str, text: str, where: Location) -> Any:
     """CSV values arrive as text; give them their column's type (empty is NULL)."""
     if text == "":
         return None
-    kind = table.column(column).type.upper().split("(")[0]  # type: ignore[union-attr]
+    declared = table.column(column).type  # type: ignore[union-attr]
     try:
-        if kind in INTEGER_TYPES:
-            return int(text)
-        if kind in REAL_TYPES:
-            return float(text)
+        return from_text(declared, text)
     except ValueError:
-        raise DataFileError(f"{table.name}.{column} is {kind}; got {text!r}", where) from None
-    return text
+        raise DataFileError(f"{table.name}.{column} is {base_name(declared)}; got {text!r}",
+                            where) from None
 
 
 def _parquet_rows(table: Table, path: Path) -> Iterator[dict[str, Any]]:

@@ -22,7 +22,7 @@ from piql.engines.base import Engine
 from piql.engines.jobs import cardinality_sql, cardinality_violation, view_rows
 from piql.planner.application import Plan, QueryPlan
 from piql.planner.periodic import DEFAULT_PARTITIONS
-from piql import sqlgen
+from piql import sql_types, sqlgen
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.query_block import (
     Attr, Epoch, Literal, Param, QueryBlock, Relation, base_attr, normalized_predicate,
@@ -34,7 +34,7 @@ from piql.runtime.errors import (
     BoundExceeded, ConstraintError, DeploymentClosed, DeploymentError, ParameterError,
     UnboundedQuery, UnknownName,
 )
-from piql.runtime.evaluate import check_type, finish
+from piql.runtime.evaluate import finish
 from piql.runtime.executor import execute
 from piql.runtime.refresh import DIRTY, DIRTY_DDL, RefreshReport, epoch_windows, mark_epochs, refresh_view
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, TableShape, quote
@@ -527,7 +527,7 @@ def _check_value(table: Table, name: str, value: Any) -> None:
     integer in 64 bits, a finite REAL."""
     column = table.column(name)
     assert column is not None
-    if not check_type(column.type, value):
+    if not sql_types.fits(column.type, value):
         raise ConstraintError(f"{table.name}.{column.name} is {column.type}; got "
                               f"{value!r} ({type(value).__name__})")
     reason = sqlvalues.unstorable(value)
@@ -563,7 +563,7 @@ def _check_params(plan: Plan, query: QueryPlan, block: QueryBlock, params: dict[
         raise ParameterError(f"query {query.name} has no parameter <{extra[0]}> "
                              f"(parameters: {', '.join(expected) or 'none'})")
     for name, declared in _param_types(plan, block).items():
-        if not check_type(declared, params[name]) or params[name] is None:
+        if not sql_types.fits(declared, params[name]) or params[name] is None:
             raise ParameterError(f"parameter <{name}> of {query.name} is compared with a "
                                  f"{declared} column; got {params[name]!r}")
     for name, value in params.items():

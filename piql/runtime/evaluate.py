@@ -14,9 +14,6 @@ from piql.query_block import (
 from piql.runtime import sqlvalues
 
 Binding = dict[tuple[str, str], Any]
-INTEGER_TYPES = ("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT")
-REAL_TYPES = ("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC")
-TEXT_TYPES = ("VARCHAR", "TEXT", "CHAR", "STRING", "CLOB")
 
 
 def value(expr: object, binding: Binding, params: dict[str, Any]) -> Any:
@@ -111,18 +108,3 @@ def sort_rows(rows: list[dict], order: tuple[OrderItem, ...]) -> list[dict]:
         rows = sorted(rows, key=lambda r: sqlvalues.sort_key(r[key]), reverse=item.desc)
     return rows
 
-
-def check_type(declared: str, given: Any) -> bool:
-    """Does ``given`` fit a column declared ``declared``? (None always does.)"""
-    base = declared.upper().split("(")[0]
-    if given is None:
-        return True
-    if base in INTEGER_TYPES:
-        return isinstance(given, int) and not isinstance(given, bool)
-    if base in REAL_TYPES:
-        return isinstance(given, (int, float)) and not isinstance(given, bool)
-    if base in TEXT_TYPES:
-        return isinstance(given, str)
-    if base == "BOOLEAN":
-        return isinstance(given, (bool, int))
-    return True

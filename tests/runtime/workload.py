@@ -26,7 +26,7 @@ from piql.planner.application import Plan, QueryPlan
 from piql.query_block import Attr, Epoch, Param, SelectItem
 from piql.runtime import sqlvalues
 from piql.runtime.deployment import Deployment, _param_types
-from piql.runtime.evaluate import INTEGER_TYPES, REAL_TYPES
+from piql.sql_types import FRACTIONAL_TYPES as REAL_TYPES, INTEGER_TYPES
 from piql.runtime.sqlvalues import INT64_MAX, INT64_MIN
 
 INT_DOMAIN = (1, 4)
