@@ -6,12 +6,12 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from piql.errors import InputError, PiqlError
 from piql.language.loader import load_plan
-from piql.planner.application import Plan
+from piql.planner.application import Plan, replanned
 from piql.planner.periodic import DEFAULT_PARTITIONS
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT
 
@@ -23,6 +23,8 @@ class App:
     """A planned application: every query's level, and the indexes and views it needs."""
 
     plan: Plan
+    # The plan for other partition counts, made on first use.
+    _replanned: dict[int, Plan] = field(default_factory=dict, compare=False, repr=False)
 
     def deploy(self, path: str | Path = ":memory:", *, strict: bool = True,
                partitions: int = DEFAULT_PARTITIONS, engine: str = "duckdb",
@@ -34,11 +36,17 @@ class App:
         ``busy_timeout``: seconds a write waits while another connection (a load, a refresh,
         a repair, another process) holds the store's write lock, before ``StoreBusy``.
         Processes may deploy the same new store at once: one installs the plan.
+        ``partitions``: staging partitions of SI-3 views; the plan is made for that many.
         """
         from piql.runtime.deployment import Deployment
+        from piql.runtime.errors import DeploymentError
 
-        return Deployment(self.plan, str(path), strict=strict, partitions=partitions,
-                          engine=engine, spark_master=spark_master, busy_timeout=busy_timeout)
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+            raise DeploymentError("partitions must be a positive integer")
+        if partitions not in self._replanned:
+            self._replanned[partitions] = replanned(self.plan, partitions)
+        return Deployment(self._replanned[partitions], str(path), strict=strict, engine=engine,
+                          spark_master=spark_master, busy_timeout=busy_timeout)
 
     @property
     def levels(self) -> dict[str, str]:

@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 from piql.errors import InputError, PiqlError
 from piql.language.loader import load_plan
 from piql.planner.application import Plan
+from piql.planner.periodic import DEFAULT_PARTITIONS
 from piql.report import ddl, explain, github, json_report, sarif, text
 from piql.sql_types import base_name, from_text
 from piql.sqlgen import DIALECTS
@@ -123,8 +124,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _store(command: argparse.ArgumentParser) -> None:
     command.add_argument("--db", required=True, metavar="PATH", help="the SQLite store file")
-    command.add_argument("--partitions", type=int, default=16, metavar="N",
-                         help="staging partitions of SI-3 views (default: 16)")
     command.add_argument("--engine", choices=("duckdb", "spark", "store"), default="duckdb",
                          help="engine for view builds, refreshes and checks (default: duckdb)")
     command.add_argument("--spark-master", metavar="URL", default=None,
@@ -137,10 +136,20 @@ def _store(command: argparse.ArgumentParser) -> None:
 def _files(command: argparse.ArgumentParser) -> None:
     command.add_argument("schema", metavar="SCHEMA", help="the schema file (CREATE TABLE ...)")
     command.add_argument("queries", metavar="QUERIES", help="the named queries file")
+    command.add_argument("--partitions", type=int, default=DEFAULT_PARTITIONS, metavar="N",
+                         help="staging partitions of SI-3 views, which the plan is made for "
+                              f"(default: {DEFAULT_PARTITIONS})")
+
+
+def _load(args: argparse.Namespace) -> Plan:
+    """The plan of the command's two files, for its number of partitions."""
+    if args.partitions < 1:
+        raise InputError(f"--partitions expects a positive integer, got {args.partitions}")
+    return load_plan(args.schema, args.queries, args.partitions)
 
 
 def _lint(args: argparse.Namespace) -> int:
-    plan = load_plan(args.schema, args.queries)
+    plan = _load(args)
     report = FORMATS[args.format](plan)
     if args.output:
         try:
@@ -155,7 +164,7 @@ def _lint(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    plan = load_plan(args.schema, args.queries)
+    plan = _load(args)
     query = plan.query(args.name)
     if query is None:
         known = ", ".join(q.name for q in plan.queries)
@@ -165,7 +174,7 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    plan = load_plan(args.schema, args.queries)
+    plan = _load(args)
     sys.stdout.write(ddl.render(plan, args.dialect))
     return EXIT_OK if all(q.bounded for q in plan.queries) else EXIT_UNBOUNDED
 
@@ -175,15 +184,14 @@ def _deployment(args: argparse.Namespace, plan: Plan | None = None):
     from piql.runtime.store import DEFAULT_BUSY_TIMEOUT
 
     timeout = DEFAULT_BUSY_TIMEOUT if args.busy_timeout is None else args.busy_timeout
-    return Deployment(plan or load_plan(args.schema, args.queries), args.db,
-                      partitions=args.partitions, engine=args.engine,
+    return Deployment(plan or _load(args), args.db, engine=args.engine,
                       spark_master=args.spark_master, busy_timeout=timeout)
 
 
 def _deploy(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    plan = load_plan(args.schema, args.queries)
+    plan = _load(args)
     loads = [_load_option(plan, item) for item in args.load]  # mistakes found before deploying
     created = args.db != ":memory:" and not Path(args.db).exists()
     db = _deployment(args, plan)

@@ -486,6 +486,21 @@ def test_a_bad_load_file_exits_2_and_changes_no_store(capsys, tmp_path, monkeypa
     assert not (tmp_path / "new.db").exists()  # a failed deploy --load leaves no store behind
 
 
+def test_lint_explain_and_plan_take_the_partitions_the_plan_is_made_for(capsys):
+    social = Path(__file__).parent.parent / "examples" / "social"
+    files = (social / "schema.sql", social / "queries.sql")
+    code, out, _ = run(capsys, "lint", *files, "--format", "json", "--partitions", "4")
+    staged = [v for v in json.loads(out)["views"] if v["kind"] in ("staging", "periodic")]
+    assert staged and {v["partitions"] for v in staged} == {4}
+    _, out, _ = run(capsys, "plan", *files, "--partitions", "4")
+    assert "-- rows are spread over 4 partitions" in out
+    code, out, _ = run(capsys, "explain", *files, "trending", "--partitions", "4")
+    assert code == 0 and "into 4 partitions" in out
+    code, out, err = run(capsys, "lint", *files, "--partitions", "0")
+    assert code == 2 and out == ""
+    assert err == "piql: error: --partitions expects a positive integer, got 0\n"
+
+
 def test_query_parameters_take_the_type_of_the_column_they_are_compared_with(capsys, tmp_path):
     """TINYINT and NUMERIC columns hold numbers: the command line read such parameters as
     text (its own list of type names had drifted from the store's), which the store then

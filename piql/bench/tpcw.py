@@ -199,8 +199,8 @@ class Refresher:
 
     def __init__(self, db, app: piql.App, now_ms: int) -> None:
         self.db = db
-        periods = [parse_interval(v.extra.get("refresh_every", "1 min")).seconds * 1000
-                   for v in app.plan.views if v.kind == ViewKind.PERIODIC]
+        periods = [v.refresh.refresh_every.seconds * 1000
+                   for v in app.plan.views if v.kind == ViewKind.PERIODIC and v.refresh]
         self.period = min(periods) if periods else None
         self.seconds: list[float] = []
         self.views: dict[str, dict[str, Any]] = {}

@@ -4,12 +4,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from piql.planner.application import Plan, plan_application
+from piql.planner.periodic import DEFAULT_PARTITIONS
 from piql.language.queries import load_queries
 from piql.language.schema import load_schema
 
 
-def load_plan(schema_path: str | Path, queries_path: str | Path) -> Plan:
-    """Parse both files (raising InputError on a mistake) and classify every query."""
+def load_plan(schema_path: str | Path, queries_path: str | Path,
+              partitions: int = DEFAULT_PARTITIONS) -> Plan:
+    """Parse both files (raising InputError on a mistake) and classify every query, for a
+    store whose staging views have ``partitions`` partitions."""
     catalog = load_schema(schema_path)
     queries = load_queries(queries_path, catalog)
-    return plan_application(catalog, queries, str(queries_path))
+    return plan_application(catalog, queries, str(queries_path), partitions)

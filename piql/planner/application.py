@@ -8,7 +8,7 @@ so a developer sees why the cheaper levels were out of reach.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from piql.catalog import Catalog
@@ -18,7 +18,7 @@ from piql.planner.bounded_plans import Phase0Result, plan_query
 from piql.planner.imv import build_imv
 from piql.planner.levels import LEVELS, Level
 from piql.planner.periodic import (
-    WindowRefusal, build_periodic, find_window, periodic_diagnostic,
+    DEFAULT_PARTITIONS, WindowRefusal, build_periodic, find_window, periodic_diagnostic,
 )
 from piql.planner.naming import Names
 from piql.planner.physical import IndexSpec, PhysicalPlan
@@ -58,11 +58,13 @@ class QueryPlan:
 
 @dataclass(frozen=True)
 class Plan:
-    """Everything piql decided for an application: per-query verdicts and shared artifacts."""
+    """Everything piql decided for an application: per-query verdicts and shared artifacts,
+    for a store whose staging views have ``partitions`` partitions."""
 
     catalog: Catalog
     queries: tuple[QueryPlan, ...]
     queries_file: str = "<queries>"
+    partitions: int = DEFAULT_PARTITIONS
 
     @property
     def views(self) -> tuple[ViewDef, ...]:
@@ -103,12 +105,13 @@ class Refusal:
 
 
 # A strategy names what it creates through ``Names`` (piql/planner/naming.py): the names
-# become taken only when the strategy is chosen.
-Strategy = Callable[[Catalog, NamedQuery, Phase0Result, Names], "QueryPlan | Refusal"]
+# become taken only when the strategy is chosen. The last argument is the number of
+# partitions of staging views.
+Strategy = Callable[[Catalog, NamedQuery, Phase0Result, Names, int], "QueryPlan | Refusal"]
 
 
 def on_demand(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
-              names: Names) -> QueryPlan | Refusal:
+              names: Names, partitions: int) -> QueryPlan | Refusal:
     """SI-0 / SI-1: a bounded physical plan over base tables and secondary indexes."""
     plan = phase0.plan
     if plan is None:
@@ -122,7 +125,7 @@ def on_demand(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
 
 
 def incremental_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
-                     names: Names) -> QueryPlan | Refusal:
+                     names: Names, partitions: int) -> QueryPlan | Refusal:
     """SI-2: an incrementally maintained view whose storage and maintenance are bounded."""
     assert query.block is not None
     name = names.claim(query.view_name or f"{query.name}_view",
@@ -174,7 +177,7 @@ def _single_row_hotspot(catalog: Catalog, query: NamedQuery, view: ViewDef) -> D
 
 
 def periodic_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
-                  names: Names) -> QueryPlan | Refusal:
+                  names: Names, partitions: int) -> QueryPlan | Refusal:
     """SI-3: a hash-partitioned staging view and a periodic view, when TEMPORAL hotspots
     are all that stands between the query and a bounded plan."""
     assert query.block is not None
@@ -183,7 +186,7 @@ def periodic_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
         return _window_refused(window, query)
     if isinstance(window, str):
         return Refusal()
-    built = build_periodic(catalog, query, window, names=names)
+    built = build_periodic(catalog, query, window, partitions, names=names)
     views = (built.staging, built.periodic)
     note = periodic_diagnostic(built, window.column, query.location, bool(phase0.hotspots))
     lookups = window.lookup.plan.indexes if window.lookup else ()  # read by every refresh
@@ -200,7 +203,7 @@ def _window_refused(refusal: WindowRefusal, query: NamedQuery) -> Refusal:
 
 
 def periodic_window_then_rest(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
-                              names: Names) -> QueryPlan | Refusal:
+                              names: Names, partitions: int) -> QueryPlan | Refusal:
     """SI-3: a tuple window kept in a periodic view, and the rest of the query (joins by key,
     filters, parameters) planned by Phase 0 over it, run when the query runs (§3.3)."""
     split = split_window(catalog, query)
@@ -208,9 +211,11 @@ def periodic_window_then_rest(catalog: Catalog, query: NamedQuery, phase0: Phase
         return Refusal()
     if isinstance(split, WindowRefusal):
         return _window_refused(split, query)
-    planned = plan_window_then_rest(catalog, split, names)
+    planned = plan_window_then_rest(catalog, split, names, partitions)
     built, rest = planned.built, planned.phase0
-    window = (f"the tuple window {split.alias} ({built.periodic.extra['partitions']} partitions "
+    refresh = built.periodic.refresh
+    assert refresh is not None
+    window = (f"the tuple window {split.alias} ({refresh.layout.partitions} partitions "
               f"x {split.window.size} tuples of {split.window.table.name})")
     if rest.plan is None:
         assert rest.failure is not None
@@ -239,14 +244,29 @@ STRATEGIES: list[Strategy] = [on_demand, incremental_view, periodic_view,
 
 
 def plan_application(catalog: Catalog, queries: tuple[NamedQuery, ...],
-                     queries_file: str = "<queries>") -> Plan:
+                     queries_file: str = "<queries>",
+                     partitions: int = DEFAULT_PARTITIONS) -> Plan:
     """Classify every query; the planner is pure and touches no database.
 
-    A view name chosen with ``-- view:`` that the schema, piql or another query already
-    uses is an :class:`InputError` at that line; generated names are renamed instead."""
+    Staging views get ``partitions`` partitions (the store the plan is deployed on uses
+    that many). A view name chosen with ``-- view:`` that the schema, piql or another query
+    already uses is an :class:`InputError` at that line; generated names are renamed
+    instead."""
+    if partitions < 1:
+        raise ValueError(f"partitions must be a positive integer, not {partitions}")
     names = Names(catalog)
     _reserve_chosen_names(names, queries)
-    return Plan(catalog, tuple(plan_named(catalog, q, names) for q in queries), queries_file)
+    return Plan(catalog, tuple(plan_named(catalog, q, names, partitions) for q in queries),
+                queries_file, partitions)
+
+
+def replanned(plan: Plan, partitions: int) -> Plan:
+    """``plan`` for a store with another number of staging partitions (the same plan when
+    the number is its own)."""
+    if partitions == plan.partitions:
+        return plan
+    return plan_application(plan.catalog, tuple(q.query for q in plan.queries),
+                            plan.queries_file, partitions)
 
 
 def _reserve_chosen_names(names: Names, queries: tuple[NamedQuery, ...]) -> None:
@@ -266,7 +286,8 @@ def _reserve_chosen_names(names: Names, queries: tuple[NamedQuery, ...]) -> None
         raise errors[0]
 
 
-def plan_named(catalog: Catalog, query: NamedQuery, names: Names | None = None) -> QueryPlan:
+def plan_named(catalog: Catalog, query: NamedQuery, names: Names | None = None,
+               partitions: int = DEFAULT_PARTITIONS) -> QueryPlan:
     """Classify one query (``names``: the names other queries already took)."""
     names = names if names is not None else Names(catalog)
     if query.block is None:
@@ -279,7 +300,7 @@ def plan_named(catalog: Catalog, query: NamedQuery, names: Names | None = None) 
     attempts: list[TraceSection] = []  # what the refused strategies tried, for explain
     for strategy in STRATEGIES:
         attempt = names.child()
-        outcome = strategy(catalog, query, phase0, attempt)
+        outcome = strategy(catalog, query, phase0, attempt, partitions)
         if isinstance(outcome, QueryPlan):
             attempt.commit()
             outcome = replace(outcome, diagnostics=outcome.diagnostics

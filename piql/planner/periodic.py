@@ -19,7 +19,6 @@ TEMPORAL values are taken to be milliseconds, as in the paper's §3.3.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import StrEnum
 
 from piql import sqlgen
 from piql.catalog import CardinalityConstraint, Catalog, Column, Table
@@ -30,7 +29,13 @@ from piql.planner.naming import Names
 from piql.planner.bounded_plans import plan_query
 from piql.planner.view_construction import column_type
 from piql.planner.physical import PhysicalPlan
-from piql.planner.window_join import EpochMark, WindowLookup, epoch_marks, window_lookup
+from piql.planner.refresh_plan import (
+    HIGH_PARAM, LOW_PARAM, PARTITION_PARAM, RefreshPlan, ShareLayout, StagingLayout, WindowKind,
+)
+from piql.planner.window_join import (
+    EpochMark, WindowLookup, collapse, epoch_marks, flat_name, lookup_block, staged_relation,
+    window_lookup,
+)
 from piql.planner.views import (
     DeltaRule, FrozenColumns, RuleAction, StorageBound, TraceSection, ViewColumn, ViewDef, ViewKind,
     WriteEvent,
@@ -44,14 +49,6 @@ DEFAULT_PARTITIONS = 16
 # Writes per second one partition of the serving store absorbs; bounds how many
 # tuples of one time window a partition can hold.
 PARTITION_WRITE_CAPACITY = 1000
-
-
-class WindowKind(StrEnum):
-    """A tuple window (the n first tuples by a TEMPORAL column, §6.2) or a time window (the
-    tuples of one epoch ``ts - ts % W``, §3.3)."""
-
-    TUPLE = "tuple"
-    TIME = "time"
 
 
 @dataclass(frozen=True)
@@ -191,15 +188,6 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         query.name, f"{query.name}_periodic", holder=f"the periodic view of query {query.name}",
         owner=query.name)
     periodic_table, rewritten = _periodic_table(catalog, query.block, periodic_name, window)
-    facts = {
-        "partitioned_by": list(partition_key), "order_by": [window.column],
-        "per_partition_ops_bound": per_partition, "refresh_every": str(refresh),
-        "partitions": partitions,
-        "refresh_ops_total": partitions * per_partition,
-        "window": window.kind,
-        "staging": staging_name,
-    }
-    staging = replace(staging, extra={k: v for k, v in facts.items() if k != "staging"})
     periodic = ViewDef(
         periodic_name, ViewKind.PERIODIC, (query.name,), definition,
         tuple(ViewColumn(c.name, _source_of(query.block, c.name), c.name in periodic_table.primary_key,
@@ -209,8 +197,12 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         StorageBound(window.table.name, window.relation.alias,
                      window.lookup.plan.rows_bound if window.lookup else 1) if window.kind == WindowKind.TIME
         else StorageBound("", "", periodic_table.row_limit or 0),
-        _mark_rules(periodic_name, window), extra=facts,
+        _mark_rules(periodic_name, window),
         frozen=tuple(m for m in window.marks if isinstance(m, FrozenColumns)))
+    plan = _refresh_plan(catalog, periodic, staging, window,
+                         StagingLayout(partition_key, (window.column,), partitions),
+                         per_partition, refresh)
+    staging, periodic = replace(staging, refresh=plan), replace(periodic, refresh=plan)
     over = Catalog(catalog.tables + (periodic_table,), catalog.indexes, catalog.source)
     read = plan_query(over, rewritten, names=names)
     assert read.plan is not None, read.failure  # the periodic table is bounded by construction
@@ -235,6 +227,91 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         TraceSection("rewritten query plan", tuple(read.plan.root.lines())),
     )
     return PeriodicPlan(staging, periodic, rewritten, read.plan, trace, periodic_table)
+
+
+def _refresh_plan(catalog: Catalog, periodic: ViewDef, staging: ViewDef, window: Window,
+                  layout: StagingLayout, per_partition: int, refresh: Interval) -> RefreshPlan:
+    """What a refresh of ``periodic`` reads from each partition of ``staging``, and how it
+    merges the shares, runs the query on them and ranks the result."""
+    definition = periodic.definition
+    block = _window_block(definition, staging.name)
+    shares = _shares(catalog, block, staging, window)
+    if window.kind == WindowKind.TUPLE:
+        merge = collapse(definition, staging.name)
+    else:
+        merge = collapse(unlimited(definition), staging.name)
+    columns = tuple(c.name for c in periodic.columns)
+    return RefreshPlan(
+        periodic.name, staging.name, window.kind, window.column,
+        window.size if window.kind == WindowKind.TIME else None, layout, shares, merge, columns,
+        ranked=columns[0] == "rank",
+        group_key=tuple(c.name for c in periodic.key if c.name != "rank"),
+        descending=tuple(o.desc for o in block.order_by), limit=block.limit,
+        per_partition_bound=per_partition, refresh_every=refresh)
+
+
+def _window_block(definition: QueryBlock, staging: str) -> QueryBlock:
+    """The block of the periodic view's query that reads the staging view."""
+    if any(r.table == staging for r in definition.relations):
+        return definition
+    return definition.relations[0].subquery  # type: ignore[return-value]
+
+
+def _shares(catalog: Catalog, block: QueryBlock, staging: ViewDef, window: Window) -> ShareLayout:
+    """One partition's bounded read, in the partition's TEMPORAL order (a clustered scan),
+    with the lookups of the joined relations (through their keys); and its output."""
+    staged = staged_relation(block, staging.name)
+    stored = tuple(c.name for c in staging.columns)
+    relation = Relation(staged.alias, stored, table=staging.name)
+    select = [SelectItem(c, Attr(staged.alias, c)) for c in stored]
+    columns, types = list(stored), [c.type for c in staging.columns]
+    joined = [r for r in block.relations if r.table != staging.name]
+    keys: list[tuple[int, ...]] = []
+    if joined:
+        keys.append(tuple(stored.index(c.name) for c in staging.key if c.name != "partition"))
+        read = lookup_block(block, staged.alias).select
+    predicates: list[Predicate] = []
+    placed = [staged.alias]
+    for other in joined:
+        table = catalog.table(other.table or "")
+        assert table is not None
+        wanted = [i.expr.column for i in read if i.expr.alias == other.alias]  # type: ignore[union-attr]
+        own = tuple(dict.fromkeys(list(table.primary_key) + wanted))
+        placed.append(other.alias)
+        predicates += _join_predicates(block, other.alias, placed)
+        start = len(select)
+        for column in own:
+            name = flat_name(Attr(other.alias, column))
+            select.append(SelectItem(name, Attr(other.alias, column)))
+            columns.append(name)
+            types.append(table.column(column).type)  # type: ignore[union-attr]
+        keys.append(keys[-1] + tuple(start + own.index(c) for c in table.primary_key))
+    order = Attr(staged.alias, window.column)
+    predicates.append(Predicate(Attr(staged.alias, "partition"), "=", Param(PARTITION_PARAM)))
+    if window.kind == WindowKind.TUPLE:
+        ordered, limit = OrderItem(order, block.order_by[0].desc), block.limit
+    else:
+        predicates += [Predicate(order, ">=", Param(LOW_PARAM)),
+                       Predicate(order, "<=", Param(HIGH_PARAM))]
+        ordered, limit = OrderItem(order), None
+    read_block = QueryBlock((relation, *joined), tuple(predicates), tuple(select),
+                            order_by=(ordered,), limit=limit)
+    return ShareLayout(read_block, tuple(columns), tuple(types), tuple(keys))
+
+
+def _join_predicates(block: QueryBlock, alias: str, placed: list[str]) -> list[Predicate]:
+    """The predicates that join ``alias`` to the relations placed before it (or restrict it
+    by a literal); parameter predicates are grouping columns, not joins."""
+    return [p for p in block.predicates
+            if alias in p.aliases() and p.aliases() <= set(placed)
+            and all(isinstance(side, (Attr, Literal)) for side in (p.left, p.right))]
+
+
+def unlimited(block: QueryBlock) -> QueryBlock:
+    """``block`` without ORDER BY and LIMIT, its order expressions kept as hidden columns,
+    so results can be ranked per epoch (and per parameter value) afterwards."""
+    hidden = tuple(SelectItem(f"_order{i}", o.expr) for i, o in enumerate(block.order_by))
+    return replace(block, select=block.select + hidden, order_by=(), limit=None)
 
 
 def _mark_rules(view: str, window: Window) -> tuple[DeltaRule, ...]:
@@ -475,16 +552,18 @@ def periodic_diagnostic(plan: PeriodicPlan, hotspot_column: str, location,
                         refused_index: bool) -> Diagnostic:
     """``refused_index``: Phase 0 refused a TEMPORAL-led index (SI-1 was possible); otherwise
     the maintained view would have been led by the TEMPORAL column (or its epoch)."""
-    facts = plan.periodic.extra
+    refresh = plan.periodic.refresh
+    assert refresh is not None
     instead = f"not SI-1: an index led by the TEMPORAL column {hotspot_column}" if refused_index \
         else f"not SI-2: a view led by the TEMPORAL column {hotspot_column}" + \
-        (" (its epoch)" if facts["window"] != WindowKind.TUPLE else "")
+        (" (its epoch)" if refresh.window != WindowKind.TUPLE else "")
     return Diagnostic(
         "periodic", "info",
-        f"SI-3, {instead} would be a write hotspot; rows go to staging view {plan.staging.name} (hash-partitioned, sorted by "
-        f"{facts['order_by'][0]}) and {plan.periodic.name} is refreshed every "
-        f"{facts['refresh_every']} by {facts['partitions']} parallel tasks reading at most "
-        f"{facts['per_partition_ops_bound']} tuples each", _frozen_hint(plan.periodic), location)
+        f"SI-3, {instead} would be a write hotspot; rows go to staging view {plan.staging.name} "
+        f"(hash-partitioned, sorted by {refresh.order_column}) and {plan.periodic.name} is "
+        f"refreshed every {refresh.refresh_every} by {refresh.layout.partitions} parallel tasks "
+        f"reading at most {refresh.per_partition_bound} tuples each", _frozen_hint(plan.periodic),
+        location)
 
 
 def _frozen_hint(periodic: ViewDef) -> str:

@@ -27,7 +27,7 @@ from itertools import permutations
 from piql import sqlgen
 from piql.catalog import Catalog
 from piql.planner.periodic import (
-    PeriodicPlan, Window, WindowRefusal, build_periodic, tuple_window,
+    DEFAULT_PARTITIONS, PeriodicPlan, Window, WindowRefusal, build_periodic, tuple_window,
 )
 from piql.planner.naming import Names
 from piql.planner.bounded_plans import Phase0Result, plan_query, why_join_filters
@@ -160,10 +160,10 @@ def _windowed(query: NamedQuery, window: Window, rest: QueryBlock, alias: str) -
     return WindowedQuery(window, window_query, rest, alias)
 
 
-def plan_window_then_rest(catalog: Catalog, split: WindowedQuery,
-                          names: Names | None = None) -> WindowThenRest:
+def plan_window_then_rest(catalog: Catalog, split: WindowedQuery, names: Names | None = None,
+                          partitions: int = DEFAULT_PARTITIONS) -> WindowThenRest:
     """The window's staging and periodic views, and Phase 0 on the rest over the latter."""
-    built = build_periodic(catalog, split.window_query, split.window, names=names)
+    built = build_periodic(catalog, split.window_query, split.window, partitions, names=names)
     table = built.table
     over = Catalog(catalog.tables + (table,), catalog.indexes, catalog.source)
     rest = split.rest.with_(relations=tuple(

@@ -1,13 +1,14 @@
 """Materialized views and their maintenance rules: the artifacts of Phases 1–4."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from piql.catalog import Column, Table
 from piql.planner.levels import Level
 from piql.planner.physical import IndexSpec, PhysicalPlan
+from piql.planner.refresh_plan import RefreshPlan, StagingLayout
 from piql.query_block import Aggregate, Attr, Epoch, Expr, Predicate, QueryBlock
 
 
@@ -116,7 +117,11 @@ class FrozenColumns:
 
 @dataclass(frozen=True)
 class ViewDef:
-    """A view piql creates: its definition, clustered key, bound and maintenance rules."""
+    """A view piql creates: its definition, clustered key, bound and maintenance rules.
+
+    ``refresh`` is the SI-3 refresh the view takes part in: a periodic view's own, or, for
+    a staging view, the one that reads it (whose layout says how its rows are spread).
+    """
 
     name: str
     kind: ViewKind
@@ -126,12 +131,19 @@ class ViewDef:
     sql: str
     storage: StorageBound | None = None
     rules: tuple[DeltaRule, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     frozen: tuple[FrozenColumns, ...] = ()  # updates refused to keep a periodic view right
+    refresh: RefreshPlan | None = None
 
     @property
     def key(self) -> tuple[ViewColumn, ...]:
         return tuple(c for c in self.columns if c.key)
+
+    @property
+    def staging(self) -> StagingLayout | None:
+        """A staging view's partitioning (None for other views)."""
+        if self.kind != ViewKind.STAGING or self.refresh is None:
+            return None
+        return self.refresh.layout
 
     @property
     def aggregate(self) -> bool:
@@ -165,8 +177,23 @@ class ViewDef:
         if self.frozen:
             document["frozen_columns"] = [{"table": f.table, "columns": list(f.columns)}
                                           for f in self.frozen]
-        document.update(self.extra)
+        if self.refresh is not None:
+            document.update(_refresh_json(self.refresh))
+            if self.kind == ViewKind.PERIODIC:
+                document["staging"] = self.refresh.staging
         return document
+
+
+def _refresh_json(refresh: RefreshPlan) -> dict[str, Any]:
+    return {
+        "partitioned_by": list(refresh.layout.partitioned_by),
+        "order_by": list(refresh.layout.order_by),
+        "per_partition_ops_bound": refresh.per_partition_bound,
+        "refresh_every": str(refresh.refresh_every),
+        "partitions": refresh.layout.partitions,
+        "refresh_ops_total": refresh.total_bound,
+        "window": refresh.window,
+    }
 
 
 def _source(expr: Expr) -> str:

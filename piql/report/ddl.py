@@ -44,14 +44,14 @@ def _view(view: ViewDef, dialect: str) -> list[str]:
             if view.storage.relation else f"; storage <= {view.storage.factor} rows"
     lines = [f"-- view {view.name} ({view.kind}) for {', '.join(view.for_queries)}: "
              f"key ({key}){bound}"]
-    if view.kind == ViewKind.STAGING:
-        lines.append(f"-- rows are spread over {view.extra['partitions']} partitions by "
-                     f"HASH({', '.join(view.extra['partitioned_by'])}); piql computes it on write")
+    if view.staging is not None:
+        lines.append(f"-- rows are spread over {view.staging.partitions} partitions by "
+                     f"HASH({', '.join(view.staging.partitioned_by)}); piql computes it on write")
     lines.append(create_table(view, dialect) + ";")
-    if view.kind == ViewKind.PERIODIC:
-        lines.append(f"-- refreshed every {view.extra['refresh_every']} by one task per partition "
-                     f"of {view.extra['staging']}, each reading at most "
-                     f"{view.extra['per_partition_ops_bound']} rows, merged as:")
+    if view.kind == ViewKind.PERIODIC and view.refresh is not None:
+        lines.append(f"-- refreshed every {view.refresh.refresh_every} by one task per partition "
+                     f"of {view.refresh.staging}, each reading at most "
+                     f"{view.refresh.per_partition_bound} rows, merged as:")
         lines.append(sqlgen.block_sql(view.definition, dialect) + ";")
         for rule in view.rules:
             if rule.action == RuleAction.MARK:

@@ -21,7 +21,6 @@ from piql.engines import ENGINES, make_engine
 from piql.engines.base import Engine
 from piql.engines.jobs import cardinality_sql, cardinality_violation, view_rows
 from piql.planner.application import Plan, QueryPlan
-from piql.planner.periodic import DEFAULT_PARTITIONS
 from piql import sql_types, sqlgen
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.query_block import (
@@ -69,11 +68,8 @@ class Deployment:
     """A plan's tables, indexes and views on one SQLite store, and its bounded entry points."""
 
     def __init__(self, plan: Plan, path: str = ":memory:", *, strict: bool = True,
-                 partitions: int = DEFAULT_PARTITIONS, engine: str = "duckdb",
-                 spark_master: str | None = None,
+                 engine: str = "duckdb", spark_master: str | None = None,
                  busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
-        if partitions < 1:
-            raise DeploymentError("partitions must be a positive integer")
         if not busy_timeout >= 0:
             raise DeploymentError("busy_timeout must be zero or more seconds")
         if engine not in ENGINES + ("store",):
@@ -85,7 +81,7 @@ class Deployment:
         self.lock = threading.RLock()  # one transaction at a time (scheduled refreshes too)
         self.plan = plan
         self.strict = strict
-        self.partitions = partitions
+        self.partitions = plan.partitions  # the plan was made for the store's partitions
         self.views = _dependency_order(plan.views)
         self.closed = False
         self.store = Store(str(path), busy_timeout)
@@ -200,8 +196,10 @@ class Deployment:
 
     def partition_of(self, view: ViewDef, values: dict[str, Any]) -> int:
         """The staging partition of a row: a stable hash of its primary key."""
-        key = repr(tuple(values[c] for c in view.extra["partitioned_by"])).encode()
-        return zlib.crc32(key) % self.partitions
+        layout = view.staging
+        assert layout is not None
+        key = repr(tuple(values[c] for c in layout.partitioned_by)).encode()
+        return zlib.crc32(key) % layout.partitions
 
     def close(self) -> None:
         """Close the store (and the engine); using the deployment afterwards is an error."""
@@ -415,11 +413,10 @@ class Deployment:
                                    or not sqlvalues.fits(now_ms)):
             raise ParameterError(f"now_ms is a time in milliseconds, an integer in the "
                                  f"store's range (-2**63 .. 2**63-1); got {now_ms!r}")
-        staging = {v.name: v for v in self.views if v.kind == ViewKind.STAGING}
         with self.lock:
-            return [refresh_view(self.store, view, staging[view.extra["staging"]],
-                                 self.partitions, now_ms, self.strict, self.engine())
-                    for view in self.views if view.kind == ViewKind.PERIODIC]
+            return [refresh_view(self.store, view.refresh, now_ms, self.strict, self.engine())
+                    for view in self.views
+                    if view.kind == ViewKind.PERIODIC and view.refresh is not None]
 
     def run_refresh_every(self, seconds: float) -> "RefreshSchedule":
         """Refresh the periodic views every ``seconds`` in a background thread until

@@ -163,9 +163,8 @@ def test_a_write_committed_while_a_refresh_reads_is_not_lost(tmp_path):
                 other.insert("likes", postId=10, userId=3, likedAt=hour + 3)
             return super().query(sql)
 
-    staging = next(v for v in db.views if v.name == "trendingStaging")
     trending = next(v for v in db.views if v.name == "trending")
-    refresh_view(db.store, trending, staging, 2, 50 * hour, engine=WriteWhileMerging())
+    refresh_view(db.store, trending.refresh, 50 * hour, engine=WriteWhileMerging())
     assert db.query("trending", hour=hour).rows == ((10, 2),)  # read before the third like
     db.refresh(now_ms=50 * hour)
     assert db.query("trending", hour=hour).rows == ((10, 3),)
