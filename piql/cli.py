@@ -238,10 +238,7 @@ def _query(args: argparse.Namespace) -> int:
 
 def _parameters(db, name: str, given: list[str]) -> dict[str, object]:
     """``name=value`` pairs, typed by the column each parameter is compared with."""
-    from piql.runtime.deployment import _param_types
-
-    query = db.query_plan(name)
-    types = _param_types(db.plan, query.query.block) if query.query.block else {}
+    types = {p.name: p.declared_type for p in db.query_plan(name).params}
     params: dict[str, object] = {}
     for item in given:
         key, sep, text = item.partition("=")

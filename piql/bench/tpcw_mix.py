@@ -38,7 +38,6 @@ import duckdb
 from piql.bench import tpcw_data as data
 from piql.catalog import Catalog
 from piql.planner.application import Plan
-from piql.query_block import Attr, Epoch, Param, QueryBlock
 
 # TPC-W v1.8 clause 5.2.1: the ordering mix (WIPSo), percent of web interactions.
 MIX: dict[str, float] = {
@@ -177,26 +176,9 @@ def interaction_queries(plan: Plan) -> tuple[dict[str, tuple[tuple[str, ...], ..
 def bindings(plan: Plan, name: str) -> tuple[Binding, ...]:
     """How each parameter of query ``name`` is bound to a column."""
     query = plan.query(name)
-    assert query is not None and query.query.block is not None
-    found: dict[str, Binding] = {}
-    _collect(query.query.block, found)
-    return tuple(found[p] for p in query.query.block.params if p in found)
-
-
-def _collect(block: QueryBlock, found: dict[str, Binding]) -> None:
-    for relation in block.relations:
-        if relation.subquery is not None:
-            _collect(relation.subquery, found)
-    for pred in block.predicates:
-        if not isinstance(pred.right, Param) or pred.right.name in found:
-            continue
-        left = pred.left
-        attr = left.attr if isinstance(left, Epoch) else left
-        if not isinstance(attr, Attr):
-            continue
-        table = (block.relation(attr.alias).table or "").lower()
-        found[pred.right.name] = Binding(pred.right.name, table, attr.column.lower(), pred.op,
-                                         left.width if isinstance(left, Epoch) else None)
+    assert query is not None
+    return tuple(Binding(p.name, (p.table or "").lower(), p.column.lower(), p.op, p.epoch_width)
+                 for p in query.params if p.column is not None)
 
 
 # -- the state the writes change -------------------------------------------------------

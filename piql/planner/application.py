@@ -21,12 +21,13 @@ from piql.planner.periodic import (
     DEFAULT_PARTITIONS, WindowRefusal, build_periodic, find_window, periodic_diagnostic,
 )
 from piql.planner.naming import Names
+from piql.planner.params import ParamSpec, param_specs
 from piql.planner.physical import IndexSpec, PhysicalPlan
 from piql.planner.tuple_window import plan_window_then_rest, rest_sql, split_window
 from piql.planner.view_construction import Invariant, Rejection
 from piql.planner.views import TraceSection, ViewDef
 from piql import sqlgen
-from piql.query_block import NamedQuery
+from piql.query_block import NamedQuery, QueryBlock
 
 UNBOUNDED_PREFIX = "no bounded plan:"
 
@@ -46,6 +47,7 @@ class QueryPlan:
     phase0: Phase0Result | None = None
     view_defs: tuple[ViewDef, ...] = ()
     trace: tuple[TraceSection, ...] = ()
+    params: tuple[ParamSpec, ...] = ()
 
     @property
     def name(self) -> str:
@@ -289,7 +291,20 @@ def _reserve_chosen_names(names: Names, queries: tuple[NamedQuery, ...]) -> None
 def plan_named(catalog: Catalog, query: NamedQuery, names: Names | None = None,
                partitions: int = DEFAULT_PARTITIONS) -> QueryPlan:
     """Classify one query (``names``: the names other queries already took)."""
-    names = names if names is not None else Names(catalog)
+    planned = _classify(catalog, query, names if names is not None else Names(catalog),
+                        partitions)
+    if query.block is None:
+        return planned
+    return replace(planned, params=param_specs(catalog, query.block))
+
+
+def param_types(plan: Plan, block: QueryBlock) -> dict[str, str]:
+    """The declared type of the column each parameter of ``block`` is compared with
+    (parameters compared with no base column are left out)."""
+    return {p.name: p.declared_type for p in param_specs(plan.catalog, block) if p.declared_type}
+
+
+def _classify(catalog: Catalog, query: NamedQuery, names: Names, partitions: int) -> QueryPlan:
     if query.block is None:
         diagnostics = tuple(Diagnostic(
             "unsupported", "error", f"{u.construct} is not supported by piql", u.hint, u.location)

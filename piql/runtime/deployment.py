@@ -276,7 +276,7 @@ class Deployment:
             raise UnboundedQuery(f"query {query.name} is unbounded, so piql does not run it: {reason}")
         block = query.query.block
         assert block is not None
-        _check_params(self.plan, query, block, params)
+        _check_params(query, block, params)
         start = self.store.counter.ops
         rows = execute(self.store, query.physical, params)
         if not rows and block.aggregates and not block.group_by:
@@ -549,7 +549,7 @@ def _key_of(table: Table, values: dict[str, Any]) -> dict[str, Any]:
     return {c: given[c] for c in table.primary_key}
 
 
-def _check_params(plan: Plan, query: QueryPlan, block: QueryBlock, params: dict[str, Any]) -> None:
+def _check_params(query: QueryPlan, block: QueryBlock, params: dict[str, Any]) -> None:
     expected = block.params
     missing = [p for p in expected if p not in params]
     extra = [p for p in params if p not in expected]
@@ -559,30 +559,15 @@ def _check_params(plan: Plan, query: QueryPlan, block: QueryBlock, params: dict[
     if extra:
         raise ParameterError(f"query {query.name} has no parameter <{extra[0]}> "
                              f"(parameters: {', '.join(expected) or 'none'})")
-    for name, declared in _param_types(plan, block).items():
-        if not sql_types.fits(declared, params[name]) or params[name] is None:
-            raise ParameterError(f"parameter <{name}> of {query.name} is compared with a "
-                                 f"{declared} column; got {params[name]!r}")
+    for spec in query.params:
+        value = params[spec.name]
+        if spec.declared_type and (value is None or not sql_types.fits(spec.declared_type, value)):
+            raise ParameterError(f"parameter <{spec.name}> of {query.name} is compared with a "
+                                 f"{spec.declared_type} column; got {value!r}")
     for name, value in params.items():
         reason = sqlvalues.unstorable(value)
         if reason:
             raise ParameterError(f"parameter <{name}> of {query.name}: {value!r} {reason}")
-
-
-def _param_types(plan: Plan, block: QueryBlock) -> dict[str, str]:
-    types: dict[str, str] = {}
-    for pred in block.predicates:
-        if not isinstance(pred.right, Param):
-            continue
-        if isinstance(pred.left, Epoch):
-            types[pred.right.name] = "BIGINT"
-        elif isinstance(pred.left, Attr):
-            rel = block.relation(pred.left.alias)
-            table = plan.catalog.table(rel.table or "")
-            column = table.column(pred.left.column) if table else None
-            if column is not None:
-                types[pred.right.name] = column.type
-    return types
 
 
 def _read_rows(table: Table, rows, path) -> Iterator[tuple]:

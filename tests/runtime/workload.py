@@ -22,12 +22,12 @@ from piql import sqlgen
 from piql.catalog import Catalog, Table
 from piql.engines.base import TableData
 from piql.engines.jobs import tables_read
-from piql.planner.application import Plan, QueryPlan
+from piql.planner.application import Plan, QueryPlan, param_types as _param_types
 from piql.query_block import Attr, Epoch, Param, SelectItem
 from piql.runtime import sqlvalues
-from piql.runtime.deployment import Deployment, _param_types
-from piql.sql_types import FRACTIONAL_TYPES as REAL_TYPES, INTEGER_TYPES
+from piql.runtime.deployment import Deployment
 from piql.runtime.sqlvalues import INT64_MAX, INT64_MIN
+from piql.sql_types import FRACTIONAL_TYPES as REAL_TYPES, INTEGER_TYPES
 
 INT_DOMAIN = (1, 4)
 TEXT_DOMAIN = ("a", "b", "c", "d")

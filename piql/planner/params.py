@@ -1,0 +1,65 @@
+"""Query parameters resolved once: the column each one is compared with, and its type.
+
+``<tag>`` in ``WHERE t.tag = <tag>`` takes the values of ``Tags.tag``: the runtime checks
+a value against that column's declared type, the command line reads ``tag=...`` as one,
+and workloads draw values from that column.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from piql.catalog import Catalog
+from piql.query_block import Attr, Epoch, Param, QueryBlock
+from piql.sql_types import TypeFamily, family
+
+EPOCH_TYPE = "BIGINT"  # an epoch of a TEMPORAL column is an integer (ms)
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """A parameter and the first comparison of it in the query (FROM-subqueries first).
+
+    ``table`` and ``column`` name the base column it is compared with by ``op`` (``table``
+    is None for a column of a FROM-subquery; both are None when it is compared with no
+    column); ``epoch_width`` is set when it is compared with the column's time-window epoch.
+    ``declared_type`` is the column's type (``BIGINT`` for an epoch), empty when unknown.
+    """
+
+    name: str
+    table: str | None = None
+    column: str | None = None
+    op: str = "="
+    epoch_width: int | None = None
+    declared_type: str = ""
+
+    @property
+    def family(self) -> TypeFamily:
+        return family(self.declared_type)
+
+
+def param_specs(catalog: Catalog, block: QueryBlock) -> tuple[ParamSpec, ...]:
+    """Every parameter of ``block``, in order of first appearance (``block.params``)."""
+    found: dict[str, ParamSpec] = {}
+    _collect(catalog, block, found)
+    return tuple(found.get(name, ParamSpec(name)) for name in block.params)
+
+
+def _collect(catalog: Catalog, block: QueryBlock, found: dict[str, ParamSpec]) -> None:
+    for relation in block.relations:
+        if relation.subquery is not None:
+            _collect(catalog, relation.subquery, found)
+    for pred in block.predicates:
+        if not isinstance(pred.right, Param) or pred.right.name in found:
+            continue
+        left = pred.left
+        attr = left.attr if isinstance(left, Epoch) else left
+        if not isinstance(attr, Attr):
+            continue
+        table = block.relation(attr.alias).table
+        column = catalog.table(table).column(attr.column) if table and catalog.table(table) \
+            else None
+        declared = EPOCH_TYPE if isinstance(left, Epoch) else \
+            column.type if column is not None else ""
+        found[pred.right.name] = ParamSpec(
+            pred.right.name, table, attr.column, pred.op,
+            left.width if isinstance(left, Epoch) else None, declared)
