@@ -18,7 +18,7 @@ from piql.planner.bounded_plans import plan_query
 from piql.planner.physical import PhysicalPlan
 from piql.planner.storage import bound_storage
 from piql.planner.view_construction import Construction, Invariant, Rejection, construct_view
-from piql.planner.views import TraceSection, ViewColumn, ViewDef, ViewKind
+from piql.planner.views import TraceSection, ViewColumn, ViewDef, ViewKind, key_may_hold_null
 from piql.query_block import Aggregate, QueryBlock, base_attr
 
 MAX_DEPTH = 3
@@ -80,7 +80,9 @@ def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple
                               tuple(_totals(maintenance))))
     view = ViewDef(name, ViewKind.IMV, for_queries, constructed.definition, constructed.columns,
                    f"CREATE VIEW {name} AS {sqlgen.block_sql(constructed.definition)}",
-                   storage.bound, maintenance.rules)
+                   storage.bound, maintenance.rules,
+                   nullable_key=key_may_hold_null(catalog, ViewKind.IMV, constructed.columns,
+                                                  constructed.definition))
     return ViewPlan(view, maintenance.nested_views, constructed.rewritten, read.plan, tuple(trace))
 
 

@@ -38,7 +38,7 @@ from piql.planner.window_join import (
 )
 from piql.planner.views import (
     DeltaRule, FrozenColumns, RuleAction, StorageBound, TraceSection, ViewColumn, ViewDef, ViewKind,
-    WriteEvent,
+    WriteEvent, key_may_hold_null,
 )
 from piql.query_block import (
     Aggregate, Attr, Epoch, Literal, NamedQuery, OrderItem, Param, Predicate, QueryBlock, Relation,
@@ -180,7 +180,7 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
     staging_name = f"{query.name}Staging" if names is None else names.claim(
         f"{query.name}Staging", holder=f"the staging view of query {query.name}", owner=query.name)
     partition_key, stored = _staging_columns(query.block, window)
-    staging = _staging_view(staging_name, query.name, window, partition_key, stored)
+    staging = _staging_view(catalog, staging_name, query.name, window, partition_key, stored)
     per_partition = window.size if window.kind == WindowKind.TUPLE else \
         PARTITION_WRITE_CAPACITY * -(-window.size // 1000) * window.reads_per_tuple
     definition = _over_staging(query.block, window, staging_name, stored)
@@ -188,17 +188,19 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         query.name, f"{query.name}_periodic", holder=f"the periodic view of query {query.name}",
         owner=query.name)
     periodic_table, rewritten = _periodic_table(catalog, query.block, periodic_name, window)
+    columns = tuple(ViewColumn(c.name, _source_of(query.block, c.name),
+                               c.name in periodic_table.primary_key, "result", c.type)
+                    for c in periodic_table.columns)
     periodic = ViewDef(
-        periodic_name, ViewKind.PERIODIC, (query.name,), definition,
-        tuple(ViewColumn(c.name, _source_of(query.block, c.name), c.name in periodic_table.primary_key,
-                         "result", c.type) for c in periodic_table.columns),
+        periodic_name, ViewKind.PERIODIC, (query.name,), definition, columns,
         f"CREATE VIEW {periodic_name} PERIODIC {refresh} AS {sqlgen.block_sql(definition)}",
         # an epoch has at most one row per joined row of its windowed tuples
         StorageBound(window.table.name, window.relation.alias,
                      window.lookup.plan.rows_bound if window.lookup else 1) if window.kind == WindowKind.TIME
         else StorageBound("", "", periodic_table.row_limit or 0),
         _mark_rules(periodic_name, window),
-        frozen=tuple(m for m in window.marks if isinstance(m, FrozenColumns)))
+        frozen=tuple(m for m in window.marks if isinstance(m, FrozenColumns)),
+        nullable_key=key_may_hold_null(catalog, ViewKind.PERIODIC, columns, definition))
     plan = _refresh_plan(catalog, periodic, staging, window,
                          StagingLayout(partition_key, (window.column,), partitions),
                          per_partition, refresh)
@@ -396,8 +398,8 @@ def _needed(block: QueryBlock, window: Window) -> set[str]:
     return found
 
 
-def _staging_view(name: str, query: str, window: Window, partition_key: tuple[str, ...],
-                  stored: tuple[str, ...]) -> ViewDef:
+def _staging_view(catalog: Catalog, name: str, query: str, window: Window,
+                  partition_key: tuple[str, ...], stored: tuple[str, ...]) -> ViewDef:
     table, alias = window.table, window.relation.alias
     # The partition leads the clustered key; piql computes it on write from the row's key.
     partition = ViewColumn("partition", Literal(None, f"HASH({', '.join(partition_key)})"), True,
@@ -414,8 +416,9 @@ def _staging_view(name: str, query: str, window: Window, partition_key: tuple[st
     shown = f"SELECT HASH({', '.join(partition_key)}), {', '.join(stored)} FROM {table.name}"
     rules = tuple(_staging_rule(name, table, alias, event, columns)
                   for event in (WriteEvent.INSERT, WriteEvent.DELETE))
-    return ViewDef(name, ViewKind.STAGING, (query,), definition, columns, f"CREATE VIEW {name} AS {shown}",
-                   StorageBound(table.name, alias, 1), rules)
+    return ViewDef(name, ViewKind.STAGING, (query,), definition, columns,
+                   f"CREATE VIEW {name} AS {shown}", StorageBound(table.name, alias, 1), rules,
+                   nullable_key=key_may_hold_null(catalog, ViewKind.STAGING, columns, definition))
 
 
 def _staging_rule(view: str, table: Table, alias: str, event: WriteEvent,

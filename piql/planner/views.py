@@ -5,11 +5,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from piql.catalog import Column, Table
+from piql.catalog import Catalog, Column, Table
 from piql.planner.levels import Level
 from piql.planner.physical import IndexSpec, PhysicalPlan
 from piql.planner.refresh_plan import RefreshPlan, StagingLayout
-from piql.query_block import Aggregate, Attr, Epoch, Expr, Predicate, QueryBlock
+from piql.query_block import Aggregate, Attr, Epoch, Expr, Literal, Predicate, QueryBlock, base_attr
 
 
 class ViewKind(StrEnum):
@@ -121,6 +121,8 @@ class ViewDef:
 
     ``refresh`` is the SI-3 refresh the view takes part in: a periodic view's own, or, for
     a staging view, the one that reads it (whose layout says how its rows are spread).
+    ``nullable_key``: some key column may hold NULL (see :func:`key_may_hold_null`), so the
+    store cannot cluster the view on its key and keeps a unique index on it instead.
     """
 
     name: str
@@ -133,6 +135,7 @@ class ViewDef:
     rules: tuple[DeltaRule, ...] = ()
     frozen: tuple[FrozenColumns, ...] = ()  # updates refused to keep a periodic view right
     refresh: RefreshPlan | None = None
+    nullable_key: bool = False
 
     @property
     def key(self) -> tuple[ViewColumn, ...]:
@@ -182,6 +185,28 @@ class ViewDef:
             if self.kind == ViewKind.PERIODIC:
                 document["staging"] = self.refresh.staging
         return document
+
+
+def key_may_hold_null(catalog: Catalog, kind: ViewKind, columns: tuple[ViewColumn, ...],
+                      definition: QueryBlock) -> bool:
+    """May a key column of a view hold NULL? Only primary-key columns of base tables (and
+    what piql computes itself: partitions, ranks, the epochs a refresh computes) cannot;
+    any other column may be NULL, and a view holds the row (a group, an ordering value, a
+    staged time) as SQL does."""
+    for column in (c for c in columns if c.key):
+        if kind == ViewKind.PERIODIC:
+            if column.name not in ("epoch", "rank"):
+                return True
+            continue
+        if isinstance(column.source, Literal):  # the staging partition
+            continue
+        attr = base_attr(column.source) if isinstance(column.source, (Attr, Epoch)) else None
+        relation = next((r for r in definition.relations
+                         if attr is not None and r.alias == attr.alias), None)
+        table = catalog.table(relation.table or "") if relation is not None else None
+        if table is None or attr.column not in table.primary_key:  # type: ignore[union-attr]
+            return True
+    return False
 
 
 def _refresh_json(refresh: RefreshPlan) -> dict[str, Any]:

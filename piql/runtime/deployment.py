@@ -16,16 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from piql.catalog import Catalog, Table
+from piql.catalog import Table
 from piql.engines import ENGINES, make_engine
 from piql.engines.base import Engine
 from piql.engines.jobs import cardinality_sql, cardinality_violation, view_rows
 from piql.planner.application import Plan, QueryPlan
 from piql import sql_types, sqlgen
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
-from piql.query_block import (
-    Attr, Epoch, Literal, Param, QueryBlock, Relation, base_attr, normalized_predicate,
-)
+from piql.query_block import Attr, Param, QueryBlock, Relation, normalized_predicate
 from piql.runtime import sqlvalues
 from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.datafiles import read_file
@@ -110,7 +108,7 @@ class Deployment:
             if not key:  # one aggregate row for the whole table
                 columns, types, key = ["_all"] + columns, ["INTEGER"] + types, ["_all"]
             shapes.append(TableShape(view.name, tuple(columns), tuple(key), tuple(types),
-                                     _nullable_key(self.plan.catalog, view)))
+                                     view.nullable_key))
         return shapes
 
     def _indexes(self) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -473,27 +471,6 @@ def _batch_block(rule: DeltaRule, staged: str) -> QueryBlock:
     predicates = tuple(normalized_predicate(sub(p.left), p.op, sub(p.right), p.location)
                        for p in rule.delta.predicates + rule.guards)
     return rule.delta.with_(relations=rule.delta.relations + (batch,), predicates=predicates)
-
-
-def _nullable_key(catalog: Catalog, view: ViewDef) -> bool:
-    """May a key column of ``view`` hold NULL? Only primary-key columns of base tables (and
-    what piql computes itself: partitions, ranks, the epochs a refresh computes) cannot;
-    any other column may be NULL, and a view holds the row (a group, an ordering value, a
-    staged time) as SQL does."""
-    for column in view.key:
-        if view.kind == ViewKind.PERIODIC:
-            if column.name not in ("epoch", "rank"):
-                return True
-            continue
-        if isinstance(column.source, Literal):  # the staging partition
-            continue
-        attr = base_attr(column.source) if isinstance(column.source, (Attr, Epoch)) else None
-        relation = next((r for r in view.definition.relations
-                         if attr is not None and r.alias == attr.alias), None)
-        table = catalog.table(relation.table or "") if relation is not None else None
-        if table is None or attr.column not in table.primary_key:  # type: ignore[union-attr]
-            return True
-    return False
 
 
 def _reads(view: ViewDef, table: str) -> bool:

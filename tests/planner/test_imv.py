@@ -356,3 +356,15 @@ def test_a_single_row_aggregate_updated_by_every_write_is_a_hotspot_warning():
     assert "allEvents_view" in warning.message and "every write to events" in warning.message
     assert "SI-3" in warning.hint and "createdAt - createdAt % " in warning.hint
     assert not [d for d in plan.query("perAccount").diagnostics if d.code == "hotspot"]
+
+
+def test_the_plan_says_which_views_may_hold_null_in_their_key(paper_plan):
+    """A view keyed on a column that may be NULL cannot be clustered on its key by the
+    store; the planner says so, the runtime only creates what the plan says."""
+    plan = plan_text("""
+CREATE TABLE answers (id BIGINT PRIMARY KEY, question_id BIGINT, score BIGINT);
+""", "-- name: answerCount\nSELECT COUNT(*), SUM(score) FROM answers WHERE question_id = <q>\n")
+    assert next(v for v in plan.views if v.name == "answerCount_view").nullable_key
+    views = {v.name: v for v in paper_plan.views}
+    assert not views["docsPerTag"].nullable_key  # keyed on Tags.tag, a primary-key column
+    assert views["twoTags_view"].nullable_key  # ordered by Documents.timestamp
