@@ -25,7 +25,8 @@ from piql.planner.params import ParamSpec, param_specs
 from piql.planner.physical import IndexSpec, PhysicalPlan
 from piql.planner.tuple_window import plan_window_then_rest, rest_sql, split_window
 from piql.planner.view_construction import Invariant, Rejection
-from piql.planner.views import TraceSection, ViewDef
+from piql.planner.views import TraceSection, ViewDef, WriteEvent
+from piql.planner.write_bounds import WriteBound, check_indexes, write_bounds
 from piql import sqlgen
 from piql.query_block import NamedQuery, QueryBlock
 
@@ -61,12 +62,18 @@ class QueryPlan:
 @dataclass(frozen=True)
 class Plan:
     """Everything piql decided for an application: per-query verdicts and shared artifacts,
-    for a store whose staging views have ``partitions`` partitions."""
+    for a store whose staging views have ``partitions`` partitions.
+
+    ``indexes`` are the secondary indexes queries (and view maintenance) read;
+    ``check_indexes`` those writes check constraints through; ``writes`` the bound of an
+    insert, a delete and an update of every table."""
 
     catalog: Catalog
     queries: tuple[QueryPlan, ...]
     queries_file: str = "<queries>"
     partitions: int = DEFAULT_PARTITIONS
+    check_indexes: tuple[IndexSpec, ...] = ()
+    writes: tuple[WriteBound, ...] = ()
 
     @property
     def views(self) -> tuple[ViewDef, ...]:
@@ -96,6 +103,11 @@ class Plan:
             if query.name.lower() == name.lower():
                 return query
         return None
+
+    def write(self, table: str, event: WriteEvent) -> WriteBound | None:
+        """The bound of one ``event`` of a ``table`` row."""
+        return next((w for w in self.writes
+                     if w.table.lower() == table.lower() and w.event == event), None)
 
 
 @dataclass(frozen=True)
@@ -258,8 +270,11 @@ def plan_application(catalog: Catalog, queries: tuple[NamedQuery, ...],
         raise ValueError(f"partitions must be a positive integer, not {partitions}")
     names = Names(catalog)
     _reserve_chosen_names(names, queries)
-    return Plan(catalog, tuple(plan_named(catalog, q, names, partitions) for q in queries),
+    plan = Plan(catalog, tuple(plan_named(catalog, q, names, partitions) for q in queries),
                 queries_file, partitions)
+    checks = check_indexes(catalog, plan.indexes, names)
+    return replace(plan, check_indexes=checks,
+                   writes=write_bounds(catalog, plan.views, plan.indexes + checks))
 
 
 def replanned(plan: Plan, partitions: int) -> Plan:

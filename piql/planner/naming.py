@@ -19,13 +19,18 @@ The rules (docs/views.md, "Names"):
   list of the schema would spell the same, or a table or declared index has that name:
   then a short hash of the table and columns follows (``idx_a_b_c_3f9e2a``). An index
   name depends on the schema alone, so every query that needs an index names it alike.
+- The indexes writes check constraints through are ``chk_<table>_<column>`` (CARDINALITY),
+  ``fk_<table>_<columns>`` (FOREIGN KEY) and ``uq_<table>_<columns>`` (UNIQUE), lowercased,
+  reserved for every constraint of the schema before any query is planned; one that a
+  table, an index or another of them already has gets a short hash (``chk_t_c_3f9e2a``).
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
 
-from piql.catalog import Catalog
+from piql.catalog import Catalog, Table
+from piql.planner.physical import IndexPurpose
 
 # Tables piql's runtime keeps in every store (piql/runtime), and the prefix of its
 # per-load scratch tables.
@@ -60,25 +65,53 @@ class Names:
         self.renames: list[Rename] = []
         self.index_names: dict[tuple[str, tuple[str, ...]], str] = {} if parent is None \
             else parent.index_names
+        # (purpose, table, columns) lowered -> the name of a constraint-check index
+        self.check_names: dict[tuple[IndexPurpose, str, tuple[str, ...]], str] = {} \
+            if parent is None else parent.check_names
         if parent is None:
             self._take_catalog(catalog)
+            for table in catalog.tables:
+                self._take_check_indexes(table)
 
     def _take_catalog(self, catalog: Catalog) -> None:
         for table in catalog.tables:
             self.taken[table.name.lower()] = (f"table {table.name}", None)
             self.taken[f"{LOAD_PREFIX}{table.name}".lower()] = (
                 f"the scratch table piql loads {table.name} through", None)
-            # The indexes piql's runtime keeps for constraint checks (every candidate name).
-            for constraint in table.cardinalities:
-                self.taken.setdefault(f"chk_{table.name}_{constraint.column}".lower(), (
-                    f"the index piql keeps to check {constraint.describe()} on {table.name}", None))
-            for fk in table.foreign_keys:
-                self.taken.setdefault(f"fk_{table.name}_{'_'.join(fk.columns)}".lower(), (
-                    f"the index piql keeps to check a FOREIGN KEY of {table.name}", None))
         for index in catalog.indexes:
             self.taken[index.name.lower()] = (f"index {index.name}", None)
         for name in RUNTIME_TABLES:
             self.taken[name] = (f"piql's table {name}", None)
+
+    def _take_check_indexes(self, table: Table) -> None:
+        """Name every index a write may check a constraint of ``table`` through (whether
+        the plan needs it or not, so the names never depend on the queries)."""
+        holder = "the index piql keeps to check"
+        candidates = [(IndexPurpose.CARDINALITY, tuple(c.per) + (c.column,),
+                       f"chk_{table.name}_{c.column}", f"{holder} {c.describe()} on {table.name}")
+                      for c in table.cardinalities]
+        candidates += [(IndexPurpose.FOREIGN_KEY, fk.columns,
+                        f"fk_{table.name}_{'_'.join(fk.columns)}",
+                        f"{holder} a FOREIGN KEY of {table.name}") for fk in table.foreign_keys]
+        candidates += [(IndexPurpose.UNIQUE, u.columns, f"uq_{table.name}_{'_'.join(u.columns)}",
+                        f"{holder} {u.describe()} on {table.name}") for u in table.unique_keys]
+        for purpose, columns, readable, what in candidates:
+            key = (purpose, table.name.lower(), tuple(c.lower() for c in columns))
+            if key in self.check_names:
+                continue
+            name = readable.lower()
+            if self._find(name) is not None:
+                digest = hashlib.sha1("\0".join((purpose, key[1], *key[2])).encode()).hexdigest()
+                size = 6
+                while self._find(f"{readable.lower()}_{digest[:size]}") is not None:
+                    size += 2
+                name = f"{readable.lower()}_{digest[:size]}"
+            self.taken[name] = (what, None)
+            self.check_names[key] = name
+
+    def check_index(self, purpose: IndexPurpose, table: str, columns: tuple[str, ...]) -> str:
+        """The name of the index writes check a constraint of ``table`` through."""
+        return self.check_names[(purpose, table.lower(), tuple(c.lower() for c in columns))]
 
     # -- who holds a name ----------------------------------------------------------------
     def holder(self, name: str, owner: str | None = None) -> str | None:

@@ -22,6 +22,17 @@ class AccessPath(StrEnum):
     DERIVED = "derived"
 
 
+class IndexPurpose(StrEnum):
+    """Why piql keeps a secondary index: a query (or a view's maintenance) reads it, or a
+    write checks a constraint through it (a CARDINALITY count, a FOREIGN KEY's children, a
+    UNIQUE key) where the primary key does not lead with the constraint's columns."""
+
+    QUERY = "query"
+    CARDINALITY = "cardinality"
+    FOREIGN_KEY = "foreign key"
+    UNIQUE = "unique"
+
+
 @dataclass(frozen=True)
 class IndexSpec:
     """A secondary index: ordered ``columns`` of ``table``; entries also hold the row key."""
@@ -30,6 +41,7 @@ class IndexSpec:
     columns: tuple[str, ...]
     name: str
     declared: bool = False
+    purpose: IndexPurpose = IndexPurpose.QUERY
 
     @staticmethod
     def named(table: str, columns: tuple[str, ...]) -> "IndexSpec":

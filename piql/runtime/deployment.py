@@ -90,12 +90,9 @@ class Deployment:
         except BaseException:
             self.store.close()
             raise
-        index_counts: dict[str, int] = {}
-        for index in self._indexes():
-            index_counts[index[1]] = index_counts.get(index[1], 0) + 1
         self.epoch_windows = epoch_windows(self.views)
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, self.partition_of,
-                                     index_counts, strict, self.epoch_windows)
+                                     plan.writes, strict, self.epoch_windows)
 
     # -- set-up --------------------------------------------------------------
     def _shapes(self) -> list[TableShape]:
@@ -112,25 +109,8 @@ class Deployment:
         return shapes
 
     def _indexes(self) -> list[tuple[str, str, tuple[str, ...]]]:
-        found = [(i.name, i.table, i.columns) for i in self.plan.indexes]
-        for table in self.plan.catalog.tables:
-            # Constraint checks on write read a key prefix: give them one where the key is not.
-            for constraint in table.cardinalities:
-                columns = tuple(constraint.per) + (constraint.column,)
-                if tuple(table.primary_key[:len(columns)]) != columns:
-                    found.append((f"chk_{table.name}_{constraint.column}".lower(), table.name, columns))
-            for fk in table.foreign_keys:
-                if tuple(table.primary_key[:len(fk.columns)]) != tuple(fk.columns) and not any(
-                        tuple(cols[:len(fk.columns)]) == tuple(fk.columns)
-                        for _, t, cols in found if t == table.name):
-                    found.append((f"fk_{table.name}_{'_'.join(fk.columns)}".lower(), table.name,
-                                  tuple(fk.columns)))
-            for unique in table.unique_keys:  # the per-insert check looks the key up
-                if not any(tuple(cols[:len(unique.columns)]) == tuple(unique.columns)
-                           for _, t, cols in found if t == table.name):
-                    found.append((f"uq_{table.name}_{'_'.join(unique.columns)}".lower(),
-                                  table.name, tuple(unique.columns)))
-        return found
+        """The secondary indexes the plan keeps: the queries', then the constraint checks'."""
+        return [(i.name, i.table, i.columns) for i in self.plan.indexes + self.plan.check_indexes]
 
     def fingerprint(self) -> str:
         """Identifies the plan a store was deployed with."""

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from piql.catalog import Catalog, Table
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
+from piql.planner.write_bounds import WriteBound
 from piql.query_block import Aggregate
 from piql.runtime.errors import BoundExceeded, ConstraintError
 from piql.runtime.evaluate import aggregate, holds, value
@@ -41,21 +42,16 @@ class Maintainer:
     views: tuple[ViewDef, ...]
     store: Store
     partition_of: Partitioner
-    index_counts: dict[str, int]
+    bounds: tuple[WriteBound, ...]  # the plan's, of every table and event
     strict: bool = True
     # staging view -> the time windows whose late epochs its writes mark for refresh
     epoch_windows: dict[str, list[EpochWindow]] = field(default_factory=dict)
 
-    def write_bound(self, table: Table, event: WriteEvent) -> int:
-        """Static bound of one write: key check, CARDINALITY and FOREIGN KEY checks, the row,
-        its indexes, and every rule."""
-        if event == WriteEvent.INSERT:
-            checks = 1 + sum(c.limit for c in table.cardinalities) + len(table.foreign_keys) \
-                + len(table.unique_keys)
-        else:
-            checks = 1 + len(self._referencing(table))
-        rules = sum(r.ops_bound for _, r in self._rules(table.name, event))
-        return checks + 1 + self.index_counts.get(table.name, 0) + rules
+    def write_bound(self, table: Table, event: WriteEvent) -> WriteBound:
+        """The plan's bound of one write: key check, constraint checks, the row, its
+        indexes, and every rule (``planner.write_bounds``)."""
+        return next(b for b in self.bounds
+                    if b.table.lower() == table.name.lower() and b.event == event)
 
     # -- the two primitive writes ---------------------------------------------
     def insert(self, table: Table, row: dict[str, Any]) -> WriteReport:
@@ -70,7 +66,7 @@ class Maintainer:
         pending = [(view, rule, *self._delta(rule, row))
                    for view, rule in self._rules(table.name, WriteEvent.INSERT) if rule.action != RuleAction.MARK]
         self.store.insert(table.name, row)
-        self.store.counter.writes += self.index_counts.get(table.name, 0)
+        self.store.counter.writes += self.write_bound(table, WriteEvent.INSERT).index_upkeep
         measured = [self._apply(view, rule, rows, reads) for view, rule, rows, reads in pending]
         # with the tuple in: it may join itself
         measured += self._marks(table, WriteEvent.INSERT, row)
@@ -92,7 +88,7 @@ class Maintainer:
         self.store.delete(table.name, key)
         if replacing is None:  # after the delete, so a row referring to itself is no child
             self._check_children(table, row)
-        self.store.counter.writes += self.index_counts.get(table.name, 0)
+        self.store.counter.writes += self.write_bound(table, WriteEvent.DELETE).index_upkeep
         measured = marked + [self._apply(view, rule, *self._delta(rule, row))
                              for view, rule in self._rules(table.name, WriteEvent.DELETE)
                              if rule.action != RuleAction.MARK]
@@ -227,7 +223,7 @@ class Maintainer:
     def _report(self, table: Table, event: WriteEvent, start: int,
                 measured: list[tuple[str, int, int]]) -> WriteReport:
         ops = self.store.counter.ops - start
-        bound = self.write_bound(table, event)
+        bound = self.write_bound(table, event).ops_bound
         if self.strict and ops > bound:
             raise BoundExceeded(f"{event} into {table.name} did {ops} operations; its bound is {bound}")
         return WriteReport(table.name, event, ops, bound, tuple(measured))

@@ -1,0 +1,114 @@
+"""What one write to a base table costs at most, and the indexes its checks read.
+
+A write of one row (insert or delete; an update is a delete then an insert) does, in
+one transaction (``runtime.writes``):
+
+- a key check: the row's primary key is looked up (one operation);
+- constraint checks, on insert: every ``CARDINALITY (c, K) PER (p)`` counts at most K
+  other values of ``c`` for the row's ``p``; every UNIQUE key and every FOREIGN KEY
+  (its parent row) is looked up once; on delete: every FOREIGN KEY that refers to the
+  table is looked up in its child table once;
+- the base write itself, and one write per secondary index of the table (the queries'
+  and the constraint checks');
+- every delta rule of every view the write reaches (their bounds are Phase 3's).
+
+A check reads a key prefix: where the table's primary key does not lead with the
+constraint's columns, piql keeps an index that does (:func:`check_indexes`), named by
+``Names`` so it never takes a name the schema or a view has.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from piql.catalog import Catalog, Table
+from piql.planner.naming import Names
+from piql.planner.physical import IndexPurpose, IndexSpec
+from piql.planner.views import ViewDef, WriteEvent
+
+
+@dataclass(frozen=True)
+class WriteBound:
+    """The worst-case operations of one write of one ``table`` row, by part."""
+
+    table: str
+    event: WriteEvent
+    key_check: int
+    cardinality_checks: int
+    unique_checks: int
+    foreign_key_checks: int
+    base_write: int
+    index_upkeep: int
+    rules: tuple[tuple[str, int], ...]  # (delta rule, its ops bound)
+
+    @property
+    def ops_bound(self) -> int:
+        return (self.key_check + self.cardinality_checks + self.unique_checks
+                + self.foreign_key_checks + self.base_write + self.index_upkeep
+                + sum(bound for _, bound in self.rules))
+
+    def __add__(self, other: "WriteBound") -> "WriteBound":
+        """Two writes of the same table one after the other (an update)."""
+        return WriteBound(
+            self.table, WriteEvent.UPDATE, self.key_check + other.key_check,
+            self.cardinality_checks + other.cardinality_checks,
+            self.unique_checks + other.unique_checks,
+            self.foreign_key_checks + other.foreign_key_checks,
+            self.base_write + other.base_write, self.index_upkeep + other.index_upkeep,
+            self.rules + other.rules)
+
+
+def check_indexes(catalog: Catalog, query_indexes: tuple[IndexSpec, ...],
+                  names: Names) -> tuple[IndexSpec, ...]:
+    """The indexes constraint checks need beyond the primary keys and ``query_indexes``:
+    one per CARDINALITY constraint whose (PER columns, column) do not lead the primary key;
+    one per FOREIGN KEY whose columns lead neither the primary key nor another index of
+    the table (its children are looked up on a delete of the parent); one per UNIQUE key
+    that no index leads with."""
+    found = list(query_indexes)
+
+    def leads(table: Table, columns: tuple[str, ...]) -> bool:
+        return any(tuple(i.columns[:len(columns)]) == tuple(columns)
+                   for i in found if i.table == table.name)
+
+    def add(purpose: IndexPurpose, table: Table, columns: tuple[str, ...]) -> None:
+        found.append(IndexSpec(table.name, columns, names.check_index(purpose, table.name, columns),
+                               purpose=purpose))
+
+    for table in catalog.tables:
+        for constraint in table.cardinalities:
+            columns = tuple(constraint.per) + (constraint.column,)
+            if tuple(table.primary_key[:len(columns)]) != columns:
+                add(IndexPurpose.CARDINALITY, table, columns)
+        for fk in table.foreign_keys:
+            if tuple(table.primary_key[:len(fk.columns)]) != tuple(fk.columns) and \
+                    not leads(table, fk.columns):
+                add(IndexPurpose.FOREIGN_KEY, table, fk.columns)
+        for unique in table.unique_keys:
+            if not leads(table, unique.columns):
+                add(IndexPurpose.UNIQUE, table, unique.columns)
+    return tuple(found[len(query_indexes):])
+
+
+def write_bounds(catalog: Catalog, views: tuple[ViewDef, ...],
+                 indexes: tuple[IndexSpec, ...]) -> tuple[WriteBound, ...]:
+    """The bound of an insert, a delete and an update of every table, given every view
+    the plan maintains and every index the store keeps (queries' and checks')."""
+    found = []
+    for table in catalog.tables:
+        upkeep = sum(1 for i in indexes if i.table == table.name)
+        children = sum(1 for child in catalog.tables for fk in child.foreign_keys
+                       if fk.ref_table.lower() == table.name.lower())
+        insert = WriteBound(
+            table.name, WriteEvent.INSERT, 1, sum(c.limit for c in table.cardinalities),
+            len(table.unique_keys), len(table.foreign_keys), 1, upkeep,
+            _rules(views, table, WriteEvent.INSERT))
+        delete = WriteBound(table.name, WriteEvent.DELETE, 1, 0, 0, children, 1, upkeep,
+                            _rules(views, table, WriteEvent.DELETE))
+        found += [insert, delete, delete + insert]
+    return tuple(found)
+
+
+def _rules(views: tuple[ViewDef, ...], table: Table,
+           event: WriteEvent) -> tuple[tuple[str, int], ...]:
+    return tuple((rule.name, rule.ops_bound) for view in views for rule in view.rules
+                 if rule.table.lower() == table.name.lower() and rule.event == event)
