@@ -169,7 +169,7 @@ def _explain(args: argparse.Namespace) -> int:
     if query is None:
         known = ", ".join(q.name for q in plan.queries)
         raise InputError(f"no query named '{args.name}' in {args.queries} (known: {known})")
-    sys.stdout.write(explain.render(query))
+    sys.stdout.write(explain.render(query, plan))
     return EXIT_OK if query.bounded else EXIT_UNBOUNDED
 
 

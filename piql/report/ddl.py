@@ -14,9 +14,12 @@ KEYLESS_DIALECTS = ("spark",)
 
 def render(plan: Plan, dialect: str) -> str:
     out = [f"-- piql plan for {plan.queries_file} ({dialect})", ""]
-    if plan.indexes:
-        out.append("-- secondary indexes")
-        for index in plan.indexes:
+    for title, indexes in (("secondary indexes", plan.indexes),
+                           ("indexes writes check constraints through", plan.check_indexes)):
+        if not indexes:
+            continue
+        out.append(f"-- {title}")
+        for index in indexes:
             if dialect in KEYLESS_DIALECTS:
                 out.append(f"-- {index.name} on {index.table}({', '.join(index.columns)}): "
                            "kept by the serving store; Spark has no indexes")

@@ -1,10 +1,11 @@
 """``piql explain``: one query's verdict, plan tree with per-operator bounds, and reasoning."""
 from __future__ import annotations
 
-from piql.planner.application import QueryPlan
+from piql.planner.application import Plan, QueryPlan
+from piql.report.text import write_lines
 
 
-def render(query: QueryPlan) -> str:
+def render(query: QueryPlan, plan: Plan) -> str:
     bound = f"ops <= {query.ops_bound}" if query.ops_bound is not None else "no bound"
     lines = [f"{query.name}: {query.level}, {bound}", "", "query:"]
     lines += [f"  {line}" for line in query.query.sql.splitlines()]
@@ -18,6 +19,10 @@ def render(query: QueryPlan) -> str:
             + (" (declared)" if i.declared else " (new)") for i in query.indexes]
     for section in getattr(query, "trace", ()) or ():
         lines += ["", f"{section.title}:"] + [f"  {line}" for line in section.lines]
+    writes = write_lines(plan, _written(query, plan))
+    if writes:
+        lines += ["", "writes (of one row: its checks, the row, its indexes, every view's rules):"]
+        lines += [f"  {line}" for line in writes]
     if query.diagnostics:
         lines += ["", "diagnostics:"]
         for d in query.diagnostics:
@@ -26,3 +31,10 @@ def render(query: QueryPlan) -> str:
             if d.hint:
                 lines.append(f"    hint: {d.hint}")
     return "\n".join(lines) + "\n"
+
+
+def _written(query: QueryPlan, plan: Plan) -> list[str]:
+    """The tables whose writes keep this query's views or indexes up to date."""
+    tables = {r.table.lower() for v in query.view_defs for r in v.rules}
+    tables |= {i.table.lower() for i in query.indexes}
+    return [t.name for t in plan.catalog.tables if t.name.lower() in tables]

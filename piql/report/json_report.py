@@ -21,6 +21,8 @@ def to_dict(plan: Plan) -> dict[str, Any]:
         "indexes": [{"name": i.name, "table": i.table, "columns": list(i.columns)}
                     for i in plan.indexes],
         "views": [view.to_json() for view in plan.views],
+        "writes": [{"table": w.table, "event": w.event, "ops_bound": w.ops_bound}
+                   for w in plan.writes],
         "summary": plan.summary,
         "schema_diagnostics": [diagnostic(d) for d in plan.catalog.notes],
     }

@@ -22,7 +22,19 @@ def render(plan: Plan) -> str:
             f"{i.name} on {i.table}({', '.join(i.columns)})" for i in plan.indexes))
     if plan.views:
         lines.append("views: " + ", ".join(f"{v.name} ({v.kind})" for v in plan.views))
+    lines += write_lines(plan, [t.name for t in plan.catalog.tables])
     return "\n".join(lines) + "\n"
+
+
+def write_lines(plan: Plan, tables: list[str]) -> list[str]:
+    """``write to T: ops <= a (insert), b (delete), c (update)`` for each of ``tables``."""
+    lines = []
+    for table in tables:
+        bounds = [w for w in plan.writes if w.table.lower() == table.lower()]
+        if bounds:
+            events = ", ".join(f"{w.ops_bound} ({w.event})" for w in bounds)
+            lines.append(f"write to {bounds[0].table}: ops <= {events}")
+    return lines
 
 
 def _verdict(query: QueryPlan, width: int) -> str:

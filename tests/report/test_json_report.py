@@ -52,8 +52,8 @@ def by_name(items, name):
 
 
 def test_top_level_keys_are_exactly_the_contract(document):
-    assert set(document) == {"format_version", "queries", "indexes", "views", "summary",
-                             "schema_diagnostics"}
+    assert set(document) == {"format_version", "queries", "indexes", "views", "writes",
+                             "summary", "schema_diagnostics"}
     assert document["format_version"] == 1
     assert isinstance(document["queries"], list)
     assert isinstance(document["indexes"], list)
@@ -242,3 +242,13 @@ def test_unbounded_and_unsupported_queries(mixed):
 
     assert mixed["summary"]["unbounded"] == 2 and mixed["summary"]["SI-0"] == 1
 
+
+
+def test_writes_give_every_tables_insert_delete_and_update_bound(document, paper_plan):
+    writes = document["writes"]
+    assert all(set(w) == {"table", "event", "ops_bound"} for w in writes)
+    assert [(w["table"], w["event"]) for w in writes] == [
+        (t, e) for t in ("Documents", "Tags") for e in ("insert", "delete", "update")]
+    tags = {w["event"]: w["ops_bound"] for w in writes if w["table"] == "Tags"}
+    assert tags["insert"] == paper_plan.write("Tags", "insert").ops_bound > 10 + 2
+    assert tags["update"] == tags["insert"] + tags["delete"]

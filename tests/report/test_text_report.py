@@ -149,3 +149,11 @@ def test_only_unbounded_queries_carry_the_unbounded_code(paper_plan_temporal):
         assert not [line for line in github.render(plan).splitlines()
                     if "piql unbounded%3A " in line
                     and line.split("piql unbounded%3A ")[1].split("::")[0] in bounded]
+
+
+def test_every_table_gets_its_write_bounds_after_the_summary(paper_plan):
+    lines = text.render(paper_plan).splitlines()
+    writes = [line for line in lines if line.startswith("write to ")]
+    tags = paper_plan.write("Tags", "insert").ops_bound
+    assert writes[1].startswith(f"write to Tags: ops <= {tags} (insert), ")
+    assert len(writes) == 2 and writes == lines[-2:]
