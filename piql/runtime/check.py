@@ -16,7 +16,7 @@ from sqlglot import exp
 from piql import sqlgen
 from piql.planner.views import ViewDef, ViewKind
 from piql.query_block import Aggregate
-from piql.runtime.store import Store
+from piql.runtime.sqlite_store import SQLiteStore
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class CheckReport:
         return "\n".join(lines)
 
 
-def recompute(store: Store, view: ViewDef, partition_of: Callable[[ViewDef, dict], int]) -> list[tuple]:
+def recompute(store: SQLiteStore, view: ViewDef, partition_of: Callable[[ViewDef, dict], int]) -> list[tuple]:
     """The rows ``view`` must hold, computed from base tables with its definition."""
     names = [i.name for i in view.definition.select]
     rows = _sqlite_rows(store, view)
@@ -66,7 +66,7 @@ def recompute(store: Store, view: ViewDef, partition_of: Callable[[ViewDef, dict
     return result
 
 
-def _sqlite_rows(store: Store, view: ViewDef) -> list[tuple]:
+def _sqlite_rows(store: SQLiteStore, view: ViewDef) -> list[tuple]:
     """The rows of ``view``'s definition by SQLite, with exact integer sums.
 
     SQLite's SUM fails with "integer overflow" as soon as a partial sum leaves 64 bits,
@@ -119,7 +119,7 @@ def empty_group(view: ViewDef, values: dict[str, Any]) -> bool:
     return count is not None and values.get(count) == 0
 
 
-def check_views(store: Store, views: tuple[ViewDef, ...],
+def check_views(store: SQLiteStore, views: tuple[ViewDef, ...],
                 recomputed: Callable[[ViewDef], list[tuple]], repair: bool = False,
                 repaired: Callable[[ViewDef, list[tuple]], None] | None = None) -> CheckReport:
     """Diff every maintained view against ``recomputed(view)`` (by SQLite or an engine).

@@ -34,7 +34,7 @@ from piql.runtime.errors import (
 from piql.runtime.evaluate import finish
 from piql.runtime.executor import execute
 from piql.runtime.refresh import DIRTY, DIRTY_DDL, RefreshReport, epoch_windows, mark_epochs, refresh_view
-from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, TableShape, quote
+from piql.runtime.sqlite_store import DEFAULT_BUSY_TIMEOUT, SQLiteStore, TableShape, quote
 from piql.runtime.writes import Maintainer, WriteReport
 
 META = "_piql_meta"
@@ -82,7 +82,7 @@ class Deployment:
         self.partitions = plan.partitions  # the plan was made for the store's partitions
         self.views = _dependency_order(plan.views)
         self.closed = False
-        self.store = Store(str(path), busy_timeout)
+        self.store = SQLiteStore(str(path), busy_timeout)
         try:
             for shape in self._shapes():
                 self.store.register(shape)
@@ -581,7 +581,7 @@ class RefreshSchedule:
         self._thread.join()
 
 
-def _key_checks(store: Store, table: Table, staged: str) -> None:
+def _key_checks(store: SQLiteStore, table: Table, staged: str) -> None:
     key = ", ".join(quote(c) for c in table.primary_key)
     duplicate = store.sql(f"SELECT {key} FROM {quote(staged)} GROUP BY {key} HAVING COUNT(*) > 1 "
                           "LIMIT 1")
@@ -595,7 +595,7 @@ def _key_checks(store: Store, table: Table, staged: str) -> None:
                               f"({', '.join(f'{c}={v!r}' for c, v in zip(table.column_names, clash[0]) if c in table.primary_key)})")
 
 
-def _unique_checks(store: Store, table: Table, staged: str) -> None:
+def _unique_checks(store: SQLiteStore, table: Table, staged: str) -> None:
     """The bulk form of the per-insert unique-key check (GROUP BY puts NULLs together,
     so keys whose NULLs are distinct leave rows holding a NULL out)."""
     for key in table.unique_keys:
@@ -611,7 +611,7 @@ def _unique_checks(store: Store, table: Table, staged: str) -> None:
                 f"({', '.join(f'{c}={v!r}' for c, v in zip(key.columns, duplicate[0]))})")
 
 
-def _foreign_key_checks(store: Store, table: Table, staged: str) -> None:
+def _foreign_key_checks(store: SQLiteStore, table: Table, staged: str) -> None:
     for fk in table.foreign_keys:
         match = " AND ".join(f"p.{quote(r)} = s.{quote(c)}" for c, r in zip(fk.columns, fk.ref_columns))
         present = " AND ".join(f"s.{quote(c)} IS NOT NULL" for c in fk.columns)
@@ -625,7 +625,7 @@ def _foreign_key_checks(store: Store, table: Table, staged: str) -> None:
                 f"{', '.join(f'{r}={v!r}' for r, v in zip(fk.ref_columns, orphan[0]))}")
 
 
-def _sqlite_cardinality_violation(store: Store, table: Table, staged: str):
+def _sqlite_cardinality_violation(store: SQLiteStore, table: Table, staged: str):
     for constraint in table.cardinalities:
         broken = store.sql(cardinality_sql(table.name, staged, constraint))
         if broken:

@@ -28,7 +28,7 @@ from piql.query_block import Epoch, Literal, OrderItem, Param, QueryBlock
 from piql.runtime import sqlvalues
 from piql.runtime.errors import BoundExceeded
 from piql.runtime.evaluate import finish, sort_rows
-from piql.runtime.store import Store
+from piql.runtime.sqlite_store import SQLiteStore
 
 
 DIRTY = "_piql_dirty_epochs"
@@ -60,7 +60,7 @@ def epoch_windows(views: Iterable[ViewDef]) -> dict[str, list[EpochWindow]]:
     return found
 
 
-def mark_epochs(store: Store, windows: list[EpochWindow], rows: Iterable[dict[str, Any]]) -> None:
+def mark_epochs(store: SQLiteStore, windows: list[EpochWindow], rows: Iterable[dict[str, Any]]) -> None:
     """Record the epochs staging rows fall in, for the next refresh. Bookkeeping beside the
     write (one keyed upsert per window), so it is outside the counted operations."""
     marks = {(w.view, e) for row in rows for w in windows if (e := w.epoch(row)) is not None}
@@ -96,7 +96,7 @@ def tuples_read(rows: list[tuple], keys: tuple[tuple[int, ...], ...]) -> int:
     return max(1, sum(len({tuple(row[i] for i in key) for row in rows}) for key in keys))
 
 
-def refresh_view(store: Store, plan: RefreshPlan, now_ms: int | None = None, strict: bool = True,
+def refresh_view(store: SQLiteStore, plan: RefreshPlan, now_ms: int | None = None, strict: bool = True,
                  engine=None) -> RefreshReport:
     """Recompute the periodic view of ``plan`` from its staging view and replace it
     atomically."""
@@ -147,12 +147,12 @@ def refresh_view(store: Store, plan: RefreshPlan, now_ms: int | None = None, str
                          time.perf_counter() - started, getattr(engine, "name", "store"))
 
 
-def _data_version(store: Store) -> int:
+def _data_version(store: SQLiteStore) -> int:
     """Changes whenever another connection commits (SQLite's ``PRAGMA data_version``)."""
     return store.connection.execute("PRAGMA data_version").fetchone()[0]
 
 
-def _compute(store: Store, plan: RefreshPlan, epoch: int | None, engine) -> tuple[list[tuple], int]:
+def _compute(store: SQLiteStore, plan: RefreshPlan, epoch: int | None, engine) -> tuple[list[tuple], int]:
     """The periodic query over every partition's share: its rows (for a time window, the
     unlimited rows with hidden order columns) and the most tuples one partition read."""
     statement = sqlgen.block_sql(plan.shares.read, "sqlite")

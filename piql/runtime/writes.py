@@ -20,7 +20,7 @@ from piql.runtime.errors import BoundExceeded, ConstraintError
 from piql.runtime.evaluate import aggregate, holds, value
 from piql.runtime.executor import execute
 from piql.runtime.refresh import EpochWindow, mark_epochs
-from piql.runtime.store import Store, quote
+from piql.runtime.sqlite_store import SQLiteStore, quote
 
 Partitioner = Callable[[ViewDef, dict[str, Any]], int]
 
@@ -40,7 +40,7 @@ class WriteReport:
 class Maintainer:
     catalog: Catalog
     views: tuple[ViewDef, ...]
-    store: Store
+    store: SQLiteStore
     partition_of: Partitioner
     bounds: tuple[WriteBound, ...]  # the plan's, of every table and event
     strict: bool = True

@@ -1,6 +1,6 @@
 """The embedded serving store: SQLite tables clustered on their keys, with operation counts.
 
-Every read and write goes through :class:`Store`, which counts operations as
+Every read and write goes through :class:`SQLiteStore`, which counts operations as
 DESIGN.md defines them: one per tuple read or written, at least one per key
 lookup or range scan, and one more per row fetched from the base table after
 a non-covering secondary-index entry.
@@ -58,7 +58,7 @@ class TableShape:
 
 
 @dataclass
-class Store:
+class SQLiteStore:
     """A SQLite database (a file or ``:memory:``) and the tables piql keeps in it."""
 
     path: str
