@@ -31,7 +31,6 @@ from piql.bench import tpcw_backends as backends
 from piql.bench import tpcw_data as data
 from piql.bench import tpcw_mix as mix
 from piql.bench.common import machine, median, percentile, progress, write_json
-from piql.interval import parse_interval
 from piql.planner.views import ViewKind
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tpcw"

@@ -267,7 +267,7 @@ def _measure_scale(piql_app: piql.App, baseline_app: piql.App, work: Path, zipf:
     data.tags.clear()
     _quiet_collector()
     try:
-        view_rows = db.store.connection.execute("SELECT COUNT(*) FROM twoTags_view").fetchone()[0]
+        view_rows = db.store.sql("SELECT COUNT(*) FROM twoTags_view")[0][0]
         queries = _measure_queries(db, baseline, duck, zipf, rng, settings, label)
         plan = _sqlite_plan(db, baseline)
         writes = _measure_writes(db, baseline, data, zipf, rng, settings, label)
@@ -316,7 +316,7 @@ def _quiet_collector() -> None:
 def _sqlite_plan(db, baseline) -> list[str]:
     """How SQLite runs the original twoTags on the baseline store."""
     sql = sqlgen.block_sql(db.query_plan("twoTags").query.block, "sqlite")
-    return [row[-1] for row in baseline.store.connection.execute(
+    return [row[-1] for row in baseline.store.sql(
         f"EXPLAIN QUERY PLAN {sql}", {"tag1": "tag0001", "tag2": "tag0002"})]
 
 
@@ -328,7 +328,7 @@ def _measure_queries(db, baseline, duck, zipf: Zipf, rng: random.Random, setting
     duckdb_sql = sqlgen.block_sql(block, "duckdb")
     systems: dict[str, Callable[[dict[str, str]], list]] = {
         SYSTEMS[0]: lambda p: [r[0] for r in db.query("twoTags", **p).rows],
-        SYSTEMS[1]: lambda p: [r[0] for r in baseline.store.connection.execute(sqlite_sql, p)],
+        SYSTEMS[1]: lambda p: [r[0] for r in baseline.store.sql(sqlite_sql, p)],
         SYSTEMS[2]: lambda p: [r[0] for r in duck.execute(duckdb_sql, p).fetchall()],
     }
     seconds: dict[str, list[float]] = {name: [] for name in systems}
@@ -353,7 +353,7 @@ def _measure_queries(db, baseline, duck, zipf: Zipf, rng: random.Random, setting
         result = db.query("twoTags", **params)  # again, outside the clock, for its ops
         bound = max(bound, result.bound)
         ops.append((len(result.rows), result.ops))
-        entries, matches = baseline.store.connection.execute(ONDEMAND_COUNTS, params).fetchone()
+        ((entries, matches),) = baseline.store.sql(ONDEMAND_COUNTS, params)
         tuples.append((len(result.rows), 2 * entries + matches))
         mismatches += len({tuple(a) for a in answers.values()}) > 1
         empty += not result.rows

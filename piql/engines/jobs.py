@@ -14,9 +14,10 @@ from piql.engines.base import Engine, TableData
 from piql.planner.views import ViewDef
 from piql.query_block import QueryBlock
 from piql.runtime.check import empty_group
-from piql.runtime.sqlite_store import SQLiteStore, quote
+from piql.runtime.store import Store
+from piql.sqlgen import identifier
 
-def export(store: SQLiteStore, engine: Engine, names: list[str], rename: dict[str, str] | None = None) -> None:
+def export(store: Store, engine: Engine, names: list[str], rename: dict[str, str] | None = None) -> None:
     """Copy whole tables from the store into the engine (``rename`` gives engine-side names)."""
     for name in dict.fromkeys(names):
         shape = store.shapes[name]
@@ -35,7 +36,7 @@ def tables_read(block: QueryBlock) -> list[str]:
     return found
 
 
-def view_rows(engine: Engine, store: SQLiteStore, view: ViewDef, partition_of) -> list[tuple]:
+def view_rows(engine: Engine, store: Store, view: ViewDef, partition_of) -> list[tuple]:
     """A maintained view computed from base data, in the store's column order."""
     export(store, engine, tables_read(view.definition))
     names = [i.name for i in view.definition.select]
@@ -52,7 +53,7 @@ def view_rows(engine: Engine, store: SQLiteStore, view: ViewDef, partition_of) -
     return rows
 
 
-def cardinality_violation(engine: Engine, store: SQLiteStore, table: Table, staged: str):
+def cardinality_violation(engine: Engine, store: Store, table: Table, staged: str):
     """The first CARDINALITY constraint the table plus staged rows would break, if any."""
     export(store, engine, [table.name, staged])
     for constraint in table.cardinalities:
@@ -70,6 +71,9 @@ def cardinality_sql(table: str, staged: str, constraint: CardinalityConstraint) 
     NULL is a value as the per-write check counts it: rows with NULL ``per`` values form
     their own group (as GROUP BY groups them), and a NULL ``column`` is one more distinct
     value (which COUNT(DISTINCT ...) alone would skip)."""
+    def quote(name: str) -> str:
+        return identifier(name, "sqlite")
+
     per = ", ".join(quote(c) for c in constraint.per)
     column = quote(constraint.column)
     counted = (f"(COUNT(DISTINCT {column}) + "

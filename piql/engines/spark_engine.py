@@ -77,22 +77,17 @@ class SparkEngine(Engine):
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in self.session.sql(sql).collect()]
 
-    def read_shares(self, path: str, name: str, columns: tuple[str, ...], types: tuple[str, ...],
+    def read_shares(self, reader, name: str, columns: tuple[str, ...], types: tuple[str, ...],
                     shares: list, sql: str) -> tuple[list[tuple[Any, ...]], int]:
         """One Spark task per staging partition reads its bounded share straight from the
-        store file; Spark then merges the shares and runs ``sql`` on them. Returns the rows
-        and the most tuples one task read."""
+        store, with ``reader`` (the store's, opening a connection of its own); Spark then
+        merges the shares and runs ``sql`` on them. Returns the rows and the most tuples
+        one task read."""
         from pyspark.sql.types import StructField, StructType
 
-        def read(task: tuple[str, tuple, tuple]) -> tuple[list[tuple], int]:
-            import sqlite3
-
+        def read(task: tuple[str, Any, tuple]) -> tuple[list[tuple], int]:
             statement, values, keys = task
-            connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-            try:
-                rows = connection.execute(statement, values).fetchall()
-            finally:
-                connection.close()
+            rows = reader(statement, values)
             # as piql.runtime.refresh.tuples_read, inline so the task needs no piql import
             reads = sum(len({tuple(r[i] for i in key) for r in rows}) for key in keys) \
                 if keys else len(rows)

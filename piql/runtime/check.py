@@ -16,7 +16,7 @@ from sqlglot import exp
 from piql import sqlgen
 from piql.planner.views import ViewDef, ViewKind
 from piql.query_block import Aggregate
-from piql.runtime.sqlite_store import SQLiteStore
+from piql.runtime.store import Store
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,10 @@ class CheckReport:
         return "\n".join(lines)
 
 
-def recompute(store: SQLiteStore, view: ViewDef, partition_of: Callable[[ViewDef, dict], int]) -> list[tuple]:
+def recompute(store: Store, view: ViewDef, partition_of: Callable[[ViewDef, dict], int]) -> list[tuple]:
     """The rows ``view`` must hold, computed from base tables with its definition."""
     names = [i.name for i in view.definition.select]
-    rows = _sqlite_rows(store, view)
+    rows = _exact_rows(store, view)
     shape = store.shapes[view.name]
     result = []
     for row in rows:
@@ -66,13 +66,14 @@ def recompute(store: SQLiteStore, view: ViewDef, partition_of: Callable[[ViewDef
     return result
 
 
-def _sqlite_rows(store: SQLiteStore, view: ViewDef) -> list[tuple]:
-    """The rows of ``view``'s definition by SQLite, with exact integer sums.
+def _exact_rows(store: Store, view: ViewDef) -> list[tuple]:
+    """The rows of ``view``'s definition by the store, with exact integer sums.
 
     SQLite's SUM fails with "integer overflow" as soon as a partial sum leaves 64 bits,
     in whatever order it scans, although the sum itself (what maintenance keeps, and
     what SQL means) may fit. So each integer SUM(x) is computed as SUM(x / 2**32) and
-    SUM(x % 2**32), whose partial sums cannot overflow, and combined in Python."""
+    SUM(x % 2**32), whose partial sums cannot overflow, and combined in Python (the
+    same on any store: both halves are integer arithmetic that truncates)."""
     query = sqlgen.select(view.definition, paper=False)
     types = {c.name: c.type.upper() for c in view.columns}
     expressions: list[exp.Expression] = []
@@ -89,10 +90,10 @@ def _sqlite_rows(store: SQLiteStore, view: ViewDef) -> list[tuple]:
         else:
             expressions.append(node)
     if not any(split):
-        return store.sql(sqlgen.render(query, "sqlite"))
+        return store.sql(sqlgen.render(query, store.dialect))
     query.set("expressions", expressions)
     result = []
-    for row in store.sql(sqlgen.render(query, "sqlite")):
+    for row in store.sql(sqlgen.render(query, store.dialect)):
         values, position = [], 0
         for exact in split:
             if exact:
@@ -119,7 +120,7 @@ def empty_group(view: ViewDef, values: dict[str, Any]) -> bool:
     return count is not None and values.get(count) == 0
 
 
-def check_views(store: SQLiteStore, views: tuple[ViewDef, ...],
+def check_views(store: Store, views: tuple[ViewDef, ...],
                 recomputed: Callable[[ViewDef], list[tuple]], repair: bool = False,
                 repaired: Callable[[ViewDef, list[tuple]], None] | None = None) -> CheckReport:
     """Diff every maintained view against ``recomputed(view)`` (by SQLite or an engine).
@@ -129,11 +130,7 @@ def check_views(store: SQLiteStore, views: tuple[ViewDef, ...],
     read transaction for a check, the write lock for a repair (writers wait for it).
     ``repaired`` is told of every view replaced, with its new rows."""
     checks = []
-    if repair:
-        store.begin()
-    else:
-        store.begin_read()
-    try:
+    with store.transaction() if repair else store.snapshot():
         for view in views:
             if view.kind not in (ViewKind.IMV, ViewKind.STAGING):
                 continue
@@ -149,10 +146,6 @@ def check_views(store: SQLiteStore, views: tuple[ViewDef, ...],
                     repaired(view, expected)
                 fixed = True
             checks.append(ViewCheck(view.name, missing, extra, fixed))
-        store.commit()
-    except BaseException:
-        store.rollback()
-        raise
     return CheckReport(tuple(checks))
 
 

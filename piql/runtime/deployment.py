@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 import zlib
 from dataclasses import dataclass
@@ -20,8 +19,9 @@ from piql.catalog import Table
 from piql.engines import ENGINES, make_engine
 from piql.engines.base import Engine
 from piql.engines.jobs import cardinality_sql, cardinality_violation, view_rows
-from piql.planner.application import Plan, QueryPlan
 from piql import sql_types, sqlgen
+from piql.planner.application import Plan, QueryPlan
+from piql.planner.naming import LOAD_PREFIX, RUNTIME_TABLES
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.query_block import Attr, Param, QueryBlock, Relation, normalized_predicate
 from piql.runtime import sqlvalues
@@ -29,15 +29,17 @@ from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.datafiles import read_file
 from piql.runtime.errors import (
     BoundExceeded, ConstraintError, DeploymentClosed, DeploymentError, ParameterError,
-    UnboundedQuery, UnknownName,
+    StoreOverflow, StoreRefused, UnboundedQuery, UnknownName,
 )
 from piql.runtime.evaluate import finish
 from piql.runtime.executor import execute
-from piql.runtime.refresh import DIRTY, DIRTY_DDL, RefreshReport, epoch_windows, mark_epochs, refresh_view
-from piql.runtime.sqlite_store import DEFAULT_BUSY_TIMEOUT, SQLiteStore, TableShape, quote
+from piql.runtime.refresh import RefreshReport, epoch_windows, mark_epochs, refresh_view
+from piql.runtime.sqlite_store import SQLiteStore
+from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, TableShape
 from piql.runtime.writes import Maintainer, WriteReport
 
-META = "_piql_meta"
+META = RUNTIME_TABLES[0]  # piql's metadata table, in every store
+FINGERPRINT = "fingerprint"  # the metadata naming the plan a store holds
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ class Deployment:
         self.partitions = plan.partitions  # the plan was made for the store's partitions
         self.views = _dependency_order(plan.views)
         self.closed = False
-        self.store = SQLiteStore(str(path), busy_timeout)
+        self.store: Store = SQLiteStore(str(path), busy_timeout)
         try:
             for shape in self._shapes():
                 self.store.register(shape)
@@ -131,45 +133,35 @@ class Deployment:
         if self._deployed_with(fingerprint):  # reopening needs no write lock
             self.installed = False
             return
-        self.store.begin()
-        try:
+        with self.store.transaction():
             self.installed = self._install_or_verify(fingerprint)
-            self.store.commit()
-        except BaseException:
-            self.store.rollback()
-            raise
 
     def _deployed_with(self, fingerprint: str) -> bool:
-        tables = {name for (name,) in self.store.sql(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
-            [META, DIRTY])}
-        return tables == {META, DIRTY} and self.store.sql(
-            f"SELECT value FROM {META} WHERE key = 'fingerprint'") == [(fingerprint,)]
+        return set(RUNTIME_TABLES) <= self.store.table_names() and \
+            self.store.get_meta(FINGERPRINT) == fingerprint
 
     def _install_or_verify(self, fingerprint: str) -> bool:
         """True when this deployment created the store's tables, False when it found them."""
-        existing = self.store.sql(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", [META])
-        if existing:
-            recorded = self.store.sql(f"SELECT value FROM {META} WHERE key = 'fingerprint'")
-            if recorded and recorded[0][0] == fingerprint:
-                self.store.sql(DIRTY_DDL)  # stores deployed before it existed
+        tables = self.store.table_names()
+        if META in tables:
+            recorded = self.store.get_meta(FINGERPRINT)
+            if recorded == fingerprint:
+                self.store.create_bookkeeping()  # stores deployed before the epoch marks
                 return False
             raise DeploymentError(
-                f"the store {self.store.path} was deployed with a different plan "
-                f"(recorded {recorded[0][0][:12] if recorded else 'nothing'}, this plan "
+                f"the store {self.store.location} was deployed with a different plan "
+                f"(recorded {recorded[:12] if recorded else 'nothing'}, this plan "
                 f"{fingerprint[:12]}); deploy into a new store, or migrate its data with "
                 "`load` into one deployed with this plan")
-        if self.store.sql("SELECT name FROM sqlite_master WHERE type = 'table'"):
-            raise DeploymentError(f"the store {self.store.path} already holds tables that piql "
-                                  "did not create; deploy into a new store")
+        if tables:
+            raise DeploymentError(f"the store {self.store.location} already holds tables that "
+                                  "piql did not create; deploy into a new store")
         for shape in self.store.shapes.values():
             self.store.create_table(shape)
         for name, table, columns in self._indexes():
             self.store.create_index(name, table, columns)
-        self.store.sql(DIRTY_DDL)
-        self.store.sql(f"CREATE TABLE {META} (key TEXT PRIMARY KEY, value TEXT)")
-        self.store.sql(f"INSERT INTO {META} VALUES ('fingerprint', ?)", [fingerprint])
+        self.store.create_bookkeeping()
+        self.store.set_meta(FINGERPRINT, fingerprint)
         return True
 
     def partition_of(self, view: ViewDef, values: dict[str, Any]) -> int:
@@ -190,8 +182,8 @@ class Deployment:
 
     def _open(self) -> None:
         if self.closed:
-            raise DeploymentClosed(f"the deployment of {self.store.path} is closed; deploy the "
-                                   "store again to use it")
+            raise DeploymentClosed(f"the deployment of {self.store.location} is closed; deploy "
+                                   "the store again to use it")
 
     def engine(self) -> Engine | None:
         """The engine for set-oriented work, started on first use (None: the store itself)."""
@@ -207,9 +199,7 @@ class Deployment:
         try:
             rows = recompute(self.store, view, self.partition_of) if engine is None else \
                 view_rows(engine, self.store, view, self.partition_of)
-        except sqlite3.OperationalError as err:
-            if "integer overflow" not in str(err):
-                raise
+        except StoreOverflow:
             rows = None
         if rows is None or not all(map(sqlvalues.fits, (v for row in rows for v in row))):
             raise ConstraintError(f"a SUM of {view.name} leaves the store's integer range "
@@ -230,18 +220,12 @@ class Deployment:
         self._open()
         wanted = None if tables is None else {t.lower() for t in tables}
         built = []
-        with self.lock:
-            self.store.begin()
-            try:
-                for view in self.views:
-                    if view.kind in (ViewKind.IMV, ViewKind.STAGING) and (
-                            wanted is None or any(_reads(view, t) for t in wanted)):
-                        self._rebuild(view)
-                        built.append(view.name)
-                self.store.commit()
-            except BaseException:
-                self.store.rollback()
-                raise
+        with self.lock, self.store.transaction():
+            for view in self.views:
+                if view.kind in (ViewKind.IMV, ViewKind.STAGING) and (
+                        wanted is None or any(_reads(view, t) for t in wanted)):
+                    self._rebuild(view)
+                    built.append(view.name)
         return built
 
     # -- queries -------------------------------------------------------------
@@ -296,17 +280,11 @@ class Deployment:
     def _transaction(self, work):
         self._open()
         with self.lock:
-            self.store.begin()
             try:
-                result = work()
-                self.store.commit()
-                return result
-            except sqlite3.IntegrityError as err:
-                self.store.rollback()
+                with self.store.transaction():
+                    return work()
+            except StoreRefused as err:
                 raise ConstraintError(f"the store refused the write: {err}") from None
-            except BaseException:
-                self.store.rollback()
-                raise
 
     def _table(self, name: str) -> Table:
         table = self.plan.catalog.table(name)
@@ -324,38 +302,27 @@ class Deployment:
         self._open()
         definition = self._table(table)
         records = list(_read_rows(definition, rows, path))
-        staged = f"_load_{definition.name}"
-        shape = self.store.shapes[definition.name]
+        staged = f"{LOAD_PREFIX}{definition.name}"
         with self.lock:
-            self.store.begin()
             try:
-                self.store.sql(f"CREATE TEMP TABLE {quote(staged)} AS SELECT * FROM "
-                               f"{quote(definition.name)} WHERE 0")
-                self.store.connection.executemany(
-                    f"INSERT INTO {quote(staged)} VALUES ({', '.join('?' for _ in shape.columns)})",
-                    records)
-                self.store.register(TableShape(staged, shape.columns, shape.key, shape.types))
-                _key_checks(self.store, definition, staged)
-                _unique_checks(self.store, definition, staged)
-                self._cardinality_checks(definition, staged)
-                self.store.sql(f"INSERT INTO {quote(definition.name)} SELECT * FROM {quote(staged)}")
-                # after the insert, so a self-referencing batch may hold its own parents
-                _foreign_key_checks(self.store, definition, staged)
-                self._mark_loaded(definition, staged)
-                for view in self.views:
-                    if view.kind in (ViewKind.IMV, ViewKind.STAGING) and _reads(view, definition.name):
-                        self._rebuild(view)
-                self.store.commit()
-            except sqlite3.IntegrityError as err:
-                self.store.rollback()
+                with self.store.transaction():
+                    self.store.stage(staged, definition.name, records)
+                    _key_checks(self.store, definition, staged)
+                    _unique_checks(self.store, definition, staged)
+                    self._cardinality_checks(definition, staged)
+                    self.store.insert_staged(staged, definition.name)
+                    # after the insert, so a self-referencing batch may hold its own parents
+                    _foreign_key_checks(self.store, definition, staged)
+                    self._mark_loaded(definition, staged)
+                    for view in self.views:
+                        if view.kind in (ViewKind.IMV, ViewKind.STAGING) and \
+                                _reads(view, definition.name):
+                            self._rebuild(view)
+            except StoreRefused as err:
                 raise ConstraintError(f"the store refused the load into {definition.name}: "
                                       f"{err}") from None
-            except BaseException:
-                self.store.rollback()
-                raise
             finally:
-                self.store.shapes.pop(staged, None)
-                self.store.sql(f"DROP TABLE IF EXISTS temp.{quote(staged)}")
+                self.store.drop_staged(staged)
         return len(records)
 
     def _mark_loaded(self, table: Table, staged: str) -> None:
@@ -367,7 +334,8 @@ class Deployment:
             for rule in view.rules:
                 if rule.action == RuleAction.MARK and rule.event == WriteEvent.INSERT and \
                         rule.table.lower() == table.name.lower():
-                    found = self.store.sql(sqlgen.block_sql(_batch_block(rule, staged), "sqlite"))
+                    found = self.store.sql(sqlgen.block_sql(_batch_block(rule, staged),
+                                                            self.store.dialect))
                     window = windows[view.name]
                     mark_epochs(self.store, [window], ({window.column: v} for (v,) in found))
 
@@ -581,28 +549,31 @@ class RefreshSchedule:
         self._thread.join()
 
 
-def _key_checks(store: SQLiteStore, table: Table, staged: str) -> None:
-    key = ", ".join(quote(c) for c in table.primary_key)
-    duplicate = store.sql(f"SELECT {key} FROM {quote(staged)} GROUP BY {key} HAVING COUNT(*) > 1 "
+def _key_checks(store: Store, table: Table, staged: str) -> None:
+    q = _quoter(store)
+    key = ", ".join(q(c) for c in table.primary_key)
+    duplicate = store.sql(f"SELECT {key} FROM {q(staged)} GROUP BY {key} HAVING COUNT(*) > 1 "
                           "LIMIT 1")
     if duplicate:
         raise ConstraintError(f"the data for {table.name} has two rows with key "
                               f"({', '.join(f'{c}={v!r}' for c, v in zip(table.primary_key, duplicate[0]))})")
-    join = " AND ".join(f"s.{quote(c)} = t.{quote(c)}" for c in table.primary_key)
-    clash = store.sql(f"SELECT s.* FROM {quote(staged)} s JOIN {quote(table.name)} t ON {join} LIMIT 1")
+    join = " AND ".join(f"s.{q(c)} = t.{q(c)}" for c in table.primary_key)
+    clash = store.sql(f"SELECT s.* FROM {q(staged)} s JOIN {q(table.name)} t ON {join} LIMIT 1")
     if clash:
         raise ConstraintError(f"{table.name} already has a row with key "
                               f"({', '.join(f'{c}={v!r}' for c, v in zip(table.column_names, clash[0]) if c in table.primary_key)})")
 
 
-def _unique_checks(store: SQLiteStore, table: Table, staged: str) -> None:
+def _unique_checks(store: Store, table: Table, staged: str) -> None:
     """The bulk form of the per-insert unique-key check (GROUP BY puts NULLs together,
     so keys whose NULLs are distinct leave rows holding a NULL out)."""
+    q = _quoter(store)
     for key in table.unique_keys:
-        columns = ", ".join(quote(c) for c in key.columns)
-        present = " AND ".join(f"{quote(c)} IS NOT NULL" for c in key.columns) \
-            if key.nulls_distinct else "1"
-        both = f"(SELECT {columns} FROM {quote(table.name)} UNION ALL SELECT {columns} FROM {quote(staged)})"
+        columns = ", ".join(q(c) for c in key.columns)
+        present = " AND ".join(f"{q(c)} IS NOT NULL" for c in key.columns) \
+            if key.nulls_distinct else "1 = 1"
+        both = (f"(SELECT {columns} FROM {q(table.name)} UNION ALL SELECT {columns} FROM "
+                f"{q(staged)}) AS both_rows")
         duplicate = store.sql(f"SELECT {columns} FROM {both} WHERE {present} GROUP BY {columns} "
                               "HAVING COUNT(*) > 1 LIMIT 1")
         if duplicate:
@@ -611,13 +582,14 @@ def _unique_checks(store: SQLiteStore, table: Table, staged: str) -> None:
                 f"({', '.join(f'{c}={v!r}' for c, v in zip(key.columns, duplicate[0]))})")
 
 
-def _foreign_key_checks(store: SQLiteStore, table: Table, staged: str) -> None:
+def _foreign_key_checks(store: Store, table: Table, staged: str) -> None:
+    q = _quoter(store)
     for fk in table.foreign_keys:
-        match = " AND ".join(f"p.{quote(r)} = s.{quote(c)}" for c, r in zip(fk.columns, fk.ref_columns))
-        present = " AND ".join(f"s.{quote(c)} IS NOT NULL" for c in fk.columns)
-        orphan = store.sql(f"SELECT {', '.join('s.' + quote(c) for c in fk.columns)} FROM "
-                           f"{quote(staged)} s WHERE {present} AND NOT EXISTS (SELECT 1 FROM "
-                           f"{quote(fk.ref_table)} p WHERE {match}) LIMIT 1")
+        match = " AND ".join(f"p.{q(r)} = s.{q(c)}" for c, r in zip(fk.columns, fk.ref_columns))
+        present = " AND ".join(f"s.{q(c)} IS NOT NULL" for c in fk.columns)
+        orphan = store.sql(f"SELECT {', '.join('s.' + q(c) for c in fk.columns)} FROM "
+                           f"{q(staged)} s WHERE {present} AND NOT EXISTS (SELECT 1 FROM "
+                           f"{q(fk.ref_table)} p WHERE {match}) LIMIT 1")
         if orphan:
             raise ConstraintError(
                 f"the data for {table.name} breaks FOREIGN KEY ({', '.join(fk.columns)}) "
@@ -625,9 +597,14 @@ def _foreign_key_checks(store: SQLiteStore, table: Table, staged: str) -> None:
                 f"{', '.join(f'{r}={v!r}' for r, v in zip(fk.ref_columns, orphan[0]))}")
 
 
-def _sqlite_cardinality_violation(store: SQLiteStore, table: Table, staged: str):
+def _sqlite_cardinality_violation(store: Store, table: Table, staged: str):
     for constraint in table.cardinalities:
         broken = store.sql(cardinality_sql(table.name, staged, constraint))
         if broken:
             return constraint, broken[0]
     return None
+
+
+def _quoter(store: Store):
+    """Quotes an identifier in the store's dialect."""
+    return lambda name: sqlgen.identifier(name, store.dialect)

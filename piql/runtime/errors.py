@@ -16,6 +16,14 @@ class ConstraintError(RuntimeErrorBase):
     """A write would break a key or CARDINALITY constraint."""
 
 
+class StoreRefused(ConstraintError):
+    """The database refused a write through a constraint of its own (the message is its)."""
+
+
+class StoreOverflow(ConstraintError):
+    """An integer the database computed (a SUM) left its 64-bit range."""
+
+
 class BoundExceeded(RuntimeErrorBase):
     """Strict mode: an execution read or wrote more tuples than its static bound."""
 

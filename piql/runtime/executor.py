@@ -12,16 +12,16 @@ from typing import Any
 from piql.planner.physical import Access, AccessPath, PhysicalPlan
 from piql.query_block import FLIPPED, Attr, OrderItem
 from piql.runtime.evaluate import Binding, finish, holds, sort_rows, value
-from piql.runtime.sqlite_store import SQLiteStore
+from piql.runtime.store import Store
 
 
-def execute(store: SQLiteStore, plan: PhysicalPlan, params: dict[str, Any]) -> list[tuple]:
+def execute(store: Store, plan: PhysicalPlan, params: dict[str, Any]) -> list[tuple]:
     """The rows of ``plan`` for ``params``; operations accumulate on ``store.counter``."""
     bindings = bind(store, plan, params)
     return finish(plan.block, bindings, params)
 
 
-def bind(store: SQLiteStore, plan: PhysicalPlan, params: dict[str, Any]) -> list[Binding]:
+def bind(store: Store, plan: PhysicalPlan, params: dict[str, Any]) -> list[Binding]:
     """Every joined tuple of ``plan`` as a binding of alias.column to value (before finishing)."""
     bindings: list[Binding] = [{}]
     for position, access in enumerate(plan.accesses):
@@ -36,7 +36,7 @@ def bind(store: SQLiteStore, plan: PhysicalPlan, params: dict[str, Any]) -> list
     return bindings
 
 
-def _probe(store: SQLiteStore, access: Access, outer: Binding, params: dict[str, Any]) -> list[Binding]:
+def _probe(store: Store, access: Access, outer: Binding, params: dict[str, Any]) -> list[Binding]:
     if access.path == AccessPath.DERIVED:
         assert access.subplan is not None
         names = [item.name for item in access.subplan.block.select]

@@ -4,13 +4,13 @@ Every staging partition contributes at most its bounded share, read in the
 TEMPORAL order the partition is clustered by: its first n tuples for a tuple
 window, its tuples of the refreshed epoch for a time window. A time window
 refreshes the current and the previous epoch, and every older epoch a write
-touched since the last refresh (late data): staging writes record their epoch
-in ``DIRTY``. The shares are merged, the rest of the query runs on them, and
+touched since the last refresh (late data): staging writes mark their epoch
+in the store (``Store.mark_epochs``). The shares are merged, the rest of the query runs on them, and
 the periodic view is replaced in one transaction.
 
-Who reads the shares: Spark tasks, one per partition, when the store is a
-file they can open; otherwise the caller, partition by partition, through the
-store's counted scans. Who merges and runs the query: the engine (DuckDB,
+Who reads the shares: an engine's tasks, one per partition, when the engine
+reads shares itself (Spark) and the store gives them a reader; otherwise the
+caller, partition by partition. Who merges and runs the query: the engine (DuckDB,
 Spark) or, without one, piql's own evaluator.
 """
 from __future__ import annotations
@@ -28,12 +28,7 @@ from piql.query_block import Epoch, Literal, OrderItem, Param, QueryBlock
 from piql.runtime import sqlvalues
 from piql.runtime.errors import BoundExceeded
 from piql.runtime.evaluate import finish, sort_rows
-from piql.runtime.sqlite_store import SQLiteStore
-
-
-DIRTY = "_piql_dirty_epochs"
-DIRTY_DDL = (f"CREATE TABLE IF NOT EXISTS {DIRTY} (view TEXT, epoch INTEGER, "
-             "PRIMARY KEY (view, epoch)) WITHOUT ROWID")
+from piql.runtime.store import Store
 
 
 @dataclass(frozen=True)
@@ -60,11 +55,11 @@ def epoch_windows(views: Iterable[ViewDef]) -> dict[str, list[EpochWindow]]:
     return found
 
 
-def mark_epochs(store: SQLiteStore, windows: list[EpochWindow], rows: Iterable[dict[str, Any]]) -> None:
+def mark_epochs(store: Store, windows: list[EpochWindow], rows: Iterable[dict[str, Any]]) -> None:
     """Record the epochs staging rows fall in, for the next refresh. Bookkeeping beside the
     write (one keyed upsert per window), so it is outside the counted operations."""
-    marks = {(w.view, e) for row in rows for w in windows if (e := w.epoch(row)) is not None}
-    store.connection.executemany(f"INSERT OR IGNORE INTO {DIRTY} VALUES (?, ?)", sorted(marks))
+    store.mark_epochs((w.view, e) for row in rows for w in windows
+                      if (e := w.epoch(row)) is not None)
 
 
 @dataclass(frozen=True)
@@ -96,14 +91,14 @@ def tuples_read(rows: list[tuple], keys: tuple[tuple[int, ...], ...]) -> int:
     return max(1, sum(len({tuple(row[i] for i in key) for row in rows}) for key in keys))
 
 
-def refresh_view(store: SQLiteStore, plan: RefreshPlan, now_ms: int | None = None, strict: bool = True,
+def refresh_view(store: Store, plan: RefreshPlan, now_ms: int | None = None, strict: bool = True,
                  engine=None) -> RefreshReport:
     """Recompute the periodic view of ``plan`` from its staging view and replace it
     atomically."""
     started = time.perf_counter()
     # Other connections (processes) may write while the shares are read; if one did, the
     # epochs' marks stay for the next refresh to look again (see below).
-    version = _data_version(store)
+    version = store.version()
     if plan.window == WindowKind.TUPLE:
         rows, busiest = _compute(store, plan, None, engine)
         epochs: dict[int | None, list[tuple]] = {None: ranked_tuples(plan, rows)}
@@ -112,8 +107,7 @@ def refresh_view(store: SQLiteStore, plan: RefreshPlan, now_ms: int | None = Non
         now = int(time.time() * 1000) if now_ms is None else now_ms
         width = plan.epoch_width
         current = sqlvalues.epoch(now, width)
-        late = [e for (e,) in store.connection.execute(
-            f"SELECT epoch FROM {DIRTY} WHERE view = ?", [plan.view])]
+        late = store.marked_epochs(plan.view)
         epochs, busiest = {}, 0
         previous = [current - width] if current - width >= sqlvalues.INT64_MIN else []
         names = [i.name for i in plan.merge.select]
@@ -125,48 +119,38 @@ def refresh_view(store: SQLiteStore, plan: RefreshPlan, now_ms: int | None = Non
     if strict and busiest > bound:
         raise BoundExceeded(f"refresh of {plan.view} read {busiest} tuples from one partition; "
                             f"its bound is {bound}")
-    store.begin()
-    try:
+    with store.transaction():
         # A write committed since the shares were read may have landed in an epoch already
         # marked (its mark was a no-op): clearing the marks would lose it.
-        unchanged = _data_version(store) == version
+        unchanged = store.version() == version
         for epoch, rows in epochs.items():
             if epoch is None:
                 store.replace_rows(plan.view, rows)
             else:
-                store.replace_rows(plan.view, rows, '"epoch" = ?', [epoch])
+                store.replace_rows(plan.view, rows, {"epoch": epoch})
                 if unchanged:
-                    store.connection.execute(f"DELETE FROM {DIRTY} WHERE view = ? AND epoch = ?",
-                                             [plan.view, epoch])
-        store.commit()
-    except BaseException:
-        store.rollback()
-        raise
+                    store.unmark_epoch(plan.view, epoch)
     written = sum(len(rows) for rows in epochs.values())
     return RefreshReport(plan.view, plan.layout.partitions, busiest, bound, written,
                          time.perf_counter() - started, getattr(engine, "name", "store"))
 
 
-def _data_version(store: SQLiteStore) -> int:
-    """Changes whenever another connection commits (SQLite's ``PRAGMA data_version``)."""
-    return store.connection.execute("PRAGMA data_version").fetchone()[0]
-
-
-def _compute(store: SQLiteStore, plan: RefreshPlan, epoch: int | None, engine) -> tuple[list[tuple], int]:
+def _compute(store: Store, plan: RefreshPlan, epoch: int | None, engine) -> tuple[list[tuple], int]:
     """The periodic query over every partition's share: its rows (for a time window, the
     unlimited rows with hidden order columns) and the most tuples one partition read."""
-    statement = sqlgen.block_sql(plan.shares.read, "sqlite")
+    statement = sqlgen.block_sql(plan.shares.read, store.dialect)
     shares = [Share(statement, _share_values(plan, p, epoch), plan.shares.keys)
               for p in range(plan.layout.partitions)]
     query = plan.merge if epoch is None else bind_epoch(plan.merge, epoch)
     columns, types = plan.shares.columns, plan.shares.types
-    if engine is not None and hasattr(engine, "read_shares") and store.path != ":memory:":
-        return engine.read_shares(store.path, plan.staging, columns, types, shares,
+    reader = store.reader()
+    if engine is not None and hasattr(engine, "read_shares") and reader is not None:
+        return engine.read_shares(reader, plan.staging, columns, types, shares,
                                   sqlgen.block_sql(query, engine.dialect))
     merged: list[tuple] = []
     busiest = 0
     for share in shares:
-        rows = store.connection.execute(share.sql, share.values).fetchall()
+        rows = store.sql(share.sql, share.values)
         reads = tuples_read(rows, share.keys)
         store.counter.reads += reads
         busiest = max(busiest, reads)

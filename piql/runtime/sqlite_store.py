@@ -1,71 +1,47 @@
 """The embedded serving store: SQLite tables clustered on their keys, with operation counts.
 
-Every read and write goes through :class:`SQLiteStore`, which counts operations as
-DESIGN.md defines them: one per tuple read or written, at least one per key
-lookup or range scan, and one more per row fetched from the base table after
-a non-covering secondary-index entry.
+:class:`SQLiteStore` implements the :class:`~piql.runtime.store.Store` protocol on one
+SQLite file (WAL, so readers never wait for the writer) or an in-memory database. It
+counts operations as DESIGN.md defines them: one per tuple read or written, at least one
+per key lookup or range scan, and one more per row fetched from the base table after a
+non-covering secondary-index entry. It is the only module of piql that imports sqlite3
+(besides ``piql.introspect``, which reads other databases' catalogs, and the benchmark's
+plain-SQLite baseline).
 """
 from __future__ import annotations
 
 import sqlite3
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from piql.planner.naming import RUNTIME_TABLES
 from piql.runtime import sqlvalues
-from piql.runtime.errors import ConstraintError, DeploymentError, StoreBusy
+from piql.runtime.errors import (
+    ConstraintError, DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
+)
+from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Counter, TableShape, Values
 
 OPS = {"=": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
-# Seconds a write waits for another connection's write lock (a load, a refresh, a repair)
-# before it fails with StoreBusy; ``deploy(busy_timeout=...)`` changes it.
-DEFAULT_BUSY_TIMEOUT = 30.0
+META, DIRTY = RUNTIME_TABLES  # piql's metadata, and the epochs marked for refresh
 
 
-def quote(name: str) -> str:
+def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
 @dataclass
-class Counter:
-    """Operations counted since the counter was started."""
-
-    reads: int = 0
-    writes: int = 0
-
-    @property
-    def ops(self) -> int:
-        return self.reads + self.writes
-
-
-@dataclass(frozen=True)
-class TableShape:
-    """What the store needs to know of a table: columns in order and its clustered key.
-
-    ``nullable_key``: some key column may hold NULL (a view keyed on a nullable column).
-    SQLite refuses NULL in the primary key of a WITHOUT ROWID table, so such a table is a
-    rowid table with a unique index on its key (:attr:`key_index`), which every keyed
-    access reads; identity lookups match NULL with ``IS``."""
-
-    name: str
-    columns: tuple[str, ...]
-    key: tuple[str, ...]
-    types: tuple[str, ...] = ()
-    nullable_key: bool = False
-
-    @property
-    def key_index(self) -> str | None:
-        return f"_piql_key_{self.name}" if self.nullable_key else None
-
-
-@dataclass
 class SQLiteStore:
-    """A SQLite database (a file or ``:memory:``) and the tables piql keeps in it."""
+    """A SQLite database (a file or ``:memory:``) and the tables piql keeps in it: the
+    :class:`~piql.runtime.store.Store` protocol on one connection."""
 
     path: str
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT
     connection: sqlite3.Connection = field(init=False)
     shapes: dict[str, TableShape] = field(default_factory=dict)
     counter: Counter = field(default_factory=Counter)
+    dialect: str = field(default="sqlite", init=False)
 
     def __post_init__(self) -> None:
         self.connection = self._connect()
@@ -76,6 +52,10 @@ class SQLiteStore:
         except sqlite3.DatabaseError as err:
             self.connection.close()
             raise self.refused(err) from None
+
+    @property
+    def location(self) -> str:
+        return self.path
 
     def _connect(self) -> sqlite3.Connection:
         """The connection, or a clear error when ``path`` cannot hold a store."""
@@ -105,54 +85,106 @@ class SQLiteStore:
         if "not a database" in text:
             return DeploymentError(f"{self.path}: is not a SQLite database, so it cannot be a "
                                    "piql store (give a new file name, or a store piql deployed)")
+        if isinstance(err, sqlite3.IntegrityError):
+            return StoreRefused(text)
+        if "integer overflow" in text:
+            return StoreOverflow(text)
         return err
 
     def close(self) -> None:
         self.connection.close()
 
-    # -- schema ------------------------------------------------------------
+    # -- schema and bookkeeping ----------------------------------------------
     def create_table(self, shape: TableShape) -> None:
         types = shape.types or ("",) * len(shape.columns)
-        columns = ", ".join(f"{quote(c)} {_affinity(t)}".rstrip() for c, t in zip(shape.columns, types))
-        key = ", ".join(quote(c) for c in shape.key)
+        columns = ", ".join(f"{_quote(c)} {_affinity(t)}".rstrip()
+                            for c, t in zip(shape.columns, types))
+        key = ", ".join(_quote(c) for c in shape.key)
         if shape.key_index:
-            self.connection.execute(f"CREATE TABLE IF NOT EXISTS {quote(shape.name)} ({columns})")
-            self.connection.execute(f"CREATE UNIQUE INDEX IF NOT EXISTS {quote(shape.key_index)} "
-                                    f"ON {quote(shape.name)} ({key})")
+            self.connection.execute(f"CREATE TABLE IF NOT EXISTS {_quote(shape.name)} ({columns})")
+            self.connection.execute(f"CREATE UNIQUE INDEX IF NOT EXISTS {_quote(shape.key_index)} "
+                                    f"ON {_quote(shape.name)} ({key})")
         else:
             self.connection.execute(
-                f"CREATE TABLE IF NOT EXISTS {quote(shape.name)} ({columns}, PRIMARY KEY ({key})) "
-                "WITHOUT ROWID")
+                f"CREATE TABLE IF NOT EXISTS {_quote(shape.name)} ({columns}, "
+                f"PRIMARY KEY ({key})) WITHOUT ROWID")
         self.shapes[shape.name] = shape
 
     def create_index(self, name: str, table: str, columns: Sequence[str]) -> None:
         self.connection.execute(
-            f"CREATE INDEX IF NOT EXISTS {quote(name)} ON {quote(table)} "
-            f"({', '.join(quote(c) for c in columns)})")
+            f"CREATE INDEX IF NOT EXISTS {_quote(name)} ON {_quote(table)} "
+            f"({', '.join(_quote(c) for c in columns)})")
 
     def register(self, shape: TableShape) -> None:
         self.shapes[shape.name] = shape
 
+    def table_names(self) -> set[str]:
+        return {name for (name,) in self.connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def create_bookkeeping(self) -> None:
+        self.connection.execute(f"CREATE TABLE IF NOT EXISTS {META} "
+                                "(key TEXT PRIMARY KEY, value TEXT)")
+        self.connection.execute(f"CREATE TABLE IF NOT EXISTS {DIRTY} (view TEXT, epoch INTEGER, "
+                                "PRIMARY KEY (view, epoch)) WITHOUT ROWID")
+
+    def get_meta(self, key: str) -> str | None:
+        if not self.connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                                       "name = ?", [META]).fetchall():
+            return None
+        found = self.connection.execute(f"SELECT value FROM {META} WHERE key = ?",
+                                        [key]).fetchall()
+        return found[0][0] if found else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.connection.execute(f"INSERT OR REPLACE INTO {META} VALUES (?, ?)", [key, value])
+
     # -- transactions --------------------------------------------------------
-    def begin(self) -> None:
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
         """A write transaction: takes the store's write lock now (other writers wait for it,
-        up to ``busy_timeout``; then StoreBusy)."""
+        up to ``busy_timeout``; then StoreBusy); a constraint of SQLite's own refusing a
+        write is StoreRefused."""
+        self._begin("BEGIN IMMEDIATE")
         try:
-            self.connection.execute("BEGIN IMMEDIATE")
+            yield
+        except sqlite3.Error as err:
+            self._rollback()
+            raise self.refused(err) from None
+        except BaseException:
+            self._rollback()
+            raise
+        self._commit()
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read transaction: every read in it sees the snapshot of its first read."""
+        self._begin("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self._rollback()
+            raise
+        self._commit()
+
+    def version(self) -> int:
+        """SQLite's ``PRAGMA data_version``: changes whenever another connection commits."""
+        return self.connection.execute("PRAGMA data_version").fetchone()[0]
+
+    def _begin(self, statement: str) -> None:
+        try:
+            self.connection.execute(statement)
         except sqlite3.OperationalError as err:
             raise self.refused(err) from None
 
-    def begin_read(self) -> None:
-        """A read transaction: every read until commit sees the snapshot of its first read."""
-        self.connection.execute("BEGIN")
-
-    def commit(self) -> None:
+    def _commit(self) -> None:
         try:
             self.connection.execute("COMMIT")
         except sqlite3.OperationalError as err:
+            self._rollback()
             raise self.refused(err) from None
 
-    def rollback(self) -> None:
+    def _rollback(self) -> None:
         if self.connection.in_transaction:
             self.connection.execute("ROLLBACK")
 
@@ -164,28 +196,30 @@ class SQLiteStore:
         """Rows of ``table`` with ``eq`` equalities on a key prefix and ``ranges`` on the
         next column, in ``order``; counts max(1, rows) reads, doubled when every index
         entry needs its base row (``fetches``)."""
-        where = [f"{quote(c)} = ?" for c, _ in eq] + [f"{quote(c)} {OPS[op]} ?" for c, op, _ in ranges]
+        where = [f"{_quote(c)} = ?" for c, _ in eq] + \
+            [f"{_quote(c)} {OPS[op]} ?" for c, op, _ in ranges]
         values = [v for _, v in eq] + [v for _, _, v in ranges]
-        sql = f"SELECT {', '.join(quote(c) for c in columns)} FROM {quote(table)}"
+        sql = f"SELECT {', '.join(_quote(c) for c in columns)} FROM {_quote(table)}"
         index = index or self._key_index(table)
         if index:
-            sql += f" INDEXED BY {quote(index)}"
+            sql += f" INDEXED BY {_quote(index)}"
         if where:
             sql += " WHERE " + " AND ".join(where)
         if order:
             direction = " DESC" if descending else ""
-            sql += " ORDER BY " + ", ".join(quote(c) + direction for c in order)
+            sql += " ORDER BY " + ", ".join(_quote(c) + direction for c in order)
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         rows = self.connection.execute(sql, values).fetchall()
         self.counter.reads += max(1, len(rows)) + (len(rows) if fetches else 0)
         return rows
 
-    def get(self, table: str, key: dict[str, Any]) -> tuple | None:
-        """The row with this key (NULL key values match NULL: identity, not SQL's =)."""
+    def get(self, table: str, key: Mapping[str, Any]) -> tuple | None:
+        """The row whose ``key`` columns hold these values (NULL matches NULL: identity,
+        not SQL's =)."""
         shape = self.shapes[table]
         rows = self.connection.execute(
-            f"SELECT {', '.join(quote(c) for c in shape.columns)} FROM {quote(table)}"
+            f"SELECT {', '.join(_quote(c) for c in shape.columns)} FROM {_quote(table)}"
             f"{self._indexed(table)} WHERE {_identical(key)}", list(key.values())).fetchall()
         self.counter.reads += 1
         return rows[0] if rows else None
@@ -196,48 +230,102 @@ class SQLiteStore:
 
     def _indexed(self, table: str) -> str:
         index = self._key_index(table)
-        return f" INDEXED BY {quote(index)}" if index else ""
+        return f" INDEXED BY {_quote(index)}" if index else ""
 
     def count_distinct(self, table: str, column: str, eq: Sequence[tuple[str, Any]],
                        cap: int, exclude: Any) -> int:
         """Distinct ``column`` values other than ``exclude`` among the rows whose ``eq``
         columns hold the given values, reading at most ``cap``. NULL is a value here, as
         CARDINALITY counts it: ``IS`` matches NULL with NULL, and DISTINCT keeps one NULL."""
-        where = " AND ".join([f"{quote(c)} IS ?" for c, _ in eq] + [f"{quote(column)} IS NOT ?"])
-        sql = (f"SELECT DISTINCT {quote(column)} FROM {quote(table)} WHERE {where} "
+        where = " AND ".join([f"{_quote(c)} IS ?" for c, _ in eq] + [f"{_quote(column)} IS NOT ?"])
+        sql = (f"SELECT DISTINCT {_quote(column)} FROM {_quote(table)} WHERE {where} "
                f"LIMIT {int(cap)}")
         rows = self.connection.execute(sql, [v for _, v in eq] + [exclude]).fetchall()
         self.counter.reads += max(1, len(rows))
         return len(rows)
 
+    # -- set-oriented work ---------------------------------------------------
     def all_rows(self, table: str) -> list[tuple]:
         """Every row (for checks and tests, never for serving): not counted."""
+        return [row for batch in self.read_table(table, 1 << 16) for row in batch]
+
+    def read_table(self, table: str, batch_rows: int) -> Iterator[list[tuple]]:
         shape = self.shapes[table]
-        return self.connection.execute(
-            f"SELECT {', '.join(quote(c) for c in shape.columns)} FROM {quote(table)}").fetchall()
+        cursor = self.connection.execute(
+            f"SELECT {', '.join(_quote(c) for c in shape.columns)} FROM {_quote(table)}")
+        while batch := cursor.fetchmany(batch_rows):
+            yield batch
 
-    def sql(self, statement: str, values: Sequence[Any] = ()) -> list[tuple]:
-        """Set-oriented SQL (bulk loads, view builds, checks): not counted."""
-        return self.connection.execute(statement, list(values)).fetchall()
+    def sql(self, statement: str, values: Values = ()) -> list[tuple]:
+        """Set-oriented SQL (bulk loads, view builds, checks, refresh shares): not counted."""
+        bound = values if isinstance(values, Mapping) else list(values)
+        try:
+            return self.connection.execute(statement, bound).fetchall()
+        except (sqlite3.IntegrityError, sqlite3.OperationalError) as err:
+            raise self.refused(err) from None
 
-    # -- writes --------------------------------------------------------------
-    def insert(self, table: str, row: dict[str, Any]) -> None:
+    def replace_rows(self, table: str, rows: Iterable[Sequence[Any]],
+                     where: Mapping[str, Any] | None = None) -> int:
+        """Delete the rows whose columns hold the ``where`` values (all when None) and
+        insert ``rows``: not counted."""
+        shape = self.shapes[table]
+        condition = " AND ".join(f"{_quote(c)} = ?" for c in where or {})
+        self.connection.execute(f"DELETE FROM {_quote(table)}"
+                                + (f" WHERE {condition}" if condition else ""),
+                                list((where or {}).values()))
+        rows = list(rows)
+        self.connection.executemany(
+            f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in shape.columns)}) "
+            f"VALUES ({', '.join('?' for _ in shape.columns)})", rows)
+        return len(rows)
+
+    def stage(self, name: str, like: str, rows: Iterable[Sequence[Any]]) -> None:
+        """A TEMP table (this connection's only) with ``like``'s columns, holding ``rows``."""
+        shape = self.shapes[like]
+        self.connection.execute(f"CREATE TEMP TABLE {_quote(name)} AS SELECT * FROM "
+                                f"{_quote(like)} WHERE 0")
+        self.connection.executemany(
+            f"INSERT INTO {_quote(name)} VALUES ({', '.join('?' for _ in shape.columns)})", rows)
+        self.shapes[name] = TableShape(name, shape.columns, shape.key, shape.types)
+
+    def insert_staged(self, staged: str, table: str) -> None:
+        self.sql(f"INSERT INTO {_quote(table)} SELECT * FROM {_quote(staged)}")
+
+    def drop_staged(self, name: str) -> None:
+        self.shapes.pop(name, None)
+        self.connection.execute(f"DROP TABLE IF EXISTS temp.{_quote(name)}")
+
+    # -- epoch marks ---------------------------------------------------------
+    def mark_epochs(self, marks: Iterable[tuple[str, int]]) -> None:
+        self.connection.executemany(f"INSERT OR IGNORE INTO {DIRTY} VALUES (?, ?)",
+                                    sorted(set(marks)))
+
+    def marked_epochs(self, view: str) -> list[int]:
+        return [e for (e,) in self.connection.execute(
+            f"SELECT epoch FROM {DIRTY} WHERE view = ?", [view])]
+
+    def unmark_epoch(self, view: str, epoch: int) -> None:
+        self.connection.execute(f"DELETE FROM {DIRTY} WHERE view = ? AND epoch = ?",
+                                [view, epoch])
+
+    # -- point writes --------------------------------------------------------
+    def insert(self, table: str, row: Mapping[str, Any]) -> None:
         columns = list(row)
         self.connection.execute(
-            f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in columns)}) "
+            f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in columns)}) "
             f"VALUES ({', '.join('?' for _ in columns)})", [row[c] for c in columns])
         self.counter.writes += 1
 
-    def delete(self, table: str, key: dict[str, Any]) -> int:
+    def delete(self, table: str, key: Mapping[str, Any]) -> int:
         """Delete the row with this key (NULL key values match NULL)."""
         cursor = self.connection.execute(
-            f"DELETE FROM {quote(table)}{self._indexed(table)} WHERE {_identical(key)}",
+            f"DELETE FROM {_quote(table)}{self._indexed(table)} WHERE {_identical(key)}",
             list(key.values()))
         self.counter.writes += 1
         return cursor.rowcount
 
-    def add(self, table: str, key: dict[str, Any], deltas: dict[str, Any], count_column: str,
-            sums: dict[str, str] | None = None) -> None:
+    def add(self, table: str, key: Mapping[str, Any], deltas: Mapping[str, Any],
+            count_column: str, sums: Mapping[str, str] | None = None) -> None:
         """Add ``deltas`` to the aggregate row at ``key`` (one read, one write); a row whose
         count drops to zero is removed. ``sums`` maps a SUM column to the COUNT of its
         argument: with no non-NULL value left, the SUM is NULL."""
@@ -259,31 +347,41 @@ class SQLiteStore:
                 row[column] = None
         if current is not None:
             self.connection.execute(
-                f"DELETE FROM {quote(table)}{self._indexed(table)} WHERE {_identical(key)}",
+                f"DELETE FROM {_quote(table)}{self._indexed(table)} WHERE {_identical(key)}",
                 list(key.values()))
         if row[count_column] != 0:
             self.connection.execute(
-                f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in shape.columns)}) "
-                f"VALUES ({', '.join('?' for _ in shape.columns)})", [row[c] for c in shape.columns])
+                f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in shape.columns)}) "
+                f"VALUES ({', '.join('?' for _ in shape.columns)})",
+                [row[c] for c in shape.columns])
         self.counter.writes += 1
 
-    def replace_rows(self, table: str, rows: Iterable[Sequence[Any]], where: str = "",
-                     values: Sequence[Any] = ()) -> int:
-        """Delete the rows matching ``where`` (all when empty) and insert ``rows``: not counted."""
-        shape = self.shapes[table]
-        self.connection.execute(f"DELETE FROM {quote(table)}" + (f" WHERE {where}" if where else ""),
-                                list(values))
-        rows = list(rows)
-        self.connection.executemany(
-            f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in shape.columns)}) "
-            f"VALUES ({', '.join('?' for _ in shape.columns)})", rows)
-        return len(rows)
+    # -- engines -------------------------------------------------------------
+    def reader(self):
+        """A reader with a read-only connection of its own per call, for an engine's tasks
+        (None for an in-memory store, which no other connection can open). It is a closure
+        that refers to nothing of piql, so Spark's cloudpickle ships it to executors by
+        value: they need no piql to run it."""
+        if self.path == ":memory:":
+            return None
+        path = self.path
+
+        def read(statement: str, values: Values) -> list[tuple]:
+            import sqlite3
+
+            connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                return connection.execute(statement, values).fetchall()
+            finally:
+                connection.close()
+
+        return read
 
 
-def _identical(key: dict[str, Any]) -> str:
+def _identical(key: Mapping[str, Any]) -> str:
     """A WHERE clause matching exactly the row with this key, NULLs included; SQLite reads
     ``column IS ?`` through an index like ``column = ?``."""
-    return " AND ".join(f"{quote(c)} IS ?" for c in key)
+    return " AND ".join(f"{_quote(c)} IS ?" for c in key)
 
 
 def _affinity(declared: str) -> str:

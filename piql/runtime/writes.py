@@ -20,7 +20,7 @@ from piql.runtime.errors import BoundExceeded, ConstraintError
 from piql.runtime.evaluate import aggregate, holds, value
 from piql.runtime.executor import execute
 from piql.runtime.refresh import EpochWindow, mark_epochs
-from piql.runtime.sqlite_store import SQLiteStore, quote
+from piql.runtime.store import Store
 
 Partitioner = Callable[[ViewDef, dict[str, Any]], int]
 
@@ -40,7 +40,7 @@ class WriteReport:
 class Maintainer:
     catalog: Catalog
     views: tuple[ViewDef, ...]
-    store: SQLiteStore
+    store: Store
     partition_of: Partitioner
     bounds: tuple[WriteBound, ...]  # the plan's, of every table and event
     strict: bool = True
@@ -117,10 +117,7 @@ class Maintainer:
             values = [row[c] for c in key.columns]
             if key.nulls_distinct and any(v is None for v in values):
                 continue
-            where = " AND ".join(f"{quote(c)} IS ?" for c in key.columns)
-            clash = self.store.sql(f"SELECT 1 FROM {quote(table.name)} WHERE {where} LIMIT 1", values)
-            self.store.counter.reads += 1
-            if clash:
+            if self.store.get(table.name, dict(zip(key.columns, values))) is not None:
                 raise ConstraintError(
                     f"insert into {table.name} breaks {key.describe()}: a row with "
                     f"{_show(dict(zip(key.columns, values)))} already exists")

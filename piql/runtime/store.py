@@ -1,0 +1,198 @@
+"""The store protocol: what the runtime needs of the database that holds a deployed plan.
+
+Everything above this protocol (the deployment, the executor, maintained writes, bulk
+loads, refreshes, checks) works through it and imports no database driver; a store is
+one implementation: :class:`~piql.runtime.sqlite_store.SQLiteStore` (embedded, the
+default), and a PostgreSQL store behind the same methods.
+
+The protocol is shaped for a server database as much as for an embedded one:
+
+- **Bounded reads are one statement each.** :meth:`Store.scan`, :meth:`Store.get` and
+  :meth:`Store.count_distinct` are key-prefix reads with a stop-after; each is one round
+  trip, and its statement text depends only on the access (tables, columns, the number of
+  values), never on the values, which are bound. A store prepares each text once and
+  reuses it (SQLite's statement cache; a server's prepared statements).
+- **Counted.** Every bounded read and point write adds what it read and wrote to
+  :attr:`Store.counter`, as DESIGN.md defines an operation; set-oriented work
+  (:meth:`Store.sql`, :meth:`Store.all_rows`, :meth:`Store.read_table`, bulk loads,
+  :meth:`Store.replace_rows`) is not counted.
+- **Transactions are context managers.** ``with store.transaction():`` holds the store's
+  write lock until the block ends and commits, or rolls back if it raises (writers
+  elsewhere wait, up to a timeout, then :class:`~piql.runtime.errors.StoreBusy`);
+  ``with store.snapshot():`` reads one consistent state. A store that serves several
+  threads (a connection pool) gives each transaction its own connection.
+- **Errors are piql's.** A constraint of the database itself refusing a write raises
+  :class:`~piql.runtime.errors.StoreRefused`, an integer sum leaving 64 bits
+  :class:`~piql.runtime.errors.StoreOverflow`, a lock held too long ``StoreBusy``.
+- **Engines read their share themselves.** :meth:`Store.reader` gives a picklable
+  callable that opens its own connection, so an engine's tasks (Spark executors) read
+  the store in parallel without the driver holding the rows.
+
+SQL given to :meth:`Store.sql` is in the store's :attr:`Store.dialect` (render it with
+``piql.sqlgen``), with named parameters (``:name``-style placeholders from sqlgen) bound
+from a mapping, or positional ones from a sequence.
+"""
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
+
+# Seconds a write waits for another connection's write lock (a load, a refresh, a repair)
+# before it fails with StoreBusy; ``deploy(busy_timeout=...)`` changes it.
+DEFAULT_BUSY_TIMEOUT = 30.0
+
+Values = Sequence[Any] | Mapping[str, Any]
+# Reads one statement over its own connection, for a task of an engine: (sql, values) -> rows.
+Reader = Callable[[str, Values], list[tuple]]
+
+
+@dataclass
+class Counter:
+    """Operations counted since the counter was started."""
+
+    reads: int = 0
+    writes: int = 0
+
+    @property
+    def ops(self) -> int:
+        return self.reads + self.writes
+
+
+@dataclass(frozen=True)
+class TableShape:
+    """What the store needs to know of a table: columns in order and its clustered key.
+
+    ``nullable_key``: some key column may hold NULL (a view keyed on a nullable column;
+    the plan says so). A store that refuses NULL in a clustered key (SQLite's WITHOUT ROWID
+    tables) keeps such a table unclustered with a unique index on its key
+    (:attr:`key_index`), which every keyed access reads; identity lookups match NULL."""
+
+    name: str
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+    types: tuple[str, ...] = ()
+    nullable_key: bool = False
+
+    @property
+    def key_index(self) -> str | None:
+        return f"_piql_key_{self.name}" if self.nullable_key else None
+
+
+class Store(Protocol):
+    """A database holding a deployed plan's tables, views and piql's bookkeeping."""
+
+    dialect: str  # the sqlglot dialect of its SQL
+    location: str  # where it is (a file, a URL without password), for messages
+    counter: Counter
+    shapes: dict[str, TableShape]
+
+    # -- tables, indexes, piql's own bookkeeping ------------------------------------------
+    def register(self, shape: TableShape) -> None:
+        """Know ``shape`` (a table that exists, or is about to)."""
+
+    def create_table(self, shape: TableShape) -> None:
+        """Create the table (clustered on its key where the store can) and register it."""
+
+    def create_index(self, name: str, table: str, columns: Sequence[str]) -> None:
+        """Create a secondary index on ``table`` (``columns`` in order)."""
+
+    def table_names(self) -> set[str]:
+        """The tables the database holds, piql's or not."""
+
+    def create_bookkeeping(self) -> None:
+        """Create piql's own tables (metadata, epoch marks) where they are missing."""
+
+    def get_meta(self, key: str) -> str | None:
+        """A value piql recorded in the store (None when none is, or no bookkeeping yet)."""
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Record ``value`` under ``key`` (in the caller's transaction)."""
+
+    # -- transactions ----------------------------------------------------------------------
+    def transaction(self) -> AbstractContextManager[None]:
+        """A write transaction: takes the write lock now, commits at the end of the block,
+        rolls back if it raises."""
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A read transaction: every read in the block sees the state of its first read."""
+
+    def version(self) -> int:
+        """A number that changes whenever another connection commits a change."""
+
+    # -- bounded reads (counted) -----------------------------------------------------------
+    def scan(self, table: str, columns: Sequence[str], eq: Sequence[tuple[str, Any]] = (),
+             ranges: Sequence[tuple[str, str, Any]] = (), order: Sequence[str] = (),
+             descending: bool = False, limit: int | None = None, index: str | None = None,
+             fetches: bool = False) -> list[tuple]:
+        """Rows of ``table`` with ``eq`` equalities on a key prefix (of its clustered key,
+        or of ``index``) and ``ranges`` on the next column, in ``order``, at most ``limit``;
+        counts max(1, rows) reads, and one more per row when every index entry needs its
+        base row (``fetches``)."""
+
+    def get(self, table: str, key: Mapping[str, Any]) -> tuple | None:
+        """The row whose ``key`` columns hold exactly these values (NULL matches NULL):
+        one read."""
+
+    def count_distinct(self, table: str, column: str, eq: Sequence[tuple[str, Any]],
+                       cap: int, exclude: Any) -> int:
+        """Distinct ``column`` values other than ``exclude`` among the rows whose ``eq``
+        columns hold the given values (NULL is a value here, as CARDINALITY counts it),
+        reading at most ``cap``."""
+
+    # -- point writes (counted) ------------------------------------------------------------
+    def insert(self, table: str, row: Mapping[str, Any]) -> None:
+        """Insert one row: one write."""
+
+    def delete(self, table: str, key: Mapping[str, Any]) -> int:
+        """Delete the row with this key (NULL matches NULL): one write."""
+
+    def add(self, table: str, key: Mapping[str, Any], deltas: Mapping[str, Any],
+            count_column: str, sums: Mapping[str, str] | None = None) -> None:
+        """Add ``deltas`` to the aggregate row at ``key`` (one read, one write); a row whose
+        ``count_column`` reaches zero is removed; a SUM column whose counted column
+        (``sums``) reaches zero is NULL. A value leaving 64 bits raises ConstraintError."""
+
+    # -- set-oriented work (not counted) ---------------------------------------------------
+    def sql(self, statement: str, values: Values = ()) -> list[tuple]:
+        """Run one statement in the store's dialect (bulk checks, view builds, checks,
+        refresh shares); its rows."""
+
+    def all_rows(self, table: str) -> list[tuple]:
+        """Every row of a table, in its column order (checks and tests, never serving)."""
+
+    def read_table(self, table: str, batch_rows: int) -> Iterator[list[tuple]]:
+        """Every row of a table, ``batch_rows`` at a time (for engines)."""
+
+    def replace_rows(self, table: str, rows: Iterable[Sequence[Any]],
+                     where: Mapping[str, Any] | None = None) -> int:
+        """Delete the rows whose columns hold the ``where`` values (every row when None)
+        and insert ``rows``; how many were inserted."""
+
+    def stage(self, name: str, like: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Create the scratch table ``name`` with ``like``'s columns, holding ``rows``,
+        visible to this connection only (a bulk load's batch)."""
+
+    def insert_staged(self, staged: str, table: str) -> None:
+        """Insert every row of the scratch table ``staged`` into ``table``."""
+
+    def drop_staged(self, name: str) -> None:
+        """Drop the scratch table ``name`` (if it exists)."""
+
+    # -- epoch marks: the time windows a refresh must recompute ----------------------------
+    def mark_epochs(self, marks: Iterable[tuple[str, int]]) -> None:
+        """Record (view, epoch) pairs for the next refresh (not counted)."""
+
+    def marked_epochs(self, view: str) -> list[int]:
+        """The epochs recorded for ``view``."""
+
+    def unmark_epoch(self, view: str, epoch: int) -> None:
+        """Forget a recorded epoch of ``view`` (its refresh is done)."""
+
+    # -- engines and the end ---------------------------------------------------------------
+    def reader(self) -> Reader | None:
+        """A picklable reader with a connection of its own, for an engine's tasks (None
+        when the store cannot be opened twice, like an in-memory database)."""
+
+    def close(self) -> None:
+        """Release the store's connections."""
