@@ -13,7 +13,7 @@ from piql.errors import InputError, PiqlError
 from piql.language.loader import load_plan
 from piql.planner.application import Plan, replanned
 from piql.planner.periodic import DEFAULT_PARTITIONS
-from piql.runtime.sqlite_store import DEFAULT_BUSY_TIMEOUT
+from piql.runtime.store import DEFAULT_BUSY_TIMEOUT
 
 __all__ = ["App", "InputError", "PiqlError", "load"]
 

@@ -181,7 +181,7 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _deployment(args: argparse.Namespace, plan: Plan | None = None):
     from piql.runtime.deployment import Deployment
-    from piql.runtime.sqlite_store import DEFAULT_BUSY_TIMEOUT
+    from piql.runtime.store import DEFAULT_BUSY_TIMEOUT
 
     timeout = DEFAULT_BUSY_TIMEOUT if args.busy_timeout is None else args.busy_timeout
     return Deployment(plan or _load(args), args.db, engine=args.engine,

@@ -84,6 +84,26 @@ class Plan:
         return tuple(found.values())
 
     @property
+    def ordered_views(self) -> tuple[ViewDef, ...]:
+        """Every view, a view whose maintenance reads another after that one (the order
+        writes apply rules in and stores create views in)."""
+        by_name = {v.name: v for v in self.views}
+        ordered: list[ViewDef] = []
+
+        def visit(view: ViewDef) -> None:
+            if view in ordered:
+                return
+            for rule in view.rules:
+                for name in rule.views:
+                    if name in by_name:
+                        visit(by_name[name])
+            ordered.append(view)
+
+        for view in self.views:
+            visit(view)
+        return tuple(ordered)
+
+    @property
     def indexes(self) -> tuple[IndexSpec, ...]:
         found: dict[tuple[str, tuple[str, ...]], IndexSpec] = {}
         for query in self.queries:

@@ -141,6 +141,11 @@ class ViewDef:
     def key(self) -> tuple[ViewColumn, ...]:
         return tuple(c for c in self.columns if c.key)
 
+    def reads(self, table: str) -> bool:
+        """Does the view's definition read the base table ``table``?"""
+        return any(r.table and r.table.lower() == table.lower()
+                   for r in self.definition.relations)
+
     @property
     def staging(self) -> StagingLayout | None:
         """A staging view's partitioning (None for other views)."""

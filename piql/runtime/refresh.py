@@ -17,49 +17,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Iterable
+from typing import Any
 
 from piql import sqlgen
 from piql.planner.refresh_plan import (
     HIGH_PARAM, LOW_PARAM, PARTITION_PARAM, RefreshPlan, WindowKind,
 )
-from piql.planner.views import ViewDef, ViewKind
 from piql.query_block import Epoch, Literal, OrderItem, Param, QueryBlock
 from piql.runtime import sqlvalues
 from piql.runtime.errors import BoundExceeded
 from piql.runtime.evaluate import finish, sort_rows
 from piql.runtime.store import Store
-
-
-@dataclass(frozen=True)
-class EpochWindow:
-    """A time-window periodic view as its staging writes see it: which epoch a row is in."""
-
-    view: str
-    column: str
-    width: int
-
-    def epoch(self, row: dict[str, Any]) -> int | None:
-        return sqlvalues.epoch(row.get(self.column), self.width)
-
-
-def epoch_windows(views: Iterable[ViewDef]) -> dict[str, list[EpochWindow]]:
-    """Per staging view: the time-window periodic views refreshed from it."""
-    found: dict[str, list[EpochWindow]] = {}
-    for view in views:
-        plan = view.refresh
-        if view.kind == ViewKind.PERIODIC and plan is not None and plan.window == WindowKind.TIME:
-            assert plan.epoch_width is not None
-            found.setdefault(plan.staging, []).append(
-                EpochWindow(view.name, plan.order_column, plan.epoch_width))
-    return found
-
-
-def mark_epochs(store: Store, windows: list[EpochWindow], rows: Iterable[dict[str, Any]]) -> None:
-    """Record the epochs staging rows fall in, for the next refresh. Bookkeeping beside the
-    write (one keyed upsert per window), so it is outside the counted operations."""
-    store.mark_epochs((w.view, e) for row in rows for w in windows
-                      if (e := w.epoch(row)) is not None)
 
 
 @dataclass(frozen=True)

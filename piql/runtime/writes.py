@@ -19,7 +19,7 @@ from piql.query_block import Aggregate
 from piql.runtime.errors import BoundExceeded, ConstraintError
 from piql.runtime.evaluate import aggregate, holds, value
 from piql.runtime.executor import execute
-from piql.runtime.refresh import EpochWindow, mark_epochs
+from piql.runtime.epochs import EpochWindow, mark_epochs
 from piql.runtime.store import Store
 
 Partitioner = Callable[[ViewDef, dict[str, Any]], int]

@@ -1,0 +1,149 @@
+"""Bulk loads: many base rows at once, checked and inserted set-oriented, views rebuilt.
+
+The batch is staged in a scratch table of the store; the key, UNIQUE, CARDINALITY and
+FOREIGN KEY checks run as set-oriented SQL on the batch and the table (the CARDINALITY
+count on the engine, when there is one); the batch is inserted, the epochs it reaches
+through the time windows' joins are marked, and every maintained view reading the table
+is rebuilt from the data, all in one transaction: all or nothing.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from piql import sqlgen
+from piql.catalog import Table
+from piql.engines.base import Engine
+from piql.engines.jobs import cardinality_sql, cardinality_violation
+from piql.planner.naming import LOAD_PREFIX
+from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
+from piql.query_block import Attr, Param, QueryBlock, Relation, normalized_predicate
+from piql.runtime.epochs import EpochWindow, mark_epochs
+from piql.runtime.errors import ConstraintError, StoreRefused
+from piql.runtime.store import Store
+
+
+def load(store: Store, table: Table, records: list[tuple], views: tuple[ViewDef, ...],
+         engine: Engine | None, epoch_windows: dict[str, list[EpochWindow]],
+         rebuild: Callable[[ViewDef], None]) -> None:
+    """Check and insert ``records`` (complete rows of ``table``) and ``rebuild`` every
+    maintained view that reads the table, in one transaction of ``store``."""
+    staged = f"{LOAD_PREFIX}{table.name}"
+    try:
+        with store.transaction():
+            store.stage(staged, table.name, records)
+            _key_checks(store, table, staged)
+            _unique_checks(store, table, staged)
+            _cardinality_checks(store, engine, table, staged)
+            store.insert_staged(staged, table.name)
+            # after the insert, so a self-referencing batch may hold its own parents
+            _foreign_key_checks(store, table, staged)
+            _mark_loaded(store, table, staged, views, epoch_windows)
+            for view in views:
+                if view.kind in (ViewKind.IMV, ViewKind.STAGING) and view.reads(table.name):
+                    rebuild(view)
+    except StoreRefused as err:
+        raise ConstraintError(f"the store refused the load into {table.name}: {err}") from None
+    finally:
+        store.drop_staged(staged)
+
+
+def _mark_loaded(store: Store, table: Table, staged: str, views: tuple[ViewDef, ...],
+                 epoch_windows: dict[str, list[EpochWindow]]) -> None:
+    """Loaded rows of a table a time window joins change the windows of the windowed
+    tuples they join: mark those epochs, set-oriented (the insert rules' lookups, joined
+    with the whole batch)."""
+    windows = {w.view: w for found in epoch_windows.values() for w in found}
+    for view in views:
+        for rule in view.rules:
+            if rule.action == RuleAction.MARK and rule.event == WriteEvent.INSERT and \
+                    rule.table.lower() == table.name.lower():
+                found = store.sql(sqlgen.block_sql(_batch_block(rule, staged), store.dialect))
+                window = windows[view.name]
+                mark_epochs(store, [window], ({window.column: v} for (v,) in found))
+
+
+def _cardinality_checks(store: Store, engine: Engine | None, table: Table, staged: str) -> None:
+    """Group and count per key, on the engine: the bulk form of the per-write check."""
+    found = cardinality_violation(engine, store, table, staged) if engine else \
+        _store_cardinality_violation(store, table, staged)
+    if found:
+        constraint, row = found
+        values = ", ".join(f"{c}={v!r}" for c, v in zip(constraint.per, row))
+        raise ConstraintError(
+            f"loading {table.name} breaks {constraint.describe()}: ({values}) would have "
+            f"{row[-1]} {constraint.column} values (limit {constraint.limit})")
+
+
+def _batch_block(rule: DeltaRule, staged: str) -> QueryBlock:
+    """A rule's delta query for every row of the ``staged`` batch at once: the written tuple's
+    parameters become the batch's columns, its guards predicates on them."""
+    alias = "_piql_written"
+
+    def sub(value):
+        return Attr(alias, value.name) if isinstance(value, Param) else value
+
+    batch = Relation(alias, (), table=staged)
+    predicates = tuple(normalized_predicate(sub(p.left), p.op, sub(p.right), p.location)
+                       for p in rule.delta.predicates + rule.guards)
+    return rule.delta.with_(relations=rule.delta.relations + (batch,), predicates=predicates)
+
+
+def _key_checks(store: Store, table: Table, staged: str) -> None:
+    q = _quoter(store)
+    key = ", ".join(q(c) for c in table.primary_key)
+    duplicate = store.sql(f"SELECT {key} FROM {q(staged)} GROUP BY {key} HAVING COUNT(*) > 1 "
+                          "LIMIT 1")
+    if duplicate:
+        raise ConstraintError(f"the data for {table.name} has two rows with key "
+                              f"({', '.join(f'{c}={v!r}' for c, v in zip(table.primary_key, duplicate[0]))})")
+    join = " AND ".join(f"s.{q(c)} = t.{q(c)}" for c in table.primary_key)
+    clash = store.sql(f"SELECT s.* FROM {q(staged)} s JOIN {q(table.name)} t ON {join} LIMIT 1")
+    if clash:
+        raise ConstraintError(f"{table.name} already has a row with key "
+                              f"({', '.join(f'{c}={v!r}' for c, v in zip(table.column_names, clash[0]) if c in table.primary_key)})")
+
+
+def _unique_checks(store: Store, table: Table, staged: str) -> None:
+    """The bulk form of the per-insert unique-key check (GROUP BY puts NULLs together,
+    so keys whose NULLs are distinct leave rows holding a NULL out)."""
+    q = _quoter(store)
+    for key in table.unique_keys:
+        columns = ", ".join(q(c) for c in key.columns)
+        present = " AND ".join(f"{q(c)} IS NOT NULL" for c in key.columns) \
+            if key.nulls_distinct else "1 = 1"
+        both = (f"(SELECT {columns} FROM {q(table.name)} UNION ALL SELECT {columns} FROM "
+                f"{q(staged)}) AS both_rows")
+        duplicate = store.sql(f"SELECT {columns} FROM {both} WHERE {present} GROUP BY {columns} "
+                              "HAVING COUNT(*) > 1 LIMIT 1")
+        if duplicate:
+            raise ConstraintError(
+                f"loading {table.name} breaks {key.describe()}: two rows have "
+                f"({', '.join(f'{c}={v!r}' for c, v in zip(key.columns, duplicate[0]))})")
+
+
+def _foreign_key_checks(store: Store, table: Table, staged: str) -> None:
+    q = _quoter(store)
+    for fk in table.foreign_keys:
+        match = " AND ".join(f"p.{q(r)} = s.{q(c)}" for c, r in zip(fk.columns, fk.ref_columns))
+        present = " AND ".join(f"s.{q(c)} IS NOT NULL" for c in fk.columns)
+        orphan = store.sql(f"SELECT {', '.join('s.' + q(c) for c in fk.columns)} FROM "
+                           f"{q(staged)} s WHERE {present} AND NOT EXISTS (SELECT 1 FROM "
+                           f"{q(fk.ref_table)} p WHERE {match}) LIMIT 1")
+        if orphan:
+            raise ConstraintError(
+                f"the data for {table.name} breaks FOREIGN KEY ({', '.join(fk.columns)}) "
+                f"REFERENCES {fk.ref_table}: no {fk.ref_table} row with "
+                f"{', '.join(f'{r}={v!r}' for r, v in zip(fk.ref_columns, orphan[0]))}")
+
+
+def _store_cardinality_violation(store: Store, table: Table, staged: str):
+    for constraint in table.cardinalities:
+        broken = store.sql(cardinality_sql(table.name, staged, constraint))
+        if broken:
+            return constraint, broken[0]
+    return None
+
+
+def _quoter(store: Store):
+    """Quotes an identifier in the store's dialect."""
+    return lambda name: sqlgen.identifier(name, store.dialect)

@@ -1,0 +1,47 @@
+"""Dirty epochs: the time windows of SI-3 periodic views a refresh must recompute.
+
+A refresh recomputes the current and the previous epoch of a time window, and every
+older epoch a write reached since the last refresh (late data). Every staging write,
+bulk load, repair, and write to a relation the window joins marks the epochs it touches
+in the store (``Store.mark_epochs``); a refresh reads and clears them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from piql.planner.refresh_plan import WindowKind
+from piql.planner.views import ViewDef, ViewKind
+from piql.runtime import sqlvalues
+from piql.runtime.store import Store
+
+
+@dataclass(frozen=True)
+class EpochWindow:
+    """A time-window periodic view as its staging writes see it: which epoch a row is in."""
+
+    view: str
+    column: str
+    width: int
+
+    def epoch(self, row: dict[str, Any]) -> int | None:
+        return sqlvalues.epoch(row.get(self.column), self.width)
+
+
+def epoch_windows(views: Iterable[ViewDef]) -> dict[str, list[EpochWindow]]:
+    """Per staging view: the time-window periodic views refreshed from it."""
+    found: dict[str, list[EpochWindow]] = {}
+    for view in views:
+        plan = view.refresh
+        if view.kind == ViewKind.PERIODIC and plan is not None and plan.window == WindowKind.TIME:
+            assert plan.epoch_width is not None
+            found.setdefault(plan.staging, []).append(
+                EpochWindow(view.name, plan.order_column, plan.epoch_width))
+    return found
+
+
+def mark_epochs(store: Store, windows: list[EpochWindow], rows: Iterable[dict[str, Any]]) -> None:
+    """Record the epochs staging rows fall in, for the next refresh. Bookkeeping beside the
+    write (one keyed upsert per window), so it is outside the counted operations."""
+    store.mark_epochs((w.view, e) for row in rows for w in windows
+                      if (e := w.epoch(row)) is not None)
