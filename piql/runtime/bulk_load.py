@@ -13,10 +13,10 @@ from typing import Callable
 from piql import sqlgen
 from piql.catalog import Table
 from piql.engines.base import Engine
-from piql.engines.jobs import cardinality_sql, cardinality_violation
 from piql.planner.naming import LOAD_PREFIX
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.query_block import Attr, Param, QueryBlock, Relation, normalized_predicate
+from piql.runtime.engine_bridge import cardinality_sql, cardinality_violation
 from piql.runtime.epochs import EpochWindow, mark_epochs
 from piql.runtime.errors import ConstraintError, StoreRefused
 from piql.runtime.store import Store

@@ -21,11 +21,11 @@ from typing import Any, Iterable, Iterator, Sequence
 from piql.catalog import Table
 from piql.engines import ENGINES, make_engine
 from piql.engines.base import Engine
-from piql.engines.jobs import view_rows
 from piql.planner.application import Plan, QueryPlan
 from piql.planner.views import ViewDef, ViewKind
 from piql.runtime import bulk_load, install, sqlvalues
 from piql.runtime.check import CheckReport, check_views, recompute
+from piql.runtime.engine_bridge import view_rows
 from piql.runtime.epochs import epoch_windows, mark_epochs
 from piql.runtime.errors import (
     BoundExceeded, ConstraintError, DeploymentClosed, DeploymentError, ParameterError,

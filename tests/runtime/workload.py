@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 from piql import sqlgen
 from piql.catalog import Catalog, Table
 from piql.engines.base import TableData
-from piql.engines.jobs import tables_read
 from piql.planner.application import Plan, QueryPlan, param_types as _param_types
 from piql.query_block import Attr, Epoch, Param, SelectItem
 from piql.runtime import sqlvalues
 from piql.runtime.deployment import Deployment
+from piql.runtime.engine_bridge import tables_read
 from piql.runtime.sqlvalues import INT64_MAX, INT64_MIN
 from piql.sql_types import FRACTIONAL_TYPES as REAL_TYPES, INTEGER_TYPES
 
