@@ -79,8 +79,40 @@ def full_scans(plan_lines: list[str], query: CompiledQuery) -> list[str]:
 
 
 def explain_sqlite(db, query: CompiledQuery) -> list[str]:
-    return [row[3] for row in db.store.connection.execute(
+    return [detail for _, _, detail in explain_sqlite_tree(db, query)]
+
+
+def explain_sqlite_tree(db, query: CompiledQuery) -> list[tuple[int, int, str]]:
+    """(id, parent, detail) of SQLite's plan for ``query``."""
+    return [(row[0], row[1], row[3]) for row in db.store.connection.execute(
         "EXPLAIN QUERY PLAN " + query.sql, [None] * len(query.parameters))]
+
+
+LEVEL = re.compile(r"(MATERIALIZE|CO-ROUTINE) (_piql_(d\d+_)*l\d+)$|CORRELATED LIST SUBQUERY")
+
+
+def sorted_accesses(db, query: CompiledQuery) -> list[str]:
+    """Sorts SQLite would run inside an access (a stop-after must read its path in order
+    and stop, not sort every row of the key range): in the plain statement of a single
+    ordered access, or under the CTE of an access level or a per-probe subquery."""
+    tree = explain_sqlite_tree(db, query)
+    if query.ops_source.value == "rows" and any(r.stop_after is not None for r in query.reads):
+        return [detail for _, _, detail in tree if "TEMP B-TREE" in detail]
+    parents = {node: parent for node, parent, _ in tree}
+    details = {node: detail for node, _, detail in tree}
+    found = []
+    for node, _, detail in tree:
+        if "TEMP B-TREE" not in detail:
+            continue
+        above = parents.get(node)  # the (sub)query the sort belongs to
+        while above and not SUBQUERY.match(details[above]):
+            above = parents.get(above)
+        if above and LEVEL.search(details[above]):
+            found.append(detail)
+    return found
+
+
+SUBQUERY = re.compile(r"MATERIALIZE|CO-ROUTINE|CORRELATED|SCALAR SUBQUERY|LIST SUBQUERY")
 
 
 def unbounded_whole_reads(db, plan: PhysicalPlan) -> list[str]:
@@ -208,13 +240,26 @@ def seq_scans(connection, query: CompiledQuery, params: dict[str, Any]) -> list[
     finally:
         connection.execute("RESET enable_seqscan")
     whole = {r.table for r in query.reads if r.whole}
+    ordered = query.ops_source.value == "rows" and any(r.stop_after is not None
+                                                       for r in query.reads)
     found = []
 
-    def visit(node: dict) -> None:
+    def visit(node: dict, in_level: bool) -> None:
         if node.get("Node Type") == "Seq Scan" and node.get("Relation Name") not in whole:
-            found.append(node.get("Relation Name"))
+            found.append(f"Seq Scan on {node.get('Relation Name')}")
+        in_level = in_level or bool(LEVEL_CTE.match(node.get("Subplan Name", "")))
+        if "Sort" in node.get("Node Type", "") and (in_level or ordered) and _reads_base(node):
+            found.append(f"{node['Node Type']} of rows read from a table")  # not a stop-after
         for child in node.get("Plans", ()):
-            visit(child)
+            visit(child, in_level)
 
-    visit(document[0]["Plan"])
+    visit(document[0]["Plan"], False)
     return found
+
+
+def _reads_base(node: dict) -> bool:
+    """Does ``node`` read a stored table itself (CTEs are piql's bounded intermediates)?"""
+    return "Relation Name" in node or any(_reads_base(c) for c in node.get("Plans", ()))
+
+
+LEVEL_CTE = re.compile(r"CTE _piql_(d\d+_)*l\d+$")

@@ -14,9 +14,10 @@ from piql.planner.application import plan_application
 from piql.queries import parse_queries
 from piql.schema import parse_schema
 from tests.conftest import EXAMPLES, FIXTURES
-from tests.runtime.compiled import (assert_same_answer, compiled, copy_to_postgres,
-                                    explain_sqlite, full_scans, parameter_sets, run_postgres,
-                                    run_sqlite, seq_scans, unbounded_whole_reads)
+from tests.runtime.compiled import (
+    assert_same_answer, compiled, copy_to_postgres, explain_sqlite, full_scans, parameter_sets,
+    run_postgres, run_sqlite, seq_scans, sorted_accesses, unbounded_whole_reads,
+)
 from tests.runtime.test_planner_answers import write_randomly
 
 APPS = {
@@ -95,6 +96,7 @@ def assert_reads_only_what_the_plan_reads(db) -> None:
         statement = compiled(db, query.name)
         assert full_scans(explain_sqlite(db, statement), statement) == [], \
             (query.name, statement.sql)
+        assert sorted_accesses(db, statement) == [], (query.name, statement.sql)
         assert unbounded_whole_reads(db, query.physical) == [], query.name
 
 
