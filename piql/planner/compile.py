@@ -31,6 +31,11 @@ operations once per outer tuple. :meth:`CompiledQuery.answer` turns the fetched 
 - ``scanned``: one access whose rows the local work may cut or aggregate: each returned
   row ends with the number of rows the access read (a window count, or COUNT(*) beside
   the aggregates); no row returned means none was read.
+- ``per_row``: one access read by key (or in order, stopping) then lookups of at most one
+  row by full key, with no aggregate: one flat statement of LEFT JOINs, no CTE. Each row
+  of the first access comes back once, ending with whether it survives every lookup and
+  residual predicate, and the operations its probes cost; the answer keeps the survivors
+  (then the LIMIT), the operations are their sum (at least one: the first probe).
 - ``column``: the general shape: one CTE per access level, each a LEFT JOIN of the level
   before's surviving tuples, so a probe that finds nothing still yields one row to count.
   Every returned row ends with (position, ops); a single row with a NULL position is the
@@ -62,6 +67,7 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
+from operator import itemgetter
 from typing import Any, Callable, Mapping, Sequence
 
 from sqlglot import exp
@@ -87,6 +93,7 @@ class OpsSource(StrEnum):
 
     ROWS = "rows"
     SCANNED = "scanned"
+    PER_ROW = "per_row"
     COLUMN = "column"
 
 
@@ -165,35 +172,71 @@ class CompiledQuery:
     reads: tuple[Read, ...] = ()
     integral: tuple[int, ...] = ()  # answer columns PostgreSQL returns as numeric (SUM)
     empty: tuple | None = None  # the answer when no row comes back (an aggregate of nothing)
+    limit: int | None = None  # PER_ROW: the answer's LIMIT, applied to the rows kept
+
+    # How to bind and read, decided once: the runtime calls these on every execution.
+    _bind: Callable[[Mapping[str, Any]], tuple[Any, ...]] = field(
+        init=False, repr=False, compare=False)
+    _read: Callable[[Sequence[Sequence[Any]]], tuple[list[tuple], int]] = field(
+        init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_bind", _binder(self.parameters))
+        readers = {OpsSource.ROWS: self._rows, OpsSource.SCANNED: self._scanned,
+                   OpsSource.PER_ROW: self._per_row, OpsSource.COLUMN: self._column}
+        object.__setattr__(self, "_read", readers[self.ops_source])
 
     def arguments(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
         """The values to bind, in placeholder order (``values`` by parameter name)."""
-        return tuple(values[p.name] if isinstance(p, Param) else p.value
-                     for p in self.parameters)
+        return self._bind(values)
 
     def answer(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
         """The answer's rows and the operations the plan's interpreter would count."""
-        if self.ops_source == OpsSource.ROWS:
-            rows = [tuple(r) for r in fetched]
-            read = len(rows)
-        elif self.ops_source == OpsSource.SCANNED:
-            rows = [tuple(r[:-1]) for r in fetched]
-            read = int(fetched[0][-1]) if fetched else 0
-        else:
-            ops = int(fetched[0][-1])
-            rows = [] if fetched[0][-2] is None else [tuple(r[:-2]) for r in fetched]
-            read = -1
+        return self._read(fetched)
+
+    def _rows(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
+        rows = fetched if isinstance(fetched, list) else list(fetched)
+        read = len(rows)
+        if not rows or self.integral:
+            rows = self._finished(rows)
+        return rows, (read + read if self.fetches else read) or 1
+
+    def _scanned(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
+        read = int(fetched[0][-1]) if fetched else 0
+        rows = self._finished([r[:-1] for r in fetched])
+        return rows, max(1, read) + (read if self.fetches else 0)
+
+    def _per_row(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
+        rows = [row[:-2] for row in fetched if row[-2]]
+        return self._finished(rows[:self.limit]), sum([row[-1] for row in fetched]) or 1
+
+    def _column(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
+        rows = [] if fetched[0][-2] is None else [r[:-2] for r in fetched]
+        return self._finished(rows), int(fetched[0][-1])
+
+    def _finished(self, rows: list[tuple]) -> list[tuple]:
         if not rows and self.empty is not None:
-            rows = [self.empty]
-        if read < 0:
-            return self._numbers(rows), ops
-        return self._numbers(rows), max(1, read) + (read if self.fetches else 0)
+            return [self.empty]
+        return self._numbers(rows)
 
     def _numbers(self, rows: list[tuple]) -> list[tuple]:
         if not self.integral:
             return rows
         return [tuple(_integral(v) if i in self.integral else v for i, v in enumerate(row))
                 for row in rows]
+
+
+def _binder(parameters: tuple[Param | Literal, ...]) -> Callable[[Mapping[str, Any]], tuple]:
+    """A function from parameter values by name to the values to bind, in order."""
+    if not parameters:
+        return lambda values: ()
+    if all(isinstance(p, Param) for p in parameters):
+        getter = itemgetter(*(p.name for p in parameters))  # type: ignore[union-attr]
+        if len(parameters) == 1:
+            return lambda values: (getter(values),)
+        return getter  # type: ignore[return-value]
+    return lambda values: tuple(values[p.name] if isinstance(p, Param) else p.value
+                                for p in parameters)
 
 
 def _integral(value: Any) -> Any:
@@ -273,8 +316,12 @@ class _Compiler:
                           for i in query.select)
         single = len(plan.accesses) == 1 and plan.accesses[0].path != DERIVED \
             and not plan.accesses[0].residual
+        limit = None
         if single:
             node, source, fetches = self._single(plan)
+        elif self._flat_shape(plan):
+            node, limit = self._flat(plan)
+            source, fetches = OpsSource.PER_ROW, False
         else:
             chain = self._chain(plan, PREFIX)
             node = self._final(chain)
@@ -284,7 +331,7 @@ class _Compiler:
             i for i, item in enumerate(block.select)
             if isinstance(item.expr, Aggregate) and item.expr.func == "SUM")
         return CompiledQuery(self.dialect, sql, tuple(self.bound[n] for n in order), names,
-                             source, fetches, tuple(self.reads), integral, empty)
+                             source, fetches, tuple(self.reads), integral, empty, limit)
 
     # -- one access: a plain statement ---------------------------------------
     def _single(self, plan: PhysicalPlan) -> tuple[exp.Select, OpsSource, bool]:
@@ -324,6 +371,93 @@ class _Compiler:
             scanned = _count_star()
         query = query.select(exp.alias_(scanned, _ident("_n")))
         return query, OpsSource.SCANNED, fetches
+
+    # -- one access then key lookups: one flat statement, ops per row ------------
+    def _flat_shape(self, plan: PhysicalPlan) -> bool:
+        """Does every row of the first access come back exactly once (each later access
+        finds at most one row, by the full clustered key; no aggregate merges rows)?"""
+        block = plan.block
+        if block.aggregates or block.group_by or plan.merge_at not in (None, 0):
+            return False
+        if any(a.path == DERIVED for a in plan.accesses):
+            return False
+        for access in plan.accesses[1:]:
+            table = self.layout.table(access.table or "")
+            if access.path != "primary" or access.range or access.stop_after is not None \
+                    or not table.key or set(access.key_columns) != set(table.key):
+                return False
+        return True
+
+    def _flat(self, plan: PhysicalPlan) -> tuple[exp.Select, int | None]:
+        block = plan.block
+        first = plan.accesses[0]
+        needed = _needed(block)
+        joined: dict[str, tuple[str, dict[str, str]]] = {}  # alias -> (lateral, columns)
+
+        def ref(attr: Attr) -> exp.Expression:
+            if attr.alias in joined:
+                lateral, columns = joined[attr.alias]
+                return _col(columns[attr.column], lateral)
+            return _col(attr.column, attr.alias)
+
+        first_table = self.layout.table(first.table or "")
+        query = exp.select().from_(self._table_ref(first, first_table, first.alias))
+        where = self._probe_conditions(first, first.alias, ref)
+        if where:
+            query = query.where(exp.and_(*where))
+        cost = 1 + (first.path == INDEX and not first.covering)
+        alive: exp.Expression | None = self._all(self.predicate(p, ref) for p in first.residual)
+        ops: exp.Expression = _number(cost)
+        for access in plan.accesses[1:]:
+            table = self.layout.table(access.table or "")
+            alias = access.alias
+            if self.sqlite:
+                target = self._table_ref(access, table, alias)
+                on = self._probe_conditions(access, alias, ref)
+                matched = _col(table.rowid if table.key_index else table.key[0], alias)
+                query = query.join(target, on=exp.and_(*on), join_type="LEFT")
+            else:
+                lateral = self.fresh(f"{PREFIX}j")
+                own = {c: self.fresh("_c") for c in needed.get(alias, [])}
+                marker = self.fresh("_m")
+                picked = [exp.alias_(_col(c, alias), _ident(n)) for c, n in own.items()]
+                picked.append(exp.alias_(_number(1), _ident(marker)))
+                inner = exp.select(*picked).from_(self._table_ref(access, table, alias))
+                inner = inner.where(exp.and_(*self._probe_conditions(access, alias, ref)))
+                inner = inner.offset(_number(0))  # a fence: PostgreSQL keeps the join order
+                query = query.join(exp.Lateral(this=exp.Subquery(this=inner), view=False,
+                                               outer=False,
+                                               alias=exp.TableAlias(this=_ident(lateral))),
+                                   on=exp.true(), join_type="LEFT")
+                joined[alias] = (lateral, own)
+                matched = _col(marker, lateral)
+            # a probe for every tuple alive so far: max(1, rows) reads, + 1 fetch per row
+            probe: exp.Expression = _number(1)
+            if alive is not None:
+                probe = exp.Case(ifs=[exp.If(this=alive.copy(), true=_number(1))],
+                                 default=_number(0))
+            ops = exp.Add(this=ops, expression=probe)
+            found = exp.Not(this=exp.Is(this=matched, expression=exp.Null()))
+            alive = self._all([alive.copy()] if alive is not None else [], found,
+                              *(self.predicate(p, ref) for p in access.residual))
+        items = [exp.alias_(self.expr(i.expr, ref), _ident(f"_o{n}"))
+                 for n, i in enumerate(block.select, 1)]
+        kept = _number(1) if alive is None else exp.Case(
+            ifs=[exp.If(this=alive, true=_number(1))], default=_number(0))
+        query = query.select(*items, exp.alias_(kept, _ident("_alive")),
+                             exp.alias_(ops, _ident("_ops")))
+        if first.stop_after is not None:  # one row per first-access row: LIMIT is per probe
+            query = query.order_by(*self._scan_order(first, first_table, first.alias))
+            query = query.limit(_number(first.stop_after))
+        elif block.order_by:
+            query = query.order_by(*(self._local_order(o, ref) for o in block.order_by))
+        return query, block.limit
+
+    @staticmethod
+    def _all(*parts) -> exp.Expression | None:
+        conditions = [c for part in parts for c in (part if not isinstance(part, exp.Expression)
+                                                    else [part])]
+        return exp.and_(*conditions) if conditions else None
 
     # -- the general shape: one CTE per access level -------------------------
     def _chain(self, plan: PhysicalPlan, prefix: str) -> _Chain:

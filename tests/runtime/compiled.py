@@ -96,7 +96,7 @@ def sorted_accesses(db, query: CompiledQuery) -> list[str]:
     and stop, not sort every row of the key range): in the plain statement of a single
     ordered access, or under the CTE of an access level or a per-probe subquery."""
     tree = explain_sqlite_tree(db, query)
-    if query.ops_source.value == "rows" and any(r.stop_after is not None for r in query.reads):
+    if flat_and_ordered(query):
         return [detail for _, _, detail in tree if "TEMP B-TREE" in detail]
     parents = {node: parent for node, parent, _ in tree}
     details = {node: detail for node, _, detail in tree}
@@ -110,6 +110,12 @@ def sorted_accesses(db, query: CompiledQuery) -> list[str]:
         if above and LEVEL.search(details[above]):
             found.append(detail)
     return found
+
+
+def flat_and_ordered(query: CompiledQuery) -> bool:
+    """Is ``query`` one flat statement whose first access stops after k rows in order (so
+    its ORDER BY must be the access path's own, with no sort anywhere)?"""
+    return query.ops_source.value in ("rows", "per_row") and query.reads[0].stop_after is not None
 
 
 SUBQUERY = re.compile(r"MATERIALIZE|CO-ROUTINE|CORRELATED|SCALAR SUBQUERY|LIST SUBQUERY")
@@ -240,8 +246,7 @@ def seq_scans(connection, query: CompiledQuery, params: dict[str, Any]) -> list[
     finally:
         connection.execute("RESET enable_seqscan")
     whole = {r.table for r in query.reads if r.whole}
-    ordered = query.ops_source.value == "rows" and any(r.stop_after is not None
-                                                       for r in query.reads)
+    ordered = flat_and_ordered(query)
     found = []
 
     def visit(node: dict, in_level: bool) -> None:
