@@ -73,7 +73,7 @@ from typing import Any, Callable, Mapping, Sequence
 from sqlglot import exp
 
 from piql.errors import PiqlError
-from piql.planner.physical import DERIVED, INDEX, Access, PhysicalPlan
+from piql.planner.physical import DERIVED, INDEX, PRIMARY, Access, PhysicalPlan
 from piql.query import (
     Aggregate, Attr, Epoch, Literal, OrderItem, Param, Predicate, QueryBlock, Ratio,
 )
@@ -383,7 +383,7 @@ class _Compiler:
             return False
         for access in plan.accesses[1:]:
             table = self.layout.table(access.table or "")
-            if access.path != "primary" or access.range or access.stop_after is not None \
+            if access.path != PRIMARY or access.range or access.stop_after is not None \
                     or not table.key or set(access.key_columns) != set(table.key):
                 return False
         return True
