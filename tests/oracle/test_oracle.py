@@ -1,0 +1,170 @@
+"""The oracle harness over the project's applications: random histories of writes and
+refreshes, every answer checked against the query's own SQL (see harness.py).
+
+Profiles: ``short`` (the default, part of ``make test``: a few histories per
+application) and ``long`` (the tests marked ``slow``: many longer histories, views
+checked every few writes). ``PIQL_ORACLE_PROFILE=long`` runs the default tests with
+the long profile. The short profile is derandomized so ``make test`` is repeatable;
+the long one explores new histories on every run.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (RuleBasedStateMachine, initialize, precondition, rule,
+                                 run_state_machine_as_test)
+
+from tests.conftest import EXAMPLES, PAPER_QUERIES, PAPER_SCHEMA, paper_schema_text, plan_text
+from tests.oracle.harness import HOUR, T0, OracleApp, Session, Writer, oracle_app
+
+
+@dataclass(frozen=True)
+class Profile:
+    examples: int
+    steps: int
+    check_every: int
+    derandomize: bool
+
+
+PROFILES = {
+    "short": Profile(examples=6, steps=14, check_every=0, derandomize=True),
+    "long": Profile(examples=60, steps=40, check_every=5, derandomize=False),
+}
+DEFAULT_PROFILE = PROFILES[os.environ.get("PIQL_ORACLE_PROFILE", "short")]
+
+NEW_APPS = ("social", "commerce", "messaging")
+
+
+def existing_app(name: str) -> OracleApp:
+    """The project's own applications: the examples and the paper's fixtures (the paper's
+    schema also with §6.1's TEMPORAL mark, which makes popularTags SI-3)."""
+    if name == "examples-social":
+        return OracleApp.files(name, EXAMPLES / "social" / "schema.sql",
+                               EXAMPLES / "social" / "queries.sql")
+    if name == "examples-tpcw":
+        return OracleApp.files(name, EXAMPLES / "tpcw" / "schema.sql",
+                               EXAMPLES / "tpcw" / "queries.sql")
+    if name == "paper":
+        return OracleApp.files(name, PAPER_SCHEMA, PAPER_QUERIES)
+    if name == "paper-temporal":
+        return OracleApp(name, lambda: plan_text(paper_schema_text(temporal=True),
+                                                 PAPER_QUERIES.read_text()))
+    raise KeyError(name)
+
+
+EXISTING_APPS = ("examples-social", "examples-tpcw", "paper", "paper-temporal")
+
+
+def machine(oracle: OracleApp, engine: str, profile: Profile) -> type[RuleBasedStateMachine]:
+    """A state machine whose rules are the writes and refreshes of one application."""
+    tables = [t.name for t in oracle.plan.catalog.tables]
+    # parents first, so the first rows written can be referred to
+    order = _parents_first(oracle)
+    periodic = any(q.level == "SI-3" for q in oracle.plan.queries)
+
+    class Oracle(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.session = Session(oracle, engine=engine, check_every=profile.check_every)
+            self.writer = Writer(self.session)
+
+        @initialize(data=st.data())
+        def seed_rows(self, data) -> None:
+            for name in order:
+                table = self.session.table(name)
+                for _ in range(data.draw(st.integers(1, 3), label=f"{name} rows")):
+                    self.session.insert(name, self.writer.row(data, table))
+            self.session.assert_queries()
+
+        @rule(data=st.data(), table=st.sampled_from(tables))
+        def insert(self, data, table) -> None:
+            self.session.insert(table, self.writer.row(data, self.session.table(table)))
+            self.session.assert_queries()
+
+        @rule(data=st.data(), table=st.sampled_from(tables))
+        def delete(self, data, table) -> None:
+            self.session.delete(table, self.writer.key(data, self.session.table(table)))
+            self.session.assert_queries()
+
+        @rule(data=st.data(), table=st.sampled_from(tables))
+        def update(self, data, table) -> None:
+            self.session.update(table, self.writer.changed(data, self.session.table(table)))
+            self.session.assert_queries()
+
+        @rule(data=st.data(), table=st.sampled_from(tables))
+        def load(self, data, table) -> None:
+            shape = self.session.table(table)
+            rows = [self.writer.row(data, shape) for _ in range(data.draw(st.integers(1, 3)))]
+            self.session.load(table, rows)
+            self.session.assert_queries()
+
+        @precondition(lambda self: periodic)
+        @rule(data=st.data())
+        def refresh(self, data) -> None:
+            now = data.draw(st.one_of(st.just(self.session.now()),
+                                      st.sampled_from([T0 + HOUR // 2, T0 + 5 * HOUR])),
+                            label="now_ms")
+            self.session.refresh(now)
+
+        def teardown(self) -> None:
+            try:
+                self.session.finish()
+            finally:
+                self.session.close()
+
+    Oracle.__name__ = f"Oracle_{oracle.name}_{engine}"
+    return Oracle
+
+
+def _parents_first(oracle: OracleApp) -> list[str]:
+    catalog = oracle.plan.catalog
+    done: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        for fk in catalog.table(name).foreign_keys:  # type: ignore[union-attr]
+            parent = catalog.table(fk.ref_table)
+            if parent is not None and parent.name != name:
+                visit(parent.name)
+        done.append(name)
+
+    for table in catalog.tables:
+        visit(table.name)
+    return done
+
+
+def run(oracle: OracleApp, engine: str, profile: Profile) -> None:
+    run_state_machine_as_test(machine(oracle, engine, profile), settings=settings(
+        max_examples=profile.examples, stateful_step_count=profile.steps, deadline=None,
+        derandomize=profile.derandomize, database=None if profile.derandomize else
+        settings.default.database,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                               HealthCheck.filter_too_much]))
+
+
+@pytest.mark.parametrize("app", NEW_APPS)
+def test_oracle_new_apps(app):
+    run(oracle_app(app), "duckdb", DEFAULT_PROFILE)
+
+
+@pytest.mark.parametrize("app", EXISTING_APPS)
+def test_oracle_existing_apps(app):
+    run(existing_app(app), "duckdb", DEFAULT_PROFILE)
+
+
+@pytest.mark.parametrize("app", ["messaging"])
+def test_oracle_store_engine(app):
+    run(oracle_app(app), "store", DEFAULT_PROFILE)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["duckdb", "store"])
+@pytest.mark.parametrize("app", NEW_APPS + EXISTING_APPS)
+def test_oracle_long(app, engine):
+    oracle = oracle_app(app) if app in NEW_APPS else existing_app(app)
+    run(oracle, engine, PROFILES["long"])
