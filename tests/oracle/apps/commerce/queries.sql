@@ -43,6 +43,15 @@ SELECT COUNT(*) AS customers FROM customers WHERE region = <region>;
 SELECT COUNT(*) AS lines, SUM(qty) AS units, SUM(amount) AS revenue, AVG(amount) AS mean
 FROM order_lines WHERE sku = <sku>;
 
+-- name: categoryPrices
+-- Sums of a DOUBLE column (prices may be huge, negative, zero).
+SELECT COUNT(*) AS products, SUM(price) AS total, AVG(price) AS mean
+FROM products WHERE category = <category>;
+
+-- name: productsInGroup
+-- A column named with a keyword, in a view's key.
+SELECT COUNT(*) AS products FROM products WHERE "group" = <grp>;
+
 -- name: customerSpend
 -- An aggregate over a join: every line of every order of a customer.
 SELECT COUNT(*) AS lines, SUM(l.amount) AS spend, AVG(l.qty) AS mean_qty

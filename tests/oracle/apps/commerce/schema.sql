@@ -10,11 +10,13 @@ CREATE TABLE customers (
     since  BIGINT TEMPORAL
 );
 
+-- "group" (a keyword as a column name) checks that piql quotes identifiers.
 CREATE TABLE products (
     sku      BIGINT PRIMARY KEY,
     title    VARCHAR,
     category VARCHAR,
-    price    DOUBLE
+    price    DOUBLE,
+    "group"  VARCHAR
 );
 
 CREATE TABLE orders (
