@@ -97,6 +97,12 @@ def machine(oracle: OracleApp, engine: str, profile: Profile,
             self.session.assert_queries()
 
         @rule(data=st.data(), table=st.sampled_from(tables))
+        def burst(self, data, table) -> None:
+            for row in self.writer.burst(data, self.session.table(table)):
+                self.session.insert(table, row)
+                self.session.assert_queries()
+
+        @rule(data=st.data(), table=st.sampled_from(tables))
         def load(self, data, table) -> None:
             shape = self.session.table(table)
             rows = [self.writer.row(data, shape) for _ in range(data.draw(st.integers(1, 3)))]
