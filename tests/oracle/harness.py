@@ -33,12 +33,14 @@ duplicate keys, dangling foreign keys, self-references, and writes that break
 CARDINALITY limits.
 
 ``KNOWN_DEFECTS`` names input classes the harness avoids because piql gets
-them wrong today (each one a section of /work/coord/oracle-findings.md); delete
-an entry once its fix is merged and the harness covers that class again.
+them wrong today; each constant is the title of the defect (the issue-12 item,
+or "new"), and the code that consults it says what is avoided. Delete an entry
+once its fix is merged: the harness then covers that class again.
 
-Profiles (tests/oracle/test_oracle.py): ``short`` runs by default in ``make
-test``; ``long`` runs in the tests marked ``slow``; the environment variable
-``PIQL_ORACLE_PROFILE=long`` makes the default tests use the long profile too.
+Profiles (tests/oracle/test_oracle.py): ``short`` runs in ``make test``;
+``long`` runs in the tests marked ``slow`` (``pytest -m slow``, which .ci/run
+adds after ``make test``); the environment variable ``PIQL_ORACLE_PROFILE=long``
+makes the default tests use the long profile too.
 """
 from __future__ import annotations
 
@@ -60,7 +62,7 @@ from sqlglot import exp
 import piql
 from piql.catalog import Catalog, Table
 from piql.planner.application import Plan, QueryPlan, plan_application
-from piql.planner.views import IMV, PERIODIC, STAGING
+from piql.planner.views import PERIODIC
 from piql.queries import PLACEHOLDER, parse_queries
 from piql.query import Aggregate, Attr, Epoch, Param, QueryBlock
 from piql.runtime.deployment import Deployment
@@ -70,8 +72,8 @@ from piql.schema import parse_schema
 
 APPS_DIR = Path(__file__).parent / "apps"
 
-# -- known defects (see /work/coord/oracle-findings.md) -------------------------------
-# Each constant is the title of a finding; while it is in KNOWN_DEFECTS the harness
+# -- known defects ----------------------------------------------------------------------
+# Each constant is the title of a defect; while it is in KNOWN_DEFECTS the harness
 # does not generate (or does not compare) the input class it names.
 NULL_IN_CARDINALITY = "NULL escapes CARDINALITY (item 1)"
 NULL_IN_VIEW_KEY = "NULL in a column that becomes a view key (item 3)"
@@ -195,7 +197,6 @@ def blocks(block: QueryBlock) -> Iterable[QueryBlock]:
 class Roles:
     """(table, column) pairs by the part they play in the plan, lower-cased."""
 
-    ordered: frozenset[tuple[str, str]]  # some query orders by it
     summed: frozenset[tuple[str, str]]  # argument of a SUM or AVG
     epochs: frozenset[tuple[str, str]]  # argument of a time-window epoch
     view_keys: frozenset[tuple[str, str]]  # becomes a key column of a view
@@ -203,7 +204,6 @@ class Roles:
 
     @staticmethod
     def of(plan: Plan) -> "Roles":
-        ordered: set[tuple[str, str]] = set()
         summed: set[tuple[str, str]] = set()
         epochs: set[tuple[str, str]] = set()
         keys: set[tuple[str, str]] = set()
@@ -212,8 +212,6 @@ class Roles:
             if query.query.block is None:
                 continue
             for block in blocks(query.query.block):
-                for item in block.order_by:
-                    ordered |= relation_columns(block, item.expr)
                 for agg in block.aggregates:
                     if agg.func in ("SUM", "AVG"):
                         summed |= relation_columns(block, agg.arg)
@@ -226,16 +224,16 @@ class Roles:
                         epochs |= relation_columns(block, item)
         views = {v.name.lower(): v.definition for v in plan.views}
         for view in plan.views:
-            for column in view.key:
-                try:
-                    keys |= relation_columns(view.definition, column.source, views)
-                except KeyError:
-                    pass  # a staging view's partition hash, a periodic view's rank
+            # a periodic view's key comes from its query (the definition reads staging)
+            block = plan.query(view.for_queries[0]).query.block \
+                if view.kind == PERIODIC else view.definition  # type: ignore[union-attr]
+            for column in view.key:  # a partition hash or a rank reads no column
+                keys |= relation_columns(block, column.source, views)
         for table in plan.catalog.tables:
             for constraint in table.cardinalities:
                 for column in (constraint.column, *constraint.per):
                     constrained.add((table.name.lower(), column.lower()))
-        return Roles(frozenset(ordered), frozenset(summed), frozenset(epochs), frozenset(keys),
+        return Roles(frozenset(summed), frozenset(epochs), frozenset(keys),
                      frozenset(constrained))
 
 

@@ -31,7 +31,7 @@ class Profile:
 
 
 PROFILES = {
-    "short": Profile(examples=6, steps=14, check_every=0, derandomize=True),
+    "short": Profile(examples=10, steps=15, check_every=0, derandomize=True),
     "long": Profile(examples=15, steps=30, check_every=5, derandomize=False),
 }
 DEFAULT_PROFILE = PROFILES[os.environ.get("PIQL_ORACLE_PROFILE", "short")]
