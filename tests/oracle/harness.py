@@ -69,6 +69,7 @@ from piql.runtime.deployment import Deployment
 from piql.runtime.errors import ConstraintError
 from piql.runtime.evaluate import INTEGER_TYPES, REAL_TYPES
 from piql.schema import parse_schema
+from tests.conftest import EXAMPLES, PAPER_QUERIES, PAPER_SCHEMA, paper_schema_text, plan_text
 
 APPS_DIR = Path(__file__).parent / "apps"
 
@@ -159,6 +160,27 @@ def oracle_app(name: str, known: frozenset[str] = KNOWN_DEFECTS) -> OracleApp:
                                 f"{name}/queries.sql")
 
     return OracleApp(name, planned)
+
+
+NEW_APPS = ("social", "commerce", "messaging")
+EXISTING_APPS = ("examples-social", "examples-tpcw", "paper", "paper-temporal")
+
+
+def existing_app(name: str) -> OracleApp:
+    """The project's own applications: the examples and the paper's fixtures (the paper's
+    schema also with §6.1's TEMPORAL mark, which makes popularTags SI-3)."""
+    if name == "examples-social":
+        return OracleApp.files(name, EXAMPLES / "social" / "schema.sql",
+                               EXAMPLES / "social" / "queries.sql")
+    if name == "examples-tpcw":
+        return OracleApp.files(name, EXAMPLES / "tpcw" / "schema.sql",
+                               EXAMPLES / "tpcw" / "queries.sql")
+    if name == "paper":
+        return OracleApp.files(name, PAPER_SCHEMA, PAPER_QUERIES)
+    if name == "paper-temporal":
+        return OracleApp(name, lambda: plan_text(paper_schema_text(temporal=True),
+                                                 PAPER_QUERIES.read_text()))
+    raise KeyError(name)
 
 
 # -- what each column is used for -------------------------------------------------------

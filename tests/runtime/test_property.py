@@ -9,15 +9,10 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.conftest import EXAMPLES, PAPER_QUERIES, PAPER_SCHEMA
-from tests.oracle.harness import OracleApp, Session
+from tests.oracle.harness import Session, existing_app
 from tests.runtime.workload import Driver, Op, operations
 
-APPS = {
-    "paper": OracleApp.files("paper", PAPER_SCHEMA, PAPER_QUERIES),
-    "social": OracleApp.files("social", EXAMPLES / "social" / "schema.sql",
-                              EXAMPLES / "social" / "queries.sql"),
-}
+APPS = {"paper": existing_app("paper"), "social": existing_app("examples-social")}
 SETTINGS = settings(max_examples=100, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

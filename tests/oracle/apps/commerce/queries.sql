@@ -130,3 +130,32 @@ LIMIT 3;
 SELECT customer, COUNT(*) AS orders, SUM(total) AS spend
 FROM (SELECT customer, total, placed FROM orders ORDER BY placed DESC LIMIT 5) recent
 GROUP BY customer;
+
+-- name: openOrdersOf
+-- Literal predicates become guards of the view's rules (total may be NULL or negative).
+SELECT COUNT(*) AS orders, SUM(total) AS revenue
+FROM orders WHERE customer = <customer> AND status = 'a' AND total >= 0;
+
+-- name: countedTotals
+-- COUNT of a nullable column counts its non-NULL values.
+SELECT COUNT(total) AS with_total, COUNT(*) AS orders FROM orders WHERE status = <status>;
+
+-- name: ordersAbove
+-- A range parameter after an equality, ordered on the same index.
+SELECT id, total FROM orders WHERE customer = <customer> AND total > <least>
+ORDER BY total LIMIT 3;
+
+-- name: orderDetail
+SELECT * FROM orders WHERE id = <id>;
+
+-- name: linesOfOrderSorted
+-- Two ORDER BY columns with ties in the first.
+SELECT line, qty FROM order_lines WHERE order_id = <order> ORDER BY qty DESC, line LIMIT 2;
+
+-- name: bigLinesOfSku
+-- A literal range in an SI-2 join view.
+SELECT l.order_id, l.line, l.amount
+FROM order_lines l, orders o
+WHERE l.order_id = o.id AND o.customer = <customer> AND l.amount >= 3
+ORDER BY l.amount DESC
+LIMIT 3;
