@@ -308,10 +308,11 @@ class Values:
             else:
                 values = _pool(PLAIN_INTS, BIG + (1, 4))
         elif kind == "real":
-            odd = REAL_ODD
+            odd_reals = REAL_ODD
             if FLOAT_SUM_DRIFT in self.known and where in self.roles.summed:
-                odd = tuple(v for v in odd if abs(v) < 1e6)
-            values = _pool(REALS, odd + (() if NON_FINITE in self.known else NON_FINITE_REALS))
+                odd_reals = tuple(v for v in odd_reals if abs(v) < 1e6)
+            values = _pool(REALS, odd_reals + (
+                () if NON_FINITE in self.known else NON_FINITE_REALS))
         else:
             values = _pool(TEXTS, TEXT_ODD)
         if self.nullable(table, name):
@@ -381,6 +382,7 @@ class Mirror:
                 touched: Iterable[dict[str, Any]], table: Table) -> Verdict:
         """Apply ``writes`` inside a savepoint left open, and judge the result."""
         self.connection.execute("SAVEPOINT attempt")
+        touched = list(touched)
         null_constrained = any(
             row.get(c) is None for row in touched for con in table.cardinalities
             for c in (con.column, *con.per))
@@ -393,8 +395,8 @@ class Mirror:
         orphans = self.connection.execute("PRAGMA foreign_key_check").fetchall()
         if orphans:
             return Verdict(False, False, f"foreign key broken: {orphans[0]}", null_constrained)
-        strict = self._cardinality(strict=True)
-        lax = self._cardinality(strict=False)
+        strict = self._cardinality(table, touched, strict=True)
+        lax = self._cardinality(table, touched, strict=False)
         return Verdict(strict is None, lax is None, strict or lax or "", null_constrained)
 
     def keep(self) -> None:
@@ -404,24 +406,26 @@ class Mirror:
         self.connection.execute("ROLLBACK TO attempt")
         self.connection.execute("RELEASE attempt")
 
-    def _cardinality(self, strict: bool) -> str | None:
-        for table in self.catalog.tables:
-            for con in table.cardinalities:
-                column = quote(con.column)
-                per = ", ".join(quote(c) for c in con.per)
-                if strict:  # NULL is one more value, and a group of its own
-                    counted = f"COUNT(DISTINCT {column}) + MAX({column} IS NULL)"
-                    where = ""
-                else:  # SQL's aggregates: NULLs are not counted
-                    counted = f"COUNT(DISTINCT {column})"
-                    where = " WHERE " + " AND ".join(
-                        f"{quote(c)} IS NOT NULL" for c in (con.column, *con.per))
-                group = f" GROUP BY {per}" if per else ""
-                broken = self.connection.execute(
-                    f"SELECT {per + ', ' if per else ''}{counted} FROM {quote(table.name)}"
-                    f"{where}{group} HAVING {counted} > {con.limit} LIMIT 1").fetchall()
-                if broken:
-                    return f"{table.name} breaks {con.describe()} at {broken[0]}"
+    def _cardinality(self, table: Table, touched: list[dict[str, Any]],
+                     strict: bool) -> str | None:
+        """Does a group a written row belongs to break a CARDINALITY constraint (only
+        those groups: an earlier state piql accepted under the other NULL rule must not
+        excuse later refusals)?"""
+        for con in table.cardinalities:
+            column = quote(con.column)
+            for row in touched:
+                group = [row[c] for c in con.per]
+                if not strict and any(v is None for v in group):
+                    continue  # SQL's GROUP BY keeps NULLs apart: no limit to break
+                where = " AND ".join(f"{quote(c)} IS ?" for c in con.per) or "1 = 1"
+                # strict: NULL is one more value (and a NULL group is a group)
+                counted = f"COUNT(DISTINCT {column})" + (
+                    f" + MAX({column} IS NULL)" if strict else "")
+                (found,) = self.connection.execute(
+                    f"SELECT {counted} FROM {quote(table.name)} WHERE {where}", group).fetchone()
+                if (found or 0) > con.limit:
+                    return (f"{table.name} breaks {con.describe()}: {found} values for "
+                            f"{dict(zip(con.per, group))}")
         return None
 
 
