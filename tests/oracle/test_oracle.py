@@ -3,7 +3,7 @@ refreshes, every answer checked against the query's own SQL (see harness.py).
 
 Profiles: ``short`` (the default, part of ``make test``, about a minute: 10 histories
 of 15 steps per application, on DuckDB, and the messaging app on the store engine) and
-``long`` (the tests marked ``slow``, run by CI after ``make test``, a few minutes: 15
+``long`` (the tests marked ``slow``, run by CI after ``make test``, a few minutes: 25
 histories of 30 steps, views checked every 5 writes, every application on DuckDB and
 the new ones on the store engine too). ``PIQL_ORACLE_PROFILE=long`` runs the default
 tests with the long profile. The short profile is derandomized so ``make test`` is
@@ -35,7 +35,7 @@ class Profile:
 
 PROFILES = {
     "short": Profile(examples=10, steps=15, check_every=0, derandomize=True),
-    "long": Profile(examples=15, steps=30, check_every=5, derandomize=False),
+    "long": Profile(examples=25, steps=30, check_every=5, derandomize=False),
 }
 DEFAULT_PROFILE = PROFILES[os.environ.get("PIQL_ORACLE_PROFILE", "short")]
 
