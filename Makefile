@@ -21,7 +21,7 @@ $(VENV)/bin/python:
 # Re-install when pyproject.toml is newer than the stamp (new dependencies,
 # entry points, packages); the editable install picks up code changes by itself.
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	PYTHONWARNINGS=ignore $(VENV)/bin/pip install -q -e '.[dev,spark]'
+	PYTHONWARNINGS=ignore $(VENV)/bin/pip install -q -e '.[dev,spark,postgres]'
 	@touch $(STAMP)
 
 # lint exits 1 when some query is unbounded: expected for the example, which

@@ -128,6 +128,9 @@ def _store(command: argparse.ArgumentParser) -> None:
                          help="engine for view builds, refreshes and checks (default: duckdb)")
     command.add_argument("--spark-master", metavar="URL", default=None,
                          help="Spark master for --engine spark (default: local[*])")
+    command.add_argument("--busy-timeout", type=float, default=None, metavar="SECONDS",
+                         help="how long a write waits while another process holds the "
+                              "store's write lock (default: 30)")
 
 
 def _files(command: argparse.ArgumentParser) -> None:
@@ -139,8 +142,12 @@ def _lint(args: argparse.Namespace) -> int:
     plan = load_plan(args.schema, args.queries)
     report = FORMATS[args.format](plan)
     if args.output:
-        with open(args.output, "w") as out:
-            out.write(report)
+        try:
+            with open(args.output, "w", encoding="utf-8") as out:
+                out.write(report)
+        except OSError as err:
+            raise InputError(f"--output {args.output}: cannot write the report: "
+                             f"{err.strerror or err}") from None
     else:
         sys.stdout.write(report)
     return EXIT_OK if all(q.bounded for q in plan.queries) else EXIT_UNBOUNDED
@@ -162,25 +169,51 @@ def _plan(args: argparse.Namespace) -> int:
     return EXIT_OK if all(q.bounded for q in plan.queries) else EXIT_UNBOUNDED
 
 
-def _deployment(args: argparse.Namespace):
+def _deployment(args: argparse.Namespace, plan: Plan | None = None):
     from piql.runtime.deployment import Deployment
+    from piql.runtime.store import DEFAULT_BUSY_TIMEOUT
 
-    return Deployment(load_plan(args.schema, args.queries), args.db, partitions=args.partitions,
-                      engine=args.engine, spark_master=args.spark_master)
+    timeout = DEFAULT_BUSY_TIMEOUT if args.busy_timeout is None else args.busy_timeout
+    return Deployment(plan or load_plan(args.schema, args.queries), args.db,
+                      partitions=args.partitions, engine=args.engine,
+                      spark_master=args.spark_master, busy_timeout=timeout)
 
 
 def _deploy(args: argparse.Namespace) -> int:
-    db = _deployment(args)
-    for item in args.load:
-        table, _, path = item.partition("=")
-        if not path:
-            raise InputError(f"--load expects TABLE=FILE, got {item!r}")
-        print(f"loaded {db.load(table, path=path)} rows into {table}")
-    plan = db.plan
+    from pathlib import Path
+
+    plan = load_plan(args.schema, args.queries)
+    loads = [_load_option(plan, item) for item in args.load]  # mistakes found before deploying
+    created = args.db != ":memory:" and not Path(args.db).exists()
+    db = _deployment(args, plan)
+    try:
+        for table, path in loads:
+            print(f"loaded {db.load(table, path=path)} rows into {table}")
+    except BaseException:
+        db.close()
+        if created:  # a failed load leaves no half-made store behind
+            for suffix in ("", "-wal", "-shm"):
+                Path(args.db + suffix).unlink(missing_ok=True)
+        raise
     print(f"deployed {len(plan.catalog.tables)} tables, {len(plan.indexes)} indexes and "
           f"{len(plan.views)} views into {args.db}")
     print(db.check())
     return EXIT_OK
+
+
+def _load_option(plan: Plan, item: str) -> tuple[str, str]:
+    """``TABLE=FILE`` of ``--load``, the table known and the file there."""
+    from pathlib import Path
+
+    table, _, path = item.partition("=")
+    if not table or not path:
+        raise InputError(f"--load expects TABLE=FILE, got {item!r}")
+    if plan.catalog.table(table) is None:
+        known = ", ".join(t.name for t in plan.catalog.tables)
+        raise InputError(f"--load {item}: no table named '{table}' (known: {known})")
+    if not Path(path).exists():
+        raise InputError(f"--load {item}: {path}: no such file")
+    return table, path
 
 
 def _query(args: argparse.Namespace) -> int:

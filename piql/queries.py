@@ -17,10 +17,11 @@ in ``all_errors``.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import sqlglot
 from sqlglot import exp
@@ -31,17 +32,28 @@ from sqlglot.tokens import Token, Tokenizer, TokenType
 from piql.catalog import Catalog
 from piql.errors import InputError, Location
 from piql.interval import parse_interval
+from piql.source_text import read_source
 from piql.query import (
     default_name, Aggregate, Attr, Epoch, Expr, Literal, NamedQuery, Operand, OrderItem,
     Param, QueryBlock, Relation, SelectItem, Unsupported, normalized_predicate,
 )
 
-NAME_LINE = re.compile(r"^\s*--\s*name\s*:\s*(.*?)\s*$", re.IGNORECASE)
-OPTION_LINE = re.compile(r"^\s*--\s*(periodic|view)\s*:\s*(.*?)\s*$", re.IGNORECASE)
+# Header lines, found in a whole text at once (re.M): only '\n' ends a line, as in
+# Location ([^\S\n] is whitespace that does not end the line). The patterns start at the
+# '--', which the regex engine finds fast; _at_line_start checks what precedes it.
+NAME_LINE = re.compile(r"--[^\S\n]*name[^\S\n]*:[^\S\n]*(.*?)[^\S\n]*$",
+                       re.IGNORECASE | re.MULTILINE)
+OPTION_LINE = re.compile(r"--[^\S\n]*(periodic|view)[^\S\n]*:[^\S\n]*(.*?)[^\S\n]*$",
+                         re.IGNORECASE | re.MULTILINE)
+# A header comment that reads like an option: one word right after '--', then ':'.
+KEY_LINE = re.compile(r"--[^\S\n]*([A-Za-z][A-Za-z_-]*)[^\S\n]*:[^\S\n]*(.*?)[^\S\n]*$",
+                      re.MULTILINE)
+OPTIONS = ("name", "view", "periodic")
 # After whitespace, an operator or punctuation only: `x<y>` is no placeholder (and the
 # `$y` it would become must not glue onto a name before it, see _Source).
 PLACEHOLDER = re.compile(r"(?:^|(?<=[\s(),;.=<>!+\-*/%|&^~]))<([A-Za-z_][A-Za-z0-9_]*)>")
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+INT64 = (-2**63, 2**63 - 1)
 
 AGGREGATES = {
     exp.Count: "COUNT", exp.Sum: "SUM", exp.Avg: "AVG", exp.Min: "MIN", exp.Max: "MAX",
@@ -92,13 +104,8 @@ LEADING_KEYWORDS: dict[type, frozenset[TokenType]] = {
 
 
 def load_queries(path: str | Path, catalog: Catalog) -> tuple[NamedQuery, ...]:
-    """Read and resolve the queries file at ``path``."""
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise InputError(f"cannot read queries file: {err.strerror}",
-                         Location(str(path), 1, 1)) from None
-    return parse_queries(text, catalog, str(path))
+    """Read and resolve the queries file at ``path`` (UTF-8)."""
+    return parse_queries(read_source(path, "queries file"), catalog, str(path))
 
 
 def parse_queries(text: str, catalog: Catalog, file: str = "<queries>") -> tuple[NamedQuery, ...]:
@@ -107,11 +114,12 @@ def parse_queries(text: str, catalog: Catalog, file: str = "<queries>") -> tuple
     Every mistake in the file is collected; the first by position is raised,
     with all of them (itself included) in its ``all_errors`` attribute.
     """
-    chunks, errors = _split_blocks(text, file)
+    at = _LineIndex(text, file).location
+    chunks, errors = _split_blocks(text, at)
     queries: list[NamedQuery] = []
     for chunk in chunks:
         try:
-            queries.append(_parse_named(chunk, text, catalog, file))
+            queries.append(_parse_named(chunk, at, catalog))
         except InputError as err:
             errors.append(err)
     if errors:
@@ -128,9 +136,11 @@ COMMENT_KINDS = frozenset({"line comment", "block comment"})
 QUOTED_KINDS = frozenset({"string", "identifier"})
 
 
-@dataclass(frozen=True)
-class _Span:
-    """A comment or a quoted string/identifier: text where SQL code and placeholders are not."""
+class _Span(NamedTuple):
+    """A comment or a quoted string/identifier: text where SQL code and placeholders are not.
+
+    A "line comment" span is a run of line comments with only whitespace between them
+    (so the only code-free stretch of it is that whitespace)."""
 
     kind: str  # "line comment", "block comment", "string" or "identifier"
     start: int
@@ -138,69 +148,92 @@ class _Span:
     closed: bool = True
 
 
+# Where a comment or a quoted text may start. Line comments end at their line break ('\n'
+# or '\r', as sqlglot ends them) and are matched whole, consecutive ones (whitespace
+# between) as one span: a file may hold millions of comment lines; so are block comments
+# without nested ones. Nested block comments and quoted text are read by the helpers
+# below.
+# (Possessive quantifiers: a run of a million comments must not leave a backtracking trail.)
+_FLAT_BLOCK = r"/\*[^*/]*+(?:(?:\*++(?!/)|/(?!\*))[^*/]*+)*+\*++/"  # none nested inside
+SPECIAL = re.compile(rf"(--)[^\r\n]*+(?:\s*+--[^\r\n]*+)*+|({_FLAT_BLOCK}(?:\s*+{_FLAT_BLOCK})*+)"
+                     r"|/\*|['\"]")
+
+
 def _scan(text: str) -> list[_Span]:
-    """The comments and quoted text of ``text``, read as sqlglot's default dialect reads them."""
+    """The comments and quoted text of ``text``, read as sqlglot's default dialect reads them.
+
+    Linear in the length of ``text``: every search starts where the last one ended.
+    """
     spans: list[_Span] = []
     i = 0
-    while i < len(text):
-        if text.startswith("--", i):
-            span = _Span("line comment", i, _end_of_line(text, i))
-        elif text.startswith("/*", i):
+    search = SPECIAL.search
+    while True:
+        found = search(text, i)
+        if found is None:
+            return spans
+        i = found.start()
+        if found.group(1):
+            span = _Span("line comment", i, found.end())
+        elif found.group(2):
+            span = _Span("block comment", i, found.end())
+        elif text[i] == "/":
             span = _block_comment(text, i)
         elif text[i] == "'":
             span = _quoted(text, i, "string")
-        elif text[i] == '"':
-            span = _quoted(text, i, "identifier")
         else:
-            i += 1
-            continue
+            span = _quoted(text, i, "identifier")
         spans.append(span)
         i = span.end
-    return spans
 
 
 def _end_of_line(text: str, start: int) -> int:
-    ends = [i for i in (text.find("\n", start), text.find("\r", start)) if i >= 0]
-    return min(ends) if ends else len(text)
+    """Where the line holding ``start`` ends: its first '\n' or '\r' (a '\r' is searched for
+    only up to the '\n', so a file of many lines is read once, not once per line)."""
+    newline = text.find("\n", start)
+    limit = len(text) if newline < 0 else newline
+    carriage = text.find("\r", start, limit)
+    return carriage if carriage >= 0 else limit
+
+
+BLOCK_MARK = re.compile(r"/\*|\*/")
 
 
 def _block_comment(text: str, start: int) -> _Span:
     """``/* ... */``, nested as sqlglot nests them; unclosed, it runs to the end."""
     depth, i = 0, start
-    while i < len(text):
-        if text.startswith("/*", i):
-            depth, i = depth + 1, i + 2
-        elif text.startswith("*/", i):
-            depth, i = depth - 1, i + 2
-            if depth == 0:
-                return _Span("block comment", start, i)
-        else:
-            i += 1
-    return _Span("block comment", start, len(text), closed=False)
+    while True:
+        mark = BLOCK_MARK.search(text, i)
+        if mark is None:
+            return _Span("block comment", start, len(text), closed=False)
+        depth += 1 if mark.group() == "/*" else -1
+        i = mark.end()
+        if depth == 0:
+            return _Span("block comment", start, i)
 
 
 def _quoted(text: str, start: int, kind: str) -> _Span:
     """A quoted string (``''`` escapes a quote) or identifier; unclosed, it runs to the end."""
     quote, i = text[start], start + 1
-    while i < len(text):
-        if text[i] == quote:
-            if kind == "string" and text.startswith(quote * 2, i):
-                i += 2
-                continue
-            return _Span(kind, start, i + 1)
-        i += 1
-    return _Span(kind, start, len(text), closed=False)
+    while True:
+        i = text.find(quote, i)
+        if i < 0:
+            return _Span(kind, start, len(text), closed=False)
+        if kind == "string" and text.startswith(quote * 2, i):
+            i += 2
+            continue
+        return _Span(kind, start, i + 1)
 
 
 def _blank(text: str, spans: list[_Span], kinds: frozenset[str]) -> str:
-    """``text`` with the spans of ``kinds`` replaced by spaces; line breaks and offsets stay."""
-    chars = list(text)
+    """``text`` with the spans of ``kinds`` replaced by spaces, line breaks too (what is
+    left is code, and only where it is matters); offsets stay."""
+    pieces, last = [], 0
     for span in spans:
         if span.kind in kinds:
-            for i in range(span.start, span.end):
-                if chars[i] not in "\r\n":
-                    chars[i] = " "
-    return "".join(chars)
+            pieces += [text[last:span.start], " " * (span.end - span.start)]
+            last = span.end
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 def _unclosed(spans: list[_Span], at: Callable[[int], Location]) -> InputError | None:
@@ -221,36 +254,39 @@ class _Chunk:
     name: str
     location: Location  # of the name itself
     options: dict[str, str]
-    start: int  # offset of ``sql`` in the file
-    sql: str  # from after the header lines up to the next '-- name:' line
+    body_start: int  # offset of ``body`` in the file
+    body: str  # the text after the '-- name:' line up to the next one
+    sql_from: int  # where the SQL text starts in ``body`` (after the header lines)
+    spans: list[_Span]  # the comments and quoted text of ``body``
+    code: str  # ``body`` with its comments blanked
+    places: dict[str, Location]  # where each option's value is
 
 
-def _lines(text: str, offset: int = 0) -> list[tuple[int, str]]:
-    """(file offset, line) for each line of ``text``, line break included.
-
-    Only '\\n' ends a line, as in :class:`Location` (``str.splitlines`` would also
-    split on form feeds and other separators and put lines out of step).
-    """
-    result = []
-    for part in text.split("\n"):
-        result.append((offset, part + "\n"))
-        offset += len(part) + 1
-    last_offset, last = result[-1]
-    result[-1] = (last_offset, last[:-1])
-    return result
+def _line_start(text: str, offset: int) -> int:
+    return text.rfind("\n", 0, offset) + 1
 
 
-def _split_blocks(text: str, file: str) -> tuple[list[_Chunk], list[InputError]]:
+def _at_line_start(text: str, found: re.Match) -> bool:
+    """Whether only whitespace stands before ``found`` on its line."""
+    start = found.start()
+    return not text[_line_start(text, start):start].strip()
+
+
+def _line_end(text: str, start: int) -> int:
+    """The offset after the line holding ``start``, its '\n' included."""
+    newline = text.find("\n", start)
+    return len(text) if newline < 0 else newline + 1
+
+
+def _split_blocks(text: str, at: Callable[[int], Location]) -> tuple[list[_Chunk], list[InputError]]:
     """The blocks of the file, and every mistake in its structure."""
-    at = lambda offset: _location_at(text, offset, file)  # noqa: E731
-    name_lines = [(offset, line) for offset, line in _lines(text) if NAME_LINE.match(line)]
-    boundaries = [offset for offset, _ in name_lines] + [len(text)]
+    name_lines = [found for found in NAME_LINE.finditer(text) if _at_line_start(text, found)]
+    boundaries = [_line_start(text, found.start()) for found in name_lines] + [len(text)]
     errors = _preamble_errors(text[:boundaries[0]], at)
     chunks: list[_Chunk] = []
     first_seen: dict[str, Location] = {}
-    for (offset, line), end in zip(name_lines, boundaries[1:]):
-        named = NAME_LINE.match(line.rstrip("\r\n"))
-        name, location = named.group(1), at(offset + named.start(1))
+    for named, end in zip(name_lines, boundaries[1:]):
+        name, location = named.group(1), at(named.start(1))
         if not IDENTIFIER.match(name):
             errors.append(InputError(
                 f"expected a query name after '-- name:', found {name!r}", location))
@@ -259,13 +295,15 @@ def _split_blocks(text: str, file: str) -> tuple[list[_Chunk], list[InputError]]
                                      f"{first_seen[name.lower()]})", location))
         else:
             first_seen[name.lower()] = location
-        body_start = offset + len(line)
-        options, sql_start, has_sql, found = _read_block(text[body_start:end], body_start, at)
+        body_start = _line_end(text, named.start())
+        body = text[body_start:end]
+        options, sql_start, has_sql, found, spans, code, places = _read_block(body, body_start, at)
         errors += found
         if not has_sql:
             errors.append(InputError(f"query '{name}' has no SQL", location))
             continue
-        chunks.append(_Chunk(name, location, options, sql_start, text[sql_start:end]))
+        chunks.append(_Chunk(name, location, options, body_start, body, sql_start - body_start,
+                             spans, code, places))
     return chunks, errors
 
 
@@ -275,8 +313,8 @@ def _preamble_errors(preamble: str, at: Callable[[int], Location]) -> list[Input
     unclosed = _unclosed(spans, at)
     if unclosed is not None:
         return [unclosed]
-    errors = [_misplaced_option(line_offset, option, at)
-              for line_offset, _, option in _option_lines(preamble, spans, 0)]
+    errors = [_misplaced_option(option, at)
+              for option in _option_lines(preamble, spans, 0, OPTION_LINE)]
     code = _blank(preamble, spans, COMMENT_KINDS)
     first = len(code) - len(code.lstrip())
     if first < len(code):
@@ -286,8 +324,11 @@ def _preamble_errors(preamble: str, at: Callable[[int], Location]) -> list[Input
 
 
 def _read_block(body: str, offset: int, at: Callable[[int], Location]
-                ) -> tuple[dict[str, str], int, bool, list[InputError]]:
-    """The options of one block, where its SQL text starts, and whether it has any SQL.
+                ) -> tuple[dict[str, str], int, bool, list[InputError], list[_Span], str,
+                           dict[str, Location]]:
+    """The options of one block, where its SQL text starts, whether it has any SQL, the
+    mistakes in its header, its comments and quoted text, and itself with its comments
+    blanked.
 
     ``body`` is the text after the '-- name:' line, at file offset ``offset``. Option
     lines count only before the first line of SQL; elsewhere they are mistakes.
@@ -296,39 +337,94 @@ def _read_block(body: str, offset: int, at: Callable[[int], Location]
     code = _blank(body, spans, COMMENT_KINDS)
     sql_begins = len(code) - len(code.lstrip())  # the first character of SQL, if any
     options: dict[str, str] = {}
+    places: dict[str, Location] = {}
     sql_start = offset
     errors: list[InputError] = []
-    for line_offset, line, option in _option_lines(body, spans, offset):
-        if line_offset - offset > sql_begins:
-            errors.append(_misplaced_option(line_offset, option, at))
+    for option in _option_lines(body, spans, offset, OPTION_LINE):
+        if option.line - offset > sql_begins:
+            errors.append(_misplaced_option(option, at))
             continue
-        key, value = option.group(1).lower(), option.group(2)
-        value_location = at(line_offset + option.start(2))
+        key, value_location = option.key.lower(), at(option.value_at)
         if key in options:
             errors.append(InputError(f"duplicate '-- {key}:' line", value_location))
-        problem = _option_problem(key, value)
+        problem = _option_problem(key, option.value)
         if problem:
             errors.append(InputError(problem, value_location))
-        options[key] = value
-        sql_start = line_offset + len(line)  # the SQL text starts after the last option
+        options[key], places[key] = option.value, value_location
+        sql_start = option.line_end  # the SQL text starts after the last option
+    for line in _option_lines(body, spans, offset, KEY_LINE, end=sql_begins):  # the header's
+        meant = _meant_option(line.key)
+        if meant is not None:
+            errors.append(InputError(
+                f"unknown option '-- {line.key}:'; did you mean '-- {meant}:'? "
+                f"(options: {', '.join(OPTIONS)})", at(line.key_at)))
     has_sql = bool(code.replace(";", "").strip())
-    return options, sql_start, has_sql, errors
+    return options, sql_start, has_sql, errors, spans, code, places
 
 
-def _option_lines(text: str, spans: list[_Span], offset: int) -> list[tuple[int, str, re.Match]]:
-    """(file offset, line, match) of each '-- view:'/'-- periodic:' line that is a line comment."""
-    comment_starts = {span.start for span in spans if span.kind == "line comment"}
+class _OptionLine(NamedTuple):
+    """A header line ``-- key: value``; every offset is the file's."""
+
+    line: int  # where the line starts
+    line_end: int  # after its line break
+    key: str
+    key_at: int
+    value: str
+    value_at: int
+
+
+def _option_lines(text: str, spans: list[_Span], offset: int, pattern: re.Pattern[str],
+                  end: int | None = None) -> list[_OptionLine]:
+    """The lines of ``text`` (at file offset ``offset``; up to ``end``) that ``pattern``
+    matches from their '--' on, where that '--' starts the line and a line comment."""
     found = []
-    for line_offset, line in _lines(text, offset):
-        option = OPTION_LINE.match(line.rstrip("\r\n"))
-        if option and line_offset - offset + line.index("--") in comment_starts:
-            found.append((line_offset, line, option))
+    for option in pattern.finditer(text, 0, len(text) if end is None else end):
+        if _at_line_start(text, option) and _line_comment_at(spans, option.start()):
+            start = _line_start(text, option.start())
+            found.append(_OptionLine(offset + start, offset + _line_end(text, start),
+                                     option.group(1), offset + option.start(1),
+                                     option.group(2), offset + option.start(2)))
     return found
 
 
-def _misplaced_option(line_offset: int, match: re.Match, at: Callable[[int], Location]) -> InputError:
-    return InputError(f"'-- {match.group(1).lower()}:' belongs to a query's header: after its "
-                      "'-- name:' line, before its SQL", at(line_offset + match.start(1)))
+def _line_comment_at(spans: list[_Span], offset: int) -> bool:
+    """Whether the '--' at ``offset``, first on its line, starts a line comment: it is in a
+    run of line comments, which holds nothing else at the start of a line (``spans`` are
+    in order of their start)."""
+    found = bisect.bisect_right(spans, offset, key=lambda span: span.start) - 1
+    return found >= 0 and spans[found].kind == "line comment" and offset < spans[found].end
+
+
+def _meant_option(key: str) -> str | None:
+    """The option a header line ``-- key:`` was probably meant to be, if ``key`` is not one:
+    one typing mistake away (a letter missing, extra, wrong or two swapped), two for the
+    long ``periodic``. Further away it is an ordinary comment (``-- note: ...``)."""
+    word = key.lower()
+    if word in OPTIONS:
+        return None
+    for option in OPTIONS:
+        if _typing_distance(word, option) <= (1 if len(option) <= 4 else 2):
+            return option
+    return None
+
+
+def _typing_distance(a: str, b: str) -> int:
+    """Edits (insert, delete, replace, swap two neighbours) that turn ``a`` into ``b``."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, start=1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def _misplaced_option(option: _OptionLine, at: Callable[[int], Location]) -> InputError:
+    return InputError(f"'-- {option.key.lower()}:' belongs to a query's header: after its "
+                      "'-- name:' line, before its SQL", at(option.key_at))
 
 
 def _option_problem(option: str, value: str) -> str | None:
@@ -342,10 +438,21 @@ def _option_problem(option: str, value: str) -> str | None:
     return None
 
 
-def _location_at(text: str, offset: int, file: str) -> Location:
-    line = text.count("\n", 0, offset) + 1
-    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
-    return Location(file, line, column)
+class _LineIndex:
+    """Where each line of a file starts, so an offset becomes a Location in log time
+    (worked out on the first question: a file without mistakes may never ask)."""
+
+    def __init__(self, text: str, file: str) -> None:
+        self.file = file
+        self.text = text
+        self.starts: list[int] | None = None
+
+    def location(self, offset: int) -> Location:
+        if self.starts is None:
+            self.starts = list(itertools.accumulate(
+                (len(line) + 1 for line in self.text.split("\n")), initial=0))
+        line = bisect.bisect_right(self.starts, offset)
+        return Location(self.file, line, offset - self.starts[line - 1] + 1)
 
 
 # -- one block's statement ----------------------------------------------------------------------
@@ -376,46 +483,103 @@ class _Source:
         return repr(written if len(written) <= 30 else written[:27] + "...")
 
 
-def _prepare(chunk_sql: str, at: Callable[[int], Location]) -> tuple[_Source, str]:
-    """The statement of a block, and the query's text as shown to users (``NamedQuery.sql``)."""
-    spans = _scan(chunk_sql)
+def _prepare(chunk: _Chunk, at: Callable[[int], Location]
+             ) -> tuple[_Source, str, Callable[[int], Location]]:
+    """The statement of a block, the query's text as shown to users (``NamedQuery.sql``),
+    and where an offset of the statement is in the file (``at`` takes offsets of the body).
+
+    sqlglot reads comments and whitespace a character at a time, so they are not given to
+    it: every run of them outside quoted text becomes one space (a comment separates
+    tokens as a space does), and the returned locator maps the shorter text back.
+    """
+    body, spans, code, begin = chunk.body, chunk.spans, chunk.code, chunk.sql_from
     unclosed = _unclosed(spans, at)
     if unclosed is not None:
         raise unclosed
-    code = _blank(chunk_sql, spans, COMMENT_KINDS)
     end = len(code.rstrip())  # comments after the statement describe the next query
-    shown = chunk_sql[:end] + _same_line_comment(chunk_sql, end, spans)
-    names = _blank(chunk_sql, spans, COMMENT_KINDS | QUOTED_KINDS)[:end]
-    sql = list(chunk_sql[:end])
+    shown = body[begin:end] + _same_line_comment(body, end, spans)
+    names = _blank(code, spans, QUOTED_KINDS)
+    pieces, last = [], begin
     params: dict[int, str] = {}
-    for found in PLACEHOLDER.finditer(names):
-        name = found.group(1)
-        sql[found.start():found.end()] = f"${name} "
-        params[found.start()] = name
-    return _Source(chunk_sql[:end], "".join(sql), params), shown.strip()
+    bracket = names.find("<", begin, end)
+    while bracket >= 0:
+        found = PLACEHOLDER.match(names, bracket)
+        if found is not None:
+            name = found.group(1)
+            pieces += [body[last:bracket], f"${name} "]
+            last = found.end()
+            params[bracket] = name
+        bracket = names.find("<", max(bracket + 1, last), end)
+    sql = "".join(pieces) + body[last:end]  # from ``begin`` on: offset o of body is o - begin
+    # Whitespace runs where code is: comments blanked, quoted text kept opaque.
+    opaque = _mark(code, spans, QUOTED_KINDS)
+    kept: list[tuple[int, int]] = []  # (offset in the short text, offset in body)
+    short_text, short_sql, position, last = [], [], 0, begin
+    for run in BLANK_RUN.finditer(opaque, begin, end):
+        short_text += [body[last:run.start()], " "]
+        short_sql += [sql[last - begin:run.start() - begin], " "]
+        kept.append((position, last))
+        position += run.start() - last
+        kept.append((position, run.start()))
+        position += 1
+        last = run.end()
+    kept.append((position, last))
+    short_text.append(body[last:end])
+    short_sql.append(sql[last - begin:end - begin])
+    shorts, longs = [k[0] for k in kept], [k[1] for k in kept]
+
+    def original(offset: int) -> int:
+        segment = bisect.bisect_right(shorts, offset) - 1
+        return longs[segment] + offset - shorts[segment]
+
+    def shorter(offset: int) -> int:  # of an offset outside the collapsed runs
+        segment = bisect.bisect_right(longs, offset) - 1
+        return shorts[segment] + offset - longs[segment]
+
+    source = _Source("".join(short_text), "".join(short_sql),
+                     {shorter(offset): name for offset, name in params.items()})
+    return source, shown.strip(), lambda offset: at(original(offset))
+
+
+BLANK_RUN = re.compile(r"\s+")
+
+
+def _mark(text: str, spans: list[_Span], kinds: frozenset[str]) -> str:
+    """``text`` with the spans of ``kinds`` made opaque (no whitespace in them)."""
+    pieces, last = [], 0
+    for span in spans:
+        if span.kind in kinds:
+            pieces += [text[last:span.start], "x" * (span.end - span.start)]
+            last = span.end
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 def _same_line_comment(text: str, end: int, spans: list[_Span]) -> str:
     """A ``-- comment`` right after the statement on its last line still belongs to it."""
     rest = text[end:_end_of_line(text, end)]
     comment = next((s for s in spans if s.kind == "line comment" and s.start >= end), None)
-    if comment is not None and not text[end:comment.start].strip() and comment.end <= end + len(rest):
+    if comment is not None and not text[end:comment.start].strip() and \
+            comment.start < end + len(rest):
         return rest
     return ""
 
 
-def _parse_named(chunk: _Chunk, text: str, catalog: Catalog, file: str) -> NamedQuery:
-    at = lambda offset: _location_at(text, chunk.start + offset, file)  # noqa: E731
-    source, shown = _prepare(chunk.sql, at)
-    statement, tokens = _parse_statement(source, chunk, at)
-    places = _Places(statement, tokens, at, chunk.location)
-    resolver = _Resolver(catalog, places)
-    block = resolver.block(statement)
+def _parse_named(chunk: _Chunk, in_file: Callable[[int], Location], catalog: Catalog) -> NamedQuery:
+    source, shown, at = _prepare(chunk, lambda offset: in_file(chunk.body_start + offset))
+    try:
+        statement, tokens = _parse_statement(source, chunk, at)
+        places = _Places(statement, tokens, at, chunk.location)
+        resolver = _Resolver(catalog, places)
+        block = resolver.block(statement)
+    except RecursionError:  # a shape _check_nesting does not foresee: still no traceback
+        raise InputError(f"query '{chunk.name}' is nested too deeply for piql to read",
+                         chunk.location) from None
     if resolver.unsupported:
         block = None
     return NamedQuery(chunk.name, shown, chunk.location, block,
                       tuple(resolver.unsupported), chunk.options.get("periodic"),
-                      chunk.options.get("view"))
+                      chunk.options.get("view"), chunk.places.get("view"))
 
 
 def _parse_statement(source: _Source, chunk: _Chunk, at: Callable[[int], Location]
@@ -423,6 +587,7 @@ def _parse_statement(source: _Source, chunk: _Chunk, at: Callable[[int], Locatio
     """The one statement of a block, with its tokens; syntax errors raise InputError."""
     try:
         tokens = Tokenizer().tokenize(source.sql)
+        _check_nesting(tokens, at)
         statements = sqlglot.parse(source.sql)
     except TokenError:
         # Unclosed quotes and comments were reported by _prepare; what is left is rare.
@@ -441,6 +606,23 @@ def _parse_statement(source: _Source, chunk: _Chunk, at: Callable[[int], Locatio
         message, offset = empty_item
         raise InputError(f"SQL syntax error: {message}", at(offset))
     return _bind_parameters(statements[0], source, at), tokens
+
+
+MAX_NESTING = 32  # parentheses (subqueries included); sqlglot recurses per level
+
+
+def _check_nesting(tokens: list[Token], at: Callable[[int], Location]) -> None:
+    """Refuse parentheses nested deeper than sqlglot (and Python's stack) can take, at the
+    first parenthesis too deep, before sqlglot runs out of stack on it."""
+    depth = 0
+    for token in tokens:
+        if token.token_type is TokenType.L_PAREN:
+            depth += 1
+            if depth > MAX_NESTING:
+                raise InputError(f"unsupported nesting depth: more than {MAX_NESTING} nested "
+                                 "parentheses", at(token.start))
+        elif token.token_type is TokenType.R_PAREN:
+            depth -= 1
 
 
 def _bind_parameters(statement: exp.Expression, source: _Source,
@@ -649,7 +831,8 @@ def _text(node: exp.Expression) -> str:
         if isinstance(n, exp.Placeholder) and n.meta.get("param"):
             return exp.var(f"<{n.name}>")
         return n
-    return node.transform(as_written).sql()
+    text = node.transform(as_written).sql()
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # -- resolution ------------------------------------------------------------------------------
@@ -811,12 +994,13 @@ class _Resolver:
             self.refuse(node, f"parameter '{node.sql()}'", "write parameters as <name>")
             return None
         if isinstance(node, exp.Literal):
-            value: object = node.this if node.is_string else _number(node.this)
+            value: object = node.this if node.is_string else \
+                self._in_range(_number(node.this), node)
             return Literal(value, node.sql())
         if isinstance(node, exp.Boolean):
             return Literal(node.this, node.sql())
         if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
-            return Literal(-_number(node.this.this), node.sql())
+            return Literal(self._in_range(-_number(node.this.this), node.this), node.sql())
         epoch = self._epoch(node, relations)
         if epoch is not None:
             return epoch
@@ -835,35 +1019,48 @@ class _Resolver:
         if not isinstance(modulo.this, exp.Column) or not _is_int_literal(modulo.expression):
             return None
         attr, again = self._attr(node.this, relations), self._attr(modulo.this, relations)
-        width = int(modulo.expression.this)
+        width = self._in_range(int(modulo.expression.this), modulo.expression)
         if attr != again or width <= 0:
             return None
         return Epoch(attr, width)
 
     def _conjuncts(self, node: exp.Expression, relations: list[Relation]) -> list:
-        if isinstance(node, exp.Paren):
-            return self._conjuncts(node.this, relations)
-        if isinstance(node, exp.And):
-            return self._conjuncts(node.this, relations) + self._conjuncts(node.expression, relations)
-        if isinstance(node, exp.Between):
-            low = exp.GTE(this=node.this.copy(), expression=node.args["low"].copy())
-            high = exp.LTE(this=node.this.copy(), expression=node.args["high"].copy())
-            return self._conjuncts(low, relations) + self._conjuncts(high, relations)
+        """The comparisons of an AND of conditions, left to right. Iterative: a chain of n
+        ANDs is a tree n deep, which recursion could not walk for long chains."""
+        found: list = []
+        pending = [node]
+        while pending:
+            current = pending.pop()
+            if isinstance(current, exp.Paren):
+                pending.append(current.this)
+            elif isinstance(current, exp.And):
+                pending += [current.expression, current.this]
+            elif isinstance(current, exp.Between):
+                low = exp.GTE(this=current.this.copy(), expression=current.args["low"].copy())
+                high = exp.LTE(this=current.this.copy(), expression=current.args["high"].copy())
+                pending += [high, low]
+            else:
+                predicate = self._comparison(current, relations)
+                if predicate is not None:
+                    found.append(predicate)
+        return found
+
+    def _comparison(self, node: exp.Expression, relations: list[Relation]):
         op = COMPARISON_NODES.get(type(node))
         if op is None:
             if not self.reported(node):  # OR, LIKE, ... are reported by name
                 self.refuse(node, f"condition '{_text(node)}'",
                             "use =, <, <=, >, >= joined with AND")
-            return []
+            return None
         left, right = self._operand(node.this, relations), self._operand(node.expression, relations)
         if left is None or right is None:
-            return []
+            return None
         predicate = normalized_predicate(left, op, right, self.where(node))
         if predicate.kind == "other":
             self.refuse(node, f"condition '{_text(node)}' without a column",
                         "every condition must involve a column")
-            return []
-        return [predicate]
+            return None
+        return predicate
 
     def _expr(self, node: exp.Expression, relations: list[Relation],
               clause: str = "SELECT") -> Expr | None:
@@ -941,7 +1138,15 @@ class _Resolver:
         if not _is_int_literal(value) or int(value.this) < 0:
             self.refuse(limit, f"LIMIT {_text(value)}", "LIMIT takes an integer literal")
             return None
-        return int(value.this)
+        return self._in_range(int(value.this), value)
+
+    def _in_range(self, number: int | float, node: exp.Expression) -> int | float:
+        """``number``, if SQL stores it: an integer must fit in 64 bits (SQLite, DuckDB and
+        PostgreSQL BIGINT), or the query would fail, or overflow, when it runs."""
+        if isinstance(number, int) and not INT64[0] <= number <= INT64[1]:
+            raise self.error(node, f"integer {number} is outside the 64-bit range SQL stores "
+                                   f"({INT64[0]} to {INT64[1]})")
+        return number
 
 
 def _inside_from(sub: exp.Expression, root: exp.Expression) -> bool:

@@ -246,6 +246,7 @@ class NamedQuery:
     unsupported: tuple[Unsupported, ...] = ()
     periodic: str | None = None
     view_name: str | None = None
+    view_location: Location | None = field(default=None, compare=False)  # of the -- view: name
 
 
 def rename_alias(block: QueryBlock, old: str, new: str, columns: tuple[str, ...] | None = None,

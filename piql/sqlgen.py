@@ -1,10 +1,15 @@
 """SQL text for query blocks, indexes, views and rules, in any dialect sqlglot speaks.
 
 Blocks are turned into sqlglot trees and rendered by sqlglot, so every
-dialect gets its own quoting and parameter syntax. ``dialect=None`` renders
-the paper's notation, with parameters written ``<name>``.
+dialect gets its own quoting and parameter syntax. Names are never parsed:
+they become identifier nodes, and every identifier of a statement rendered
+in a dialect is quoted (a column may be called ``group`` or ``gr"oup``).
+``dialect=None`` renders the paper's notation, for people, with parameters
+written ``<name>`` and names quoted only where they must be.
 """
 from __future__ import annotations
+
+import re
 
 from sqlglot import exp
 
@@ -17,14 +22,46 @@ DIALECTS = ("sqlite", "duckdb", "spark", "postgres")
 AGGREGATE_NODES = {
     "COUNT": exp.Count, "SUM": exp.Sum, "AVG": exp.Avg, "MIN": exp.Min, "MAX": exp.Max,
 }
+# Words a name cannot be unquoted in the paper's notation (it is never executed, but should
+# read as SQL); statements in a dialect quote every name anyway.
+RESERVED = frozenset("""
+    all and as asc between by case check constraint create cross default delete desc distinct
+    else end except exists foreign from full group having in index inner insert intersect into
+    is join key left like limit not null offset on or order outer primary references right
+    select set table then to union unique update using values when where with
+""".split())
+
+
+def ident(name: str) -> exp.Identifier:
+    """``name`` as an identifier node, quoted where the paper's notation needs it."""
+    plain = exp.SAFE_IDENTIFIER_RE.match(name) and name.lower() not in RESERVED
+    return exp.to_identifier(name, quoted=not plain)
+
+
+def table_ref(name: str) -> exp.Table:
+    """A table reference built from its name (never parsed)."""
+    return exp.Table(this=ident(name))
+
+
+def column_ref(name: str, alias: str | None = None) -> exp.Column:
+    return exp.Column(this=ident(name), table=ident(alias) if alias else None)
+
+
+def identifier(name: str, dialect: str) -> str:
+    """``name`` quoted as an identifier of ``dialect``, for SQL text piql writes by hand."""
+    return exp.to_identifier(name, quoted=True).sql(dialect=dialect)
 
 
 def expression(value: object, paper: bool = True, qualify: bool = True) -> exp.Expression:
     """The sqlglot node for an operand or select expression."""
     if isinstance(value, Attr):
-        return exp.column(value.column, table=value.alias if qualify else None)
+        return column_ref(value.column, value.alias if qualify else None)
     if isinstance(value, Param):
-        return exp.Var(this=f"<{value.name}>") if paper else exp.Placeholder(this=value.name)
+        if paper:
+            return exp.Var(this=f"<{value.name}>")
+        # a delta rule's parameters are the written row's columns, which may be any name;
+        # a placeholder cannot be quoted, so keep its word characters
+        return exp.Placeholder(this=re.sub(r"\W", "_", value.name))
     if isinstance(value, Literal):
         if isinstance(value.value, str):
             return exp.Literal.string(value.value)
@@ -68,12 +105,12 @@ def select(block: QueryBlock, paper: bool = True) -> exp.Select:
     query = exp.select(*items) if items and not _selects_all(block) else exp.select(exp.Star())
     for position, rel in enumerate(block.relations):
         if rel.subquery is not None:
-            alias = None if rel.implicit_alias else exp.TableAlias(this=exp.to_identifier(rel.alias))
+            alias = None if rel.implicit_alias else exp.TableAlias(this=ident(rel.alias))
             source: exp.Expression = exp.Subquery(this=select(rel.subquery, paper), alias=alias)
         else:
-            source = exp.to_table(rel.table)
+            source = table_ref(rel.table)  # type: ignore[arg-type]
             if rel.alias != rel.table:
-                source = source.as_(rel.alias)
+                source.set("alias", exp.TableAlias(this=ident(rel.alias)))
         query = query.from_(source) if position == 0 else query.join(source)
     if block.predicates:
         query = query.where(exp.and_(*(predicate(p, paper, q) for p in block.predicates)))
@@ -99,7 +136,7 @@ def _select_item(name: str, value: object, paper: bool, qualify: bool) -> exp.Ex
     node = expression(value, paper, qualify)
     if isinstance(value, (Attr, Aggregate)) and default_name(value, 0) == name:
         return node
-    return exp.alias_(node, name)
+    return exp.alias_(node, ident(name))
 
 
 def _ordered(item: OrderItem, paper: bool, qualify: bool) -> exp.Ordered:
@@ -109,7 +146,8 @@ def _ordered(item: OrderItem, paper: bool, qualify: bool) -> exp.Ordered:
 
 
 def render(node: exp.Expression, dialect: str | None = None, pretty: bool = False) -> str:
-    return node.sql(dialect=dialect or "", pretty=pretty)
+    """SQL text of ``node``: in a dialect every identifier quoted, else the paper's notation."""
+    return node.sql(dialect=dialect or "", pretty=pretty, identify=dialect is not None)
 
 
 def block_sql(block: QueryBlock, dialect: str | None = None, pretty: bool = False) -> str:
@@ -120,8 +158,8 @@ def block_sql(block: QueryBlock, dialect: str | None = None, pretty: bool = Fals
 def create_index(table: str, columns: tuple[str, ...], name: str, dialect: str | None = None) -> str:
     index = exp.Create(
         kind="INDEX", this=exp.Index(
-            this=exp.to_identifier(name), table=exp.to_table(table),
-            params=exp.IndexParameters(columns=[exp.column(c) for c in columns])))
+            this=ident(name), table=table_ref(table),
+            params=exp.IndexParameters(columns=[column_ref(c) for c in columns])))
     return render(index, dialect)
 
 

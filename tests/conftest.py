@@ -56,3 +56,21 @@ def paper_plan_unconstrained() -> Plan:
 @pytest.fixture(scope="session")
 def paper_plan_temporal() -> Plan:
     return paper_plan_for(temporal=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL 18 server for the session (tests/pg_server.py), started on first use."""
+    from tests.pg_server import PostgresServer
+
+    server = PostgresServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server) -> str:
+    """The URI of a new, empty PostgreSQL database, dropped after the test."""
+    url = postgres_server.create_database()
+    yield url
+    postgres_server.drop_database(url)

@@ -294,13 +294,15 @@ def test_plan_prints_indexes_views_and_rules(capsys, dialect):
     out = plan_output(capsys, dialect)
     assert out.startswith("-- piql plan for ")
     assert dialect in out.splitlines()[0]
-    assert re.search(r"^CREATE TABLE twoTags_view\b", out, re.M)
-    assert re.search(r"^CREATE TABLE docsPerTag\b", out, re.M)
+    q = "`" if dialect == "spark" else '"'  # every name quoted in the dialect
+    assert re.search(rf"^CREATE TABLE {q}twoTags_view{q} ", out, re.M)
+    assert re.search(rf"^CREATE TABLE {q}docsPerTag{q} ", out, re.M)
     if dialect == "spark":
         assert not re.search(r"^CREATE INDEX", out, re.M)
         assert "idx_tags_tag_timestamp" in out  # named, kept by the serving store
     else:
-        assert re.search(r"^CREATE INDEX idx_tags_tag_timestamp ON Tags ?\(tag, timestamp\)", out, re.M)
+        assert re.search(r'^CREATE INDEX "idx_tags_tag_timestamp" ON "Tags" ?\("tag", "timestamp"\)',
+                         out, re.M)
     for event in ("insert", "delete"):
         for rule in ("Tags_t1", "Tags_t2", "Documents_d"):
             assert f"twoTags_view_on_{event}_{rule}" in out
@@ -310,7 +312,7 @@ def test_plan_prints_indexes_views_and_rules(capsys, dialect):
 def test_plan_of_the_paper_fixture_in_every_dialect(capsys):
     for dialect in DIALECTS:
         code, out, err = run(capsys, "plan", "--dialect", dialect, PAPER_SCHEMA, PAPER_QUERIES)
-        assert code in (0, 1) and err == "" and "CREATE TABLE twoTags_view" in out
+        assert code in (0, 1) and err == "" and re.search(r"CREATE TABLE .twoTags_view. ", out)
 
 
 def test_plan_default_dialect_is_sqlite(capsys):
@@ -422,10 +424,103 @@ def test_social_plan_shows_staging_builds_with_their_partition_column(capsys):
     code, out, err = run(capsys, "plan", "--dialect", "sqlite", social / "schema.sql",
                          social / "queries.sql")
     assert err == ""
-    staging = re.findall(r"^CREATE TABLE (\w+Staging) \((partition INTEGER, .*?), PRIMARY KEY", out, re.M)
+    staging = re.findall(r'^CREATE TABLE "(\w+Staging)" \(("partition" INTEGER, .*?), PRIMARY KEY',
+                         out, re.M)
     assert staging
     for name, columns in staging:
         names = ", ".join(c.split()[0] for c in columns.split(", "))
-        assert f"-- initial build (piql fills partition per row): INSERT INTO {name} ({names}) " \
+        assert f'-- initial build (piql fills partition per row): INSERT INTO "{name}" ({names}) ' \
                f"SELECT <partition>, " in out
-        assert not re.search(rf"^INSERT INTO {name}\b", out, re.M)
+        assert not re.search(rf'^INSERT INTO "{name}"', out, re.M)
+
+
+# -- no traceback for a user mistake about the store or a data file (issue 12) ----------
+
+def store_state(path: Path) -> dict[str, list]:
+    con = sqlite3.connect(path)
+    try:
+        names = [n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {n: sorted(con.execute(f'SELECT * FROM "{n}"').fetchall(), key=repr) for n in names}
+    finally:
+        con.close()
+
+
+def bad_load_files(tmp_path: Path) -> dict[str, tuple[str, str]]:
+    """--load value and the start of the message, per mistake."""
+    (tmp_path / "folder").mkdir()
+    files = {
+        "abc.csv": b"docId,timestamp,text\nabc,1,x\n",
+        "ragged.csv": b"docId,timestamp,text\n1,1,x,extra\n",
+        "latin.csv": "docId,timestamp,text\n1,1,caf\u00e9\n".encode("latin-1"),
+        "binary.csv": bytes(range(256)),
+        "bad.parquet": b"PAR1 not really",
+    }
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    return {
+        "missing": ("Documents=missing.csv", "--load Documents=missing.csv: missing.csv: no such file"),
+        "directory": ("Documents=folder", "folder: is a directory, not a CSV or Parquet file"),
+        "not an integer": ("Documents=abc.csv", "abc.csv:2:1: Documents.docId is BIGINT; got 'abc'"),
+        "ragged": ("Documents=ragged.csv", "ragged.csv:2:1: row has 4 fields, the header has 3"),
+        "latin-1": ("Documents=latin.csv", "latin.csv:2:8: not UTF-8 text (byte 0xe9)"),
+        "binary": ("Documents=binary.csv", "binary.csv:2:118: not UTF-8 text (byte 0x80)"),
+        "bad parquet": ("Documents=bad.parquet", "bad.parquet: not a readable Parquet file"),
+        "unknown table": ("Nope=abc.csv", "--load Nope=abc.csv: no table named 'Nope'"),
+    }
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory", "not an integer", "ragged", "latin-1",
+                                  "binary", "bad parquet", "unknown table"])
+def test_a_bad_load_file_exits_2_and_changes_no_store(capsys, tmp_path, monkeypatch, kind):
+    monkeypatch.chdir(tmp_path)
+    load, message = bad_load_files(tmp_path)[kind]
+    assert run(capsys, "deploy", PAPER_SCHEMA, PAPER_QUERIES, "--db", "old.db", "--engine",
+               "store")[0] == 0
+    before = store_state(tmp_path / "old.db")
+    for db in ("old.db", "new.db"):
+        code, out, err = run(capsys, "deploy", PAPER_SCHEMA, PAPER_QUERIES, "--db", db,
+                             "--engine", "store", "--load", load)
+        assert code == 2 and "Traceback" not in err
+        assert err.startswith(f"piql: error: {message}"), err
+    assert store_state(tmp_path / "old.db") == before
+    assert not (tmp_path / "new.db").exists()  # a failed deploy --load leaves no store behind
+
+
+@pytest.mark.parametrize("kind", ["directory", "missing directory", "not sqlite"])
+def test_a_bad_store_path_exits_2(capsys, tmp_path, kind):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "notes.txt").write_text("not a database\n" * 100)
+    db, message = {
+        "directory": (tmp_path / "folder", "is a directory; a store is one SQLite file"),
+        "missing directory": (tmp_path / "nowhere" / "x.db", "the directory"),
+        "not sqlite": (tmp_path / "notes.txt", "is not a SQLite database"),
+    }[kind]
+    for command in (["deploy"], ["query", "countTags", "tag=a"], ["check"], ["refresh"]):
+        code, _, err = run(capsys, command[0], PAPER_SCHEMA, PAPER_QUERIES, "--db", db,
+                           *command[1:])
+        assert code == 2 and "Traceback" not in err and message in err, err
+        assert err.startswith(f"piql: error: {db}")
+    assert (tmp_path / "notes.txt").read_text() == "not a database\n" * 100
+
+
+@pytest.mark.parametrize("target", ["folder", "nowhere/report.txt"])
+def test_lint_output_to_a_bad_path_exits_2(capsys, tmp_path, target):
+    (tmp_path / "folder").mkdir()
+    code, out, err = run(capsys, "lint", PAPER_SCHEMA, BOUNDED, "--output", tmp_path / target)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert f"--output {tmp_path / target}: cannot write the report" in err
+
+
+def test_busy_timeout_option_reaches_the_store(capsys, tmp_path):
+    db = tmp_path / "t.db"
+    code, out, err = run(capsys, "deploy", PAPER_SCHEMA, PAPER_QUERIES, "--db", db,
+                         "--busy-timeout", "0.25")
+    assert code == 0, err
+    from piql.cli import _deployment, build_parser
+
+    args = build_parser().parse_args(["check", str(PAPER_SCHEMA), str(PAPER_QUERIES), "--db",
+                                      str(db), "--busy-timeout", "0.25"])
+    deployment = _deployment(args)
+    assert deployment.store.busy_timeout == 0.25
+    assert deployment.store.sql("PRAGMA busy_timeout") == [(250,)]
+    deployment.close()

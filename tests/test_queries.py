@@ -757,3 +757,146 @@ def test_block_structure_errors_are_collected_with_the_others():
     err = error(text)
     lines = sorted(e.location.line for e in err.all_errors)
     assert lines == [2, 4, 7, 10]
+
+
+# -- large files (issue 12, smaller defect a) ---------------------------------------------
+
+COMMENT_LINE = "-- a comment line that says nothing much about the query below it\n"
+
+
+@pytest.mark.parametrize("layout", ["before the name line", "in the header", "between clauses"])
+def test_megabytes_of_comments_parse_and_keep_their_places(layout):
+    """Scanning used to search to the end of the file for every comment line (quadratic:
+    8 MB took seconds, 50 MB minutes); 3 MB now parse in a fraction of a second.
+    The positions after the comments must still be exact."""
+    comments = COMMENT_LINE * (3_000_000 // len(COMMENT_LINE))
+    query = "SELECT docId FROM Tags WHERE tag = <t> AND nope = 1\n"
+    text = {
+        "before the name line": comments + "-- name: q\n" + query,
+        "in the header": "-- name: q\n" + comments + query,
+        "between clauses": "-- name: q\nSELECT docId\n" + comments + query[len("SELECT docId"):],
+    }[layout]
+    with pytest.raises(InputError) as caught:
+        parse(text)
+    assert "unknown column 'nope'" in caught.value.message
+    assert where(caught.value.location) == at(text, "nope")
+    good = parse(text.replace(" AND nope = 1", ""))[0]
+    assert [str(p) for p in good.block.predicates] == ["Tags.tag = <t>"]
+    assert good.sql.endswith("WHERE tag = <t>")
+
+
+# -- mistyped option lines (issue 12, smaller defect b) ----------------------------------
+
+@pytest.mark.parametrize("line, key, meant", [
+    ("-- periodc: 30 s", "periodc", "periodic"),
+    ("-- peroidic: 30 s", "peroidic", "periodic"),
+    ("-- period: 30 s", "period", "periodic"),
+    ("--Periodics: 1 min", "Periodics", "periodic"),
+    ("-- veiw: countsView", "veiw", "view"),
+    ("-- views: countsView", "views", "view"),
+    ("   -- nmae: other", "nmae", "name"),
+])
+def test_a_mistyped_option_in_a_header_is_an_error_that_says_what_was_meant(line, key, meant):
+    text = f"-- name: q\n-- What the screen shows.\n{line}\nSELECT COUNT(*) FROM Tags WHERE tag = <t>\n"
+    err = error(text)
+    assert err.message == (f"unknown option '-- {key}:'; did you mean '-- {meant}:'? "
+                           "(options: name, view, periodic)")
+    assert where(err.location) == at(text, key)
+
+
+@pytest.mark.parametrize("line", [
+    "-- note: this counts tags",
+    "-- TODO: cache it",
+    "-- see: docs/views.md",
+    "-- time: milliseconds",
+    "-- page: the profile page",
+    "-- Returns: one row",
+    "-- used by: the feed",
+    "-- periodic refresh is not needed: it is SI-2",
+    "-- example: periodic: 30 s",
+])
+def test_ordinary_comments_with_a_colon_are_not_options(line):
+    text = f"-- name: q\n{line}\nSELECT COUNT(*) FROM Tags WHERE tag = <t>\n"
+    (query,) = parse(text)
+    assert (query.view_name, query.periodic) == (None, None)
+
+
+def test_a_mistyped_option_after_the_sql_is_left_alone():
+    """Comments after the statement describe the next query; a typo check applies only to
+    the header, where an option was meant."""
+    text = ("-- name: q\nSELECT COUNT(*) FROM Tags WHERE tag = <t>\n-- periodc: x\n"
+            "-- name: r\nSELECT * FROM Tags WHERE docId = <d>\n")
+    assert [q.name for q in parse(text)] == ["q", "r"]
+
+
+# -- hostile input: an input error, never a traceback (issue 12) ----------------------------
+
+def test_a_queries_file_that_is_not_utf8_is_an_error_at_the_first_bad_byte(tmp_path):
+    from piql.queries import load_queries
+
+    path = tmp_path / "latin1.sql"
+    path.write_bytes("-- name: q\n-- déjà vu\nSELECT * FROM Tags WHERE tag = 'café'\n"
+                     .encode("utf-8").replace("café".encode(), "café".encode("latin-1"))
+                     .replace(b"Tags WHERE", "Tags /* ü */ WHERE".encode()))
+    with pytest.raises(InputError) as caught:
+        load_queries(path, CATALOG)
+    assert "not UTF-8" in caught.value.message
+    column = len("SELECT * FROM Tags /* ü */ WHERE tag = 'caf") + 1  # the é, in characters
+    assert caught.value.location == Location(str(path), 3, column)
+
+
+def test_a_utf8_byte_order_mark_is_not_part_of_the_file(tmp_path):
+    from piql.queries import load_queries
+
+    path = tmp_path / "bom.sql"
+    path.write_bytes(b"\xef\xbb\xbf-- name: q\nSELECT * FROM Tags WHERE docId = <d>\n")
+    assert [q.name for q in load_queries(path, CATALOG)] == ["q"]
+
+
+@pytest.mark.parametrize("depth", [32, 33, 60, 500])
+def test_deeply_nested_parentheses_are_an_input_error_at_the_first_too_deep(depth):
+    """60 nested parentheses used to exhaust Python's stack inside sqlglot (RecursionError)."""
+    text = f"-- name: q\nSELECT * FROM Tags WHERE docId = {'(' * depth}<d>{')' * depth}\n"
+    if depth <= 32:
+        assert parse(text)[0].block.predicates
+        return
+    err = error(text)
+    assert err.message == "unsupported nesting depth: more than 32 nested parentheses"
+    column = len("SELECT * FROM Tags WHERE docId = ") + 1
+    assert where(err.location) == (2, column + 32)  # the 33rd '('
+
+
+def test_deeply_nested_subqueries_are_an_input_error():
+    text = "-- name: q\nSELECT * FROM " + "(SELECT * FROM " * 40 + "Tags" + ") s" * 40 + "\n"
+    err = error(text)
+    assert "nesting depth" in err.message and where(err.location) == at(text, "(", 33)
+
+
+def test_a_long_chain_of_conditions_is_not_a_nesting_problem():
+    text = "-- name: q\nSELECT * FROM Tags WHERE tag = <t>" + " AND docId = <d>" * 3000 + "\n"
+    (query,) = parse(text)
+    assert len(query.block.predicates) == 3001
+
+
+@pytest.mark.parametrize("sql, needle", [
+    ("SELECT * FROM Tags WHERE docId = <d> LIMIT 10000000000000000000000000000000000000000",
+     "10000000000000000000000000000000000000000"),
+    ("SELECT * FROM Tags WHERE docId = 9223372036854775808", "9223372036854775808"),
+    ("SELECT * FROM Tags WHERE docId = -9223372036854775809", "9223372036854775809"),
+    ("SELECT COUNT(*) FROM Tags WHERE timestamp - timestamp % 99999999999999999999 = <e>",
+     "99999999999999999999"),
+])
+def test_integer_literals_outside_64_bits_are_input_errors(sql, needle):
+    text = f"-- name: q\n{sql}\n"
+    err = error(text)
+    assert "64-bit" in err.message
+    assert where(err.location) == at(text, needle)
+
+
+def test_integer_literals_at_the_64_bit_limits_are_fine():
+    text = ("-- name: q\nSELECT * FROM Tags WHERE docId >= -9223372036854775808 "
+            "AND docId <= 9223372036854775807 AND tag = <t> LIMIT 9223372036854775807\n")
+    (query,) = parse(text)
+    assert query.block.limit == 2**63 - 1
+    assert {p.right.value for p in query.block.predicates if isinstance(p.right, Literal)} == {
+        -2**63, 2**63 - 1}

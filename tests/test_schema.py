@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from piql.catalog import CardinalityConstraint, Catalog, ForeignKey, Index
+from piql.catalog import CardinalityConstraint, Catalog, ForeignKey, Index, UniqueKey
 from piql.errors import InputError, Location
 from piql.schema import load_schema, parse_schema
 
@@ -160,9 +160,11 @@ def test_indexes_including_unique() -> None:
     """)
     assert catalog.indexes == (
         Index("early", "Items", ("price",)),
-        Index("byName", "Items", ("name", "price")),
+        Index("byName", "Items", ("name", "price"), unique=True),
     )
     assert catalog.indexes_on("ITEMS") == catalog.indexes
+    # A unique index on plain columns is a unique key of its table.
+    assert catalog.tables[0].unique_keys == (UniqueKey(("name", "price"), "byName"),)
     assert catalog.indexes[1].location == Location("schema.sql", 4, 21)
 
 
@@ -216,8 +218,8 @@ def test_load_schema_missing_file(tmp_path: Path) -> None:
 
 def test_syntax_error_names_what_was_found_and_expected() -> None:
     err = assert_error("CREATE TABLE t (a INT, )", "unexpected ')'; expected a column name", 1, 24)
-    assert err.message == ("unexpected ')'; expected a column name, PRIMARY KEY, "
-                           "FOREIGN KEY or CONSTRAINT")
+    assert err.message == ("unexpected ')'; expected a column name, PRIMARY KEY, UNIQUE, "
+                           "FOREIGN KEY, CHECK or CONSTRAINT")
     assert str(err) == f"schema.sql:1:24: {err.message}"
 
 
@@ -225,16 +227,20 @@ def test_syntax_error_names_what_was_found_and_expected() -> None:
     ("CREATE TABLE (a INT)", "unexpected '('; expected a table name", 1, 14),
     ("CREATE TABLE t (a @)", "unexpected character '@'; expected a column type", 1, 19),
     ("CREATE TABLE t (a INT b INT)",
-     "unexpected 'b'; expected TEMPORAL, PRIMARY KEY, NOT NULL, NULL, '(', ',' or ')'", 1, 23),
+     "unexpected 'b'; expected a column option (TEMPORAL, PRIMARY KEY, NOT NULL, NULL, DEFAULT, "
+     "UNIQUE, REFERENCES, ...), '(', '[', '.', ARRAY, ',' or ')'", 1, 23),
     ("CREATE TABLE t (a INT PRIMARY KEY)\n  WITH CARDINALITY (a, ten);",
      "unexpected 'ten'; expected an integer", 2, 24),
     ("CREATE TABLE t (a VARCHAR(x))", "unexpected 'x'; expected an integer", 1, 27),
     ("CREATE TABLE t (a INT PRIMARY KEY)\nCREATE TABLE u (b INT PRIMARY KEY);",
-     "unexpected 'CREATE'; expected WITH, ';' or end of input", 2, 1),
+     "unexpected 'CREATE'; expected a table option (WITH, WITHOUT ROWID, STRICT, PARTITION BY, "
+     "INHERITS, TABLESPACE, USING), ';' or end of input (is a ';' missing before it?)", 2, 1),
     ("CREATE INDEX i t (a);", "unexpected 't'; expected ON", 1, 16),
-    ("DROP TABLE t;", "unexpected 'DROP'; expected CREATE, ';' or end of input", 1, 1),
+    ("DROP TABLE t;", "DROP TABLE t is not applied: piql reads a schema as it stands", 1, 1),
+    ("DROP t;", "unexpected 'DROP'; expected CREATE, ALTER TABLE, COMMENT ON, ';' or end of input",
+     1, 1),
     ("CREATE TABLE t (a INT,\n   PRIMARY KEY a)", "unexpected 'a'; expected '('", 2, 16),
-    ("CREATE TABLE t (a INT", "unexpected end of input; expected TEMPORAL", 1, 22),
+    ("CREATE TABLE t (a INT", "unexpected end of input; expected a column option (TEMPORAL", 1, 22),
     ("CREATE TABLE t (a INT PRIMARY KEY) WITH CARDINALITY (a, 2", "unexpected end of input; expected ')'", 1, 58),
     ("CREATE TABLE t (a INT) /* never closed", "comment '/*' is never closed with '*/'", 1, 24),
     ('CREATE TABLE "t (a INT);', "quoted name is never closed", 1, 14),
@@ -378,3 +384,33 @@ def test_all_errors_are_collected_in_file_order() -> None:
     lines = [e.location.line for e in err.all_errors]  # type: ignore[attr-defined]
     assert lines == [1, 2, 3]
     assert err is err.all_errors[0]  # type: ignore[attr-defined]
+
+
+def test_a_schema_file_that_is_not_utf8_is_an_error_at_the_first_bad_byte(tmp_path):
+    path = tmp_path / "latin1.sql"
+    path.write_bytes(b"CREATE TABLE t (\n  id BIGINT PRIMARY KEY, -- the caf\xe9 id\n  x INT);\n")
+    with pytest.raises(InputError) as caught:
+        load_schema(path)
+    assert "not UTF-8" in caught.value.message
+    assert caught.value.location == Location(str(path), 2, len("  id BIGINT PRIMARY KEY, -- the caf") + 1)
+
+
+def test_a_schema_file_with_a_utf8_byte_order_mark_loads(tmp_path):
+    path = tmp_path / "bom.sql"
+    path.write_bytes(b"\xef\xbb\xbfCREATE TABLE t (id BIGINT PRIMARY KEY);\n")
+    assert [t.name for t in load_schema(path).tables] == ["t"]
+
+
+@pytest.mark.parametrize("statement, needle", [
+    ("CREATE TABLE _piql_meta (k VARCHAR PRIMARY KEY);", "_piql_meta"),
+    ("CREATE TABLE _PIQL_stuff (k VARCHAR PRIMARY KEY);", "_PIQL_stuff"),
+    ("CREATE TABLE t (k VARCHAR PRIMARY KEY); CREATE INDEX _piql_dirty_epochs ON t (k);",
+     "_piql_dirty_epochs"),
+])
+def test_names_piql_keeps_for_its_own_tables_are_refused(statement, needle):
+    """Issue 12, item 9: piql's runtime creates _piql_meta and _piql_dirty_epochs in every
+    store; a table of that name made deploy fail with a raw SQLite error."""
+    with pytest.raises(InputError) as caught:
+        parse_schema(statement, "s.sql")
+    assert "reserved" in caught.value.message
+    assert caught.value.location.column == statement.index(needle) + 1

@@ -84,3 +84,52 @@ def mutated_schema(draw: st.DrawFn) -> str:
 @given(mutated_schema())
 def test_mutated_valid_schema(text: str) -> None:
     check(text)
+
+
+PG_DUMP_LIKE = """\
+SET statement_timeout = 0;
+SELECT pg_catalog.set_config('search_path', '', false);
+CREATE FUNCTION public.f() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN NEW.x := 'a;b'; RETURN NEW; END $$;
+CREATE TABLE public.users (
+    id bigint NOT NULL,
+    email character varying(200) DEFAULT ''::character varying NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    tags text[] DEFAULT ARRAY[]::text[],
+    CONSTRAINT users_email_check CHECK (((email)::text <> ''::text))
+);
+-- piql: TEMPORAL (created_at)
+COMMENT ON TABLE public.users IS 'Users.
+piql: CARDINALITY (email, 1) PER (id)';
+ALTER TABLE ONLY public.users ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY public.users ADD CONSTRAINT users_email_key UNIQUE (email);
+CREATE UNIQUE INDEX users_lower ON public.users USING btree (lower((email)::text)) WHERE (id > 0);
+\\unrestrict abc
+"""
+
+
+def test_pg_dump_like_schema_parses() -> None:
+    catalog = parse_schema(PG_DUMP_LIKE)
+    assert catalog.tables[0].primary_key == ("id",)
+
+
+@st.composite
+def mutated_pg_dump(draw: st.DrawFn) -> str:
+    """PG_DUMP_LIKE with a few random edits: the statement splitter meets broken quotes,
+    dollar quotes, comments and annotations."""
+    text = PG_DUMP_LIKE
+    pieces = st.sampled_from(["'", '"', "$$", "$x$", "--", "/*", "*/", ";", "(", ")", "\\",
+                              "-- piql: ", "piql:", "BEGIN ATOMIC ", "END", "\n"])
+    for _ in range(draw(st.integers(1, 4))):
+        pos = draw(st.integers(0, len(text)))
+        if draw(st.booleans()):
+            text = text[:pos] + draw(pieces | st.text(max_size=3)) + text[pos:]
+        else:
+            text = text[:pos] + text[pos + draw(st.integers(1, 8)):]
+    return text
+
+
+@FUZZ
+@given(mutated_pg_dump())
+def test_mutated_pg_dump(text: str) -> None:
+    check(text)

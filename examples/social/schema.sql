@@ -35,7 +35,7 @@ CREATE TABLE follows (
 -- createdAt is TEMPORAL: posts are written in time order.
 CREATE TABLE posts (
     postId    BIGINT,
-    author    BIGINT,
+    author    BIGINT NOT NULL,
     createdAt BIGINT TEMPORAL,
     body      VARCHAR,
     PRIMARY KEY (postId),

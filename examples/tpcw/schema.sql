@@ -31,7 +31,7 @@ CREATE TABLE author (
 CREATE TABLE item (
     i_id         BIGINT PRIMARY KEY,
     i_title      VARCHAR,
-    i_a_id       BIGINT,
+    i_a_id       BIGINT NOT NULL,
     i_pub_date   BIGINT,
     i_publisher  VARCHAR,
     i_subject    VARCHAR,

@@ -7,6 +7,7 @@ from typing import Any
 import duckdb
 
 from piql.engines.base import Engine, TableData
+from piql.sqlgen import identifier
 
 
 class DuckDBEngine(Engine):
@@ -26,7 +27,7 @@ class DuckDBEngine(Engine):
         return self.connection.execute(sql).fetchall()
 
     def define(self, name: str, sql: str) -> None:
-        self.connection.execute(f'CREATE OR REPLACE TEMP VIEW "{name}" AS {sql}')
+        self.connection.execute(f"CREATE OR REPLACE TEMP VIEW {identifier(name, 'duckdb')} AS {sql}")
 
     def close(self) -> None:
         self.connection.close()

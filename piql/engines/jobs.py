@@ -9,11 +9,12 @@ from __future__ import annotations
 import sqlglot
 
 from piql import sqlgen
-from piql.catalog import Table
+from piql.catalog import CardinalityConstraint, Table
 from piql.engines.base import Engine, TableData
 from piql.planner.views import ViewDef
 from piql.query import QueryBlock
-from piql.runtime.store import Store
+from piql.runtime.check import empty_group
+from piql.runtime.store import Store, quote
 
 def export(store: Store, engine: Engine, names: list[str], rename: dict[str, str] | None = None) -> None:
     """Copy whole tables from the store into the engine (``rename`` gives engine-side names)."""
@@ -42,6 +43,8 @@ def view_rows(engine: Engine, store: Store, view: ViewDef, partition_of) -> list
     rows = []
     for row in engine.query(sqlgen.block_sql(view.definition, engine.dialect)):
         values = dict(zip(names, row))
+        if empty_group(view, values):
+            continue
         if "partition" in shape.columns and "partition" not in values:
             values["partition"] = partition_of(view, values)  # piql's own hash, as on write
         values.setdefault("_all", 0)
@@ -52,16 +55,30 @@ def view_rows(engine: Engine, store: Store, view: ViewDef, partition_of) -> list
 def cardinality_violation(engine: Engine, store: Store, table: Table, staged: str):
     """The first CARDINALITY constraint the table plus staged rows would break, if any."""
     export(store, engine, [table.name, staged])
-    both = f'(SELECT * FROM "{table.name}" UNION ALL SELECT * FROM "{staged}") AS both_rows'
     for constraint in table.cardinalities:
-        per = ", ".join(f'"{c}"' for c in constraint.per)
-        counted = f'COUNT(DISTINCT "{constraint.column}")'
-        sql = (f"SELECT {per + ', ' if per else ''}{counted} FROM {both}"
-               f"{' GROUP BY ' + per if per else ''} HAVING {counted} > {constraint.limit} LIMIT 1")
+        sql = cardinality_sql(table.name, staged, constraint)
         broken = engine.query(sqlglot.transpile(sql, read="sqlite", write=engine.dialect)[0])
         if broken:
-            return constraint, broken[0]
+            return constraint, tuple(_plain(v) for v in broken[0])
     return None
+
+
+def cardinality_sql(table: str, staged: str, constraint: CardinalityConstraint) -> str:
+    """SQLite SQL for the first group of ``per`` values of the table plus the staged rows
+    with more than ``limit`` distinct ``column`` values, and that count.
+
+    NULL is a value as the per-write check counts it: rows with NULL ``per`` values form
+    their own group (as GROUP BY groups them), and a NULL ``column`` is one more distinct
+    value (which COUNT(DISTINCT ...) alone would skip)."""
+    per = ", ".join(quote(c) for c in constraint.per)
+    column = quote(constraint.column)
+    counted = (f"(COUNT(DISTINCT {column}) + "
+               f"MAX(CASE WHEN {column} IS NULL THEN 1 ELSE 0 END))")
+    both = (f"(SELECT * FROM {quote(table)} UNION ALL SELECT * FROM {quote(staged)}) "
+            "AS both_rows")
+    return (f"SELECT {per + ', ' if per else ''}{counted} FROM {both}"
+            f"{' GROUP BY ' + per if per else ''} HAVING {counted} > {int(constraint.limit)} "
+            "LIMIT 1")
 
 
 def _plain(value):

@@ -13,6 +13,7 @@ from typing import Any
 
 from piql.engines.base import Engine, TableData
 from piql.errors import PiqlError
+from piql.sqlgen import identifier
 
 _SESSIONS: dict[str, Any] = {}
 
@@ -68,10 +69,10 @@ class SparkEngine(Engine):
 
     def register(self, data: TableData) -> None:
         frame = self.session.createDataFrame(data.arrow())
-        frame.createOrReplaceTempView(data.name)
+        frame.createOrReplaceTempView(identifier(data.name, "spark"))  # Spark parses the name
 
     def define(self, name: str, sql: str) -> None:
-        self.session.sql(sql).createOrReplaceTempView(name)
+        self.session.sql(sql).createOrReplaceTempView(identifier(name, "spark"))
 
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in self.session.sql(sql).collect()]
@@ -104,7 +105,7 @@ class SparkEngine(Engine):
             arrow = TableData(name, columns, types, []).arrow().schema
             schema = StructType([StructField(f.name, _spark_type(f.type)) for f in arrow])
             self.session.createDataFrame(per_task.flatMap(lambda done: done[0]), schema) \
-                .createOrReplaceTempView(name)
+                .createOrReplaceTempView(identifier(name, "spark"))
             rows = self.query(sql)
         finally:
             per_task.unpersist()

@@ -8,21 +8,27 @@ so a developer sees why the cheaper levels were out of reach.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from piql.catalog import Catalog
 from piql.diagnostics import Diagnostic
+from piql.errors import InputError
 from piql.planner.phase0 import Phase0Result, plan_query
 from piql.planner.imv import build_imv
-from piql.planner.periodic import build_periodic, find_window, periodic_diagnostic
+from piql.planner.periodic import (
+    WindowRefusal, build_periodic, find_window, periodic_diagnostic,
+)
+from piql.planner.naming import Names
 from piql.planner.physical import IndexSpec, PhysicalPlan
+from piql.planner.tuple_window import plan_window_then_rest, rest_sql, split_window
 from piql.planner.view_construction import Rejection
 from piql.planner.views import TraceSection, ViewDef
 from piql import sqlgen
 from piql.query import NamedQuery
 
 LEVELS = ("SI-0", "SI-1", "SI-2", "SI-3", "unbounded")
+UNBOUNDED_PREFIX = "no bounded plan:"
 
 
 @dataclass(frozen=True)
@@ -96,10 +102,13 @@ class Refusal:
     trace: tuple[TraceSection, ...] = ()
 
 
-Strategy = Callable[[Catalog, NamedQuery, Phase0Result], "QueryPlan | Refusal"]
+# A strategy names what it creates through ``Names`` (piql/planner/naming.py): the names
+# become taken only when the strategy is chosen.
+Strategy = Callable[[Catalog, NamedQuery, Phase0Result, Names], "QueryPlan | Refusal"]
 
 
-def on_demand(catalog: Catalog, query: NamedQuery, phase0: Phase0Result) -> QueryPlan | Refusal:
+def on_demand(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
+              names: Names) -> QueryPlan | Refusal:
     """SI-0 / SI-1: a bounded physical plan over base tables and secondary indexes."""
     plan = phase0.plan
     if plan is None:
@@ -112,12 +121,13 @@ def on_demand(catalog: Catalog, query: NamedQuery, phase0: Phase0Result) -> Quer
                      diagnostics=tuple(diagnostics), phase0=phase0)
 
 
-def incremental_view(catalog: Catalog, query: NamedQuery,
-                     phase0: Phase0Result) -> QueryPlan | Refusal:
+def incremental_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
+                     names: Names) -> QueryPlan | Refusal:
     """SI-2: an incrementally maintained view whose storage and maintenance are bounded."""
     assert query.block is not None
-    name = query.view_name or f"{query.name}_view"
-    built = build_imv(catalog, query.block, name, (query.name,))
+    name = names.claim(query.view_name or f"{query.name}_view",
+                       holder=f"the view of query {query.name}", owner=query.name)
+    built = build_imv(catalog, query.block, name, (query.name,), names=names)
     if isinstance(built, Rejection):
         hotspot = built.invariant == "hotspot"
         reason = built.message if built.invariant in ("hotspot", "unsupported") \
@@ -134,49 +144,146 @@ def incremental_view(catalog: Catalog, query: NamedQuery,
         f"{', '.join(sorted({r.table for r in built.view.rules}))}; storage <= "
         f"{built.view.storage.factor} x |{built.view.storage.relation}|",  # type: ignore[union-attr]
         "", query.location)
+    hot = [_single_row_hotspot(catalog, query, view) for view in views
+           if view.aggregate and not view.key]
     return QueryPlan(query, "SI-2", built.plan.ops_bound, built.plan, tuple(indexes),
                      tuple(v.name for v in views), sqlgen.block_sql(built.rewritten),
-                     (note,), phase0, views, built.trace)
+                     (note, *hot), phase0, views, built.trace)
 
 
-def periodic_view(catalog: Catalog, query: NamedQuery,
-                  phase0: Phase0Result) -> QueryPlan | Refusal:
+def _single_row_hotspot(catalog: Catalog, query: NamedQuery, view: ViewDef) -> Diagnostic:
+    """A view without key is one row: every write to its tables updates that row, so all
+    writers contend for it however the store is partitioned (the level stays SI-2)."""
+    tables = sorted({r.table for r in view.rules})
+    temporal = next(((t.name, c) for t in (catalog.table(n) for n in tables) if t is not None
+                     for c in t.temporal_columns), None)
+    if temporal is not None:
+        table, column = temporal
+        instead = (f"aggregate per time window instead, e.g. SELECT COUNT(*) FROM {table} WHERE "
+                   f"{column} - {column} % 3600000 = <hour>: piql serves it from a periodic "
+                   "view refreshed from a hash-partitioned staging view (SI-3), which spreads "
+                   "the writes")
+    else:
+        instead = ("mark the rows' creation-time column TEMPORAL and aggregate per time window "
+                   "(ts - ts % 3600000 = <hour>): piql serves that from a periodic view refreshed "
+                   "from a hash-partitioned staging view (SI-3), which spreads the writes")
+    return Diagnostic(
+        "hotspot", "warning",
+        f"view {view.name} is a single row that every write to {', '.join(tables)} updates: "
+        "all writers contend for it (a write hotspot)", instead, query.location)
+
+
+def periodic_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
+                  names: Names) -> QueryPlan | Refusal:
     """SI-3: a hash-partitioned staging view and a periodic view, when TEMPORAL hotspots
     are all that stands between the query and a bounded plan."""
     assert query.block is not None
-    window = find_window(catalog, query.block)
+    window = find_window(catalog, query.block, names)
+    if isinstance(window, WindowRefusal):
+        return _window_refused(window, query)
     if isinstance(window, str):
         return Refusal()
-    built = build_periodic(catalog, query, window)
+    built = build_periodic(catalog, query, window, names=names)
     views = (built.staging, built.periodic)
     note = periodic_diagnostic(built, window.column, query.location, bool(phase0.hotspots))
     lookups = window.lookup.plan.indexes if window.lookup else ()  # read by every refresh
+    lookups += tuple(i for i in built.periodic.indexes if i not in lookups)  # epoch marks
     return QueryPlan(query, "SI-3", built.plan.ops_bound, built.plan, lookups,
                      tuple(v.name for v in views),
                      sqlgen.block_sql(built.rewritten), (note,), phase0, views, built.trace)
 
 
-STRATEGIES: list[Strategy] = [on_demand, incremental_view, periodic_view]
+def _window_refused(refusal: WindowRefusal, query: NamedQuery) -> Refusal:
+    return Refusal((Diagnostic("view-rejected", "error",
+                               f"no SI-3 periodic view: {refusal.message}", refusal.hint,
+                               query.location),))
+
+
+def periodic_window_then_rest(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
+                              names: Names) -> QueryPlan | Refusal:
+    """SI-3: a tuple window kept in a periodic view, and the rest of the query (joins by key,
+    filters, parameters) planned by Phase 0 over it, run when the query runs (§3.3)."""
+    split = split_window(catalog, query)
+    if split is None:
+        return Refusal()
+    if isinstance(split, WindowRefusal):
+        return _window_refused(split, query)
+    planned = plan_window_then_rest(catalog, split, names)
+    built, rest = planned.built, planned.phase0
+    window = (f"the tuple window {split.alias} ({built.periodic.extra['partitions']} partitions "
+              f"x {split.window.size} tuples of {split.window.table.name})")
+    if rest.plan is None:
+        assert rest.failure is not None
+        return Refusal((Diagnostic(
+            "view-rejected", "error", f"no SI-3 periodic view: {window} fits a periodic view, but "
+            f"the rest of the query over it is unbounded: {rest.failure.message}",
+            rest.failure.hint, query.location),), built.trace)
+    plan = rest.plan
+    views = (built.staging, built.periodic)
+    note = periodic_diagnostic(built, split.window.column, query.location, bool(phase0.hotspots))
+    note = replace(note, message=f"{note.message}; the rest of the query reads its "
+                   f"{split.window.size} rows when it runs (ops <= {plan.ops_bound})")
+    indexes = [Diagnostic(
+        "index", "info", f"needs secondary index {i.name} on {i.table}({', '.join(i.columns)})",
+        "piql creates it; every write to the table also updates it (one operation)",
+        query.location) for i in plan.indexes if not i.declared]
+    trace = built.trace + (TraceSection("the rest of the query, over the window (run by "
+                                        "every query)", tuple(plan.root.lines())),)
+    return QueryPlan(query, "SI-3", plan.ops_bound, plan, plan.indexes,
+                     tuple(v.name for v in views), rest_sql(planned), (note, *indexes), phase0,
+                     views, trace)
+
+
+STRATEGIES: list[Strategy] = [on_demand, incremental_view, periodic_view,
+                              periodic_window_then_rest]
 
 
 def plan_application(catalog: Catalog, queries: tuple[NamedQuery, ...],
                      queries_file: str = "<queries>") -> Plan:
-    """Classify every query; the planner is pure and touches no database."""
-    return Plan(catalog, tuple(plan_named(catalog, q) for q in queries), queries_file)
+    """Classify every query; the planner is pure and touches no database.
+
+    A view name chosen with ``-- view:`` that the schema, piql or another query already
+    uses is an :class:`InputError` at that line; generated names are renamed instead."""
+    names = Names(catalog)
+    _reserve_chosen_names(names, queries)
+    return Plan(catalog, tuple(plan_named(catalog, q, names) for q in queries), queries_file)
 
 
-def plan_named(catalog: Catalog, query: NamedQuery) -> QueryPlan:
+def _reserve_chosen_names(names: Names, queries: tuple[NamedQuery, ...]) -> None:
+    errors = []
+    for query in queries:
+        if query.view_name is None:
+            continue
+        holder = names.holder(query.view_name)
+        if holder is not None:
+            errors.append(InputError(f"view name '{query.view_name}' is taken: it is the name "
+                                     f"of {holder}; choose another '-- view:' name",
+                                     query.view_location or query.location))
+        else:
+            names.reserve(query.view_name, f"the view of query {query.name}", query.name)
+    if errors:
+        errors[0].all_errors = errors  # type: ignore[attr-defined]
+        raise errors[0]
+
+
+def plan_named(catalog: Catalog, query: NamedQuery, names: Names | None = None) -> QueryPlan:
+    """Classify one query (``names``: the names other queries already took)."""
+    names = names if names is not None else Names(catalog)
     if query.block is None:
         diagnostics = tuple(Diagnostic(
             "unsupported", "error", f"{u.construct} is not supported by piql", u.hint, u.location)
             for u in query.unsupported)
         return QueryPlan(query, "unbounded", None, diagnostics=diagnostics)
-    phase0 = plan_query(catalog, query.block)
+    phase0 = plan_query(catalog, query.block, names=names)
     refusals: list[Diagnostic] = _hotspot_diagnostics(catalog, query, phase0)
     attempts: list[TraceSection] = []  # what the refused strategies tried, for explain
     for strategy in STRATEGIES:
-        outcome = strategy(catalog, query, phase0)
+        attempt = names.child()
+        outcome = strategy(catalog, query, phase0, attempt)
         if isinstance(outcome, QueryPlan):
+            attempt.commit()
+            outcome = replace(outcome, diagnostics=outcome.diagnostics
+                              + _renamed(outcome, attempt, query))
             return _with_diagnostics(outcome, refusals if outcome.level != "SI-1" else [])
         refusals += [d for d in outcome.diagnostics if d not in refusals]
         attempts += outcome.trace
@@ -184,11 +291,34 @@ def plan_named(catalog: Catalog, query: NamedQuery) -> QueryPlan:
                      trace=tuple(attempts))
 
 
-def _with_diagnostics(plan: QueryPlan, extra: list[Diagnostic]) -> QueryPlan:
-    from dataclasses import replace
+def _renamed(plan: QueryPlan, names: Names, query: NamedQuery) -> tuple[Diagnostic, ...]:
+    """Say which generated names were taken, and what the views and indexes are called."""
+    found = [Diagnostic("renamed", "info", r.describe("view"),
+                        "piql gives a generated name a suffix when the schema, piql or an "
+                        "earlier query uses it", query.location) for r in names.renames]
+    for index in plan.indexes:
+        readable = f"idx_{index.table}_{'_'.join(index.columns)}".lower()
+        if not index.declared and index.name != readable:
+            found.append(Diagnostic(
+                "renamed", "info", f"index {index.name} is not called {readable}: another table "
+                "and columns of the schema, or a table or index, would have that name",
+                "piql adds a hash of the table and columns to such index names", query.location))
+    return tuple(found)
 
-    errors_to_info = [replace(d, severity="info") if d.severity == "error" else d for d in extra]
-    return replace(plan, diagnostics=tuple(errors_to_info) + plan.diagnostics)
+
+def _with_diagnostics(plan: QueryPlan, extra: list[Diagnostic]) -> QueryPlan:
+    """``plan`` with the refusals of the cheaper strategies: no longer errors, but the reasons
+    the chosen one was needed. Phase 0's refusal says why a view was needed; it keeps
+    no ``unbounded`` code, which belongs to unbounded queries only."""
+    reasons = []
+    for d in extra:
+        if d.code == "unbounded":
+            what = "a view" if plan.level == "SI-2" else "a periodic view"
+            reason = d.message.removeprefix(f"{UNBOUNDED_PREFIX} ")
+            d = replace(d, code="view", message=f"needs {what} because no plan over the tables "
+                        f"and their indexes is bounded: {reason}")
+        reasons.append(replace(d, severity="info") if d.severity == "error" else d)
+    return replace(plan, diagnostics=tuple(reasons) + plan.diagnostics)
 
 
 def _hotspot_diagnostics(catalog: Catalog, query: NamedQuery,
@@ -196,7 +326,7 @@ def _hotspot_diagnostics(catalog: Catalog, query: NamedQuery,
     """Warn about refused TEMPORAL indexes only when one would have bounded the query."""
     if phase0.plan is not None or not phase0.hotspots or query.block is None:
         return []
-    if plan_query(catalog, query.block, avoid_hotspots=False).plan is None:
+    if plan_query(catalog, query.block, avoid_hotspots=False, names=Names(catalog)).plan is None:
         return []
     return [Diagnostic(
         "hotspot", "warning",
@@ -215,5 +345,5 @@ def _unbounded_diagnostic(query: NamedQuery, phase0: Phase0Result) -> Diagnostic
             if failure.alias in pred.aliases() and pred.location is not None:
                 location = pred.location
                 break
-    return Diagnostic("unbounded", "error", f"no bounded plan: {failure.message}",
+    return Diagnostic("unbounded", "error", f"{UNBOUNDED_PREFIX} {failure.message}",
                       failure.hint, location)

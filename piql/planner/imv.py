@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from piql import sqlgen
 from piql.catalog import Catalog, Column, Table
 from piql.planner.maintenance import DeltaPlan, Maintenance, maintenance_rules
+from piql.planner.naming import Names
 from piql.planner.phase0 import plan_query
 from piql.planner.physical import PhysicalPlan
 from piql.planner.storage import bound_storage
@@ -34,8 +35,9 @@ class ViewPlan:
 
 
 def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple[str, ...],
-              depth: int = 0) -> ViewPlan | Rejection:
-    """Phases 1–3 for ``block``; the view is accepted only when every invariant holds."""
+              depth: int = 0, names: Names | None = None) -> ViewPlan | Rejection:
+    """Phases 1–3 for ``block``; the view is accepted only when every invariant holds.
+    ``names`` gives out the names of the views maintenance needs (and of indexes)."""
     constructed = construct_view(catalog, block, name)
     if isinstance(constructed, Rejection):
         return constructed
@@ -47,9 +49,9 @@ def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple
             "insert would land on the partition holding the newest values (§2.5)",
             "piql uses a hash-partitioned staging view and a periodic view instead (SI-3)",
             tuple(trace))
-    over_view = Catalog(catalog.tables + (_as_table(name, constructed.columns),), catalog.indexes,
+    over_view = Catalog(catalog.tables + (_as_table(name, constructed),), catalog.indexes,
                         catalog.source)
-    read = plan_query(over_view, constructed.rewritten)
+    read = plan_query(over_view, constructed.rewritten, names=names)
     if read.plan is None:
         assert read.failure is not None
         return Rejection("Invariant 1", "even over the view the query is unbounded: "
@@ -63,7 +65,7 @@ def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple
         return Rejection("Invariant 3", storage.message, storage.hint, tuple(trace))
     maintenance = maintenance_rules(
         name, constructed.definition, constructed.columns,
-        lambda delta, hint: _plan_delta(catalog, delta, hint, for_queries, depth))
+        lambda delta, hint: _plan_delta(catalog, delta, hint, for_queries, depth, names))
     if not isinstance(maintenance, Maintenance):
         trace.append(TraceSection("unbounded delta query", (
             sqlgen.block_sql(maintenance.delta.block), maintenance.reason)))
@@ -82,17 +84,22 @@ def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple
 
 
 def _plan_delta(catalog: Catalog, delta: QueryBlock, hint: str, for_queries: tuple[str, ...],
-                depth: int) -> DeltaPlan | str:
-    direct = plan_query(catalog, delta)
+                depth: int, names: Names | None) -> DeltaPlan | str:
+    direct = plan_query(catalog, delta, names=names)
     if direct.plan is not None:
         return DeltaPlan(direct.plan.level, direct.plan, direct.plan.ops_bound, direct.plan.rows_bound)
     assert direct.failure is not None
     if depth + 1 >= MAX_DEPTH:
         return (f"{direct.failure.message}; a view for it would exceed the recursion limit "
                 f"of {MAX_DEPTH} nested views")
-    nested = build_imv(catalog, delta, hint, for_queries, depth + 1)
+    mine = names.child() if names is not None else None  # kept only if the view is
+    name = mine.claim(hint, holder=f"a view maintaining query {for_queries[0]}'s",
+                      owner=for_queries[0]) if mine is not None else hint
+    nested = build_imv(catalog, delta, name, for_queries, depth + 1, mine)
     if isinstance(nested, Rejection):
         return f"{direct.failure.message}; and no view bounds it: {nested.message}"
+    if mine is not None:
+        mine.commit()
     return DeltaPlan("SI-2", nested.plan, nested.plan.ops_bound, nested.plan.rows_bound,
                      (nested.view,) + nested.nested)
 
@@ -110,9 +117,10 @@ def leading_temporal(catalog: Catalog, block: QueryBlock,
     return str(attr) if column is not None and column.temporal else None
 
 
-def _as_table(name: str, columns: tuple[ViewColumn, ...]) -> Table:
+def _as_table(name: str, constructed: Construction) -> Table:
+    columns = constructed.columns
     return Table(name, tuple(Column(c.name, c.type) for c in columns),
-                 tuple(c.name for c in columns if c.key))
+                 tuple(c.name for c in columns if c.key), cardinalities=constructed.limits)
 
 
 def _rule_lines(maintenance: Maintenance) -> list[str]:

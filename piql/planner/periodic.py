@@ -24,12 +24,14 @@ from piql import sqlgen
 from piql.catalog import CardinalityConstraint, Catalog, Column, Table
 from piql.diagnostics import Diagnostic
 from piql.interval import DEFAULT_REFRESH, Interval, parse_interval
+from piql.planner.naming import Names
 from piql.planner.phase0 import plan_query
 from piql.planner.view_construction import column_type
 from piql.planner.physical import PhysicalPlan
-from piql.planner.window_join import WindowLookup, window_lookup
+from piql.planner.window_join import EpochMark, WindowLookup, epoch_marks, window_lookup
 from piql.planner.views import (
-    PERIODIC, STAGING, DeltaRule, StorageBound, TraceSection, ViewColumn, ViewDef,
+    MARK, PERIODIC, STAGING, DeltaRule, FrozenColumns, StorageBound, TraceSection, ViewColumn,
+    ViewDef,
 )
 from piql.query import (
     Aggregate, Attr, Epoch, Literal, NamedQuery, OrderItem, Param, Predicate, QueryBlock, Relation,
@@ -53,6 +55,8 @@ class Window:
     kind: str  # "tuple" or "time"
     size: int  # n tuples, or the window width in milliseconds
     lookup: WindowLookup | None = None  # a time window's other relations, read per tuple
+    # how writes to those relations reach the epochs they change (or which updates are refused)
+    marks: tuple[EpochMark | FrozenColumns, ...] = ()
 
     @property
     def reads_per_tuple(self) -> int:
@@ -67,26 +71,44 @@ class PeriodicPlan:
     rewritten: QueryBlock
     plan: PhysicalPlan
     trace: tuple[TraceSection, ...]
+    table: Table  # the periodic view as a table Phase 0 can plan reads of
 
 
-def find_window(catalog: Catalog, block: QueryBlock) -> Window | str:
-    """The TEMPORAL window of ``block``, or why Phase 4 does not apply."""
+JOIN_HINT = ("bound the join with a primary key or a CARDINALITY constraint (or, for a table "
+             "joined as a foreign key's parent, declare the FOREIGN KEY)")
+
+
+@dataclass(frozen=True)
+class WindowRefusal:
+    """The query reads a TEMPORAL window, but no periodic view can serve it: why
+    (``lint`` says it; a time window whose join is not bounded is one such case)."""
+
+    message: str
+    hint: str = ""
+
+
+def find_window(catalog: Catalog, block: QueryBlock,
+                names: Names | None = None) -> Window | WindowRefusal | str:
+    """The TEMPORAL window of ``block``; or why a window it has cannot be served; or why
+    Phase 4 does not apply at all."""
     if len(block.relations) == 1 and block.relations[0].subquery is not None:
         inner = block.relations[0].subquery
         if block.params:
             return "a periodic view is computed ahead of time, so the query cannot take parameters"
-        found = _tuple_window(catalog, inner)
+        found = tuple_window(catalog, inner)
         return found if found is not None else \
             "the FROM-subquery is not ORDER BY a TEMPORAL column ... LIMIT n over one table"
-    found = _tuple_window(catalog, block)
+    found = tuple_window(catalog, block)
     if found is not None:
-        if block.params:
+        if block.params and isinstance(found, Window):
             return "a periodic view is computed ahead of time, so the query cannot take parameters"
         return found
-    return _time_window(catalog, block)
+    return _time_window(catalog, block, names)
 
 
-def _tuple_window(catalog: Catalog, block: QueryBlock) -> Window | None:
+def tuple_window(catalog: Catalog, block: QueryBlock) -> Window | WindowRefusal | None:
+    """``block`` as a tuple window: its first n tuples of one table by a TEMPORAL column
+    (None when it has not that shape; a refusal when it has, but is filtered)."""
     if len(block.relations) != 1 or not block.relations[0].is_base or block.limit is None:
         return None
     if not block.order_by or not isinstance(block.order_by[0].expr, Attr) or block.aggregates:
@@ -96,10 +118,22 @@ def _tuple_window(catalog: Catalog, block: QueryBlock) -> Window | None:
     column = table.column(block.order_by[0].expr.column) if table else None
     if column is None or not column.temporal:
         return None
+    if block.predicates:
+        # Every partition would have to read its n newest tuples that pass the condition:
+        # any number of others may come first. (The refresh reads the n newest, unfiltered.)
+        return WindowRefusal(
+            f"ORDER BY {block.order_by[0]} LIMIT {block.limit} would be a tuple window of the "
+            f"{block.limit} {'newest' if block.order_by[0].desc else 'first'} {table.name} "
+            f"tuples, but the condition {block.predicates[0]} filters them first: a partition "
+            f"may have to read any number of tuples before {block.limit} pass it",
+            "compare a key column with a parameter (an index then serves the query), or "
+            "filter the window's tuples in an outer query: SELECT ... FROM (SELECT ... ORDER "
+            "BY ts DESC LIMIT n) w WHERE ...")
     return Window(block, relation, table, column.name, "tuple", block.limit)  # type: ignore[arg-type]
 
 
-def _time_window(catalog: Catalog, block: QueryBlock) -> Window | str:
+def _time_window(catalog: Catalog, block: QueryBlock,
+                 names: Names | None) -> Window | WindowRefusal | str:
     epochs = [p for p in block.predicates
               if isinstance(p.left, Epoch) and p.op == "=" and isinstance(p.right, Param)]
     if len(epochs) != 1:
@@ -110,11 +144,14 @@ def _time_window(catalog: Catalog, block: QueryBlock) -> Window | str:
     column = table.column(attr.column) if table else None
     if column is None or not column.temporal:
         return f"the window column {attr} is not TEMPORAL"
-    lookup = None
+    lookup, marks = None, ()
     if len(block.relations) > 1:
-        lookup = window_lookup(catalog, block, relation.alias)
+        lookup = window_lookup(catalog, block, relation.alias, names)
         if isinstance(lookup, str):
-            return lookup
+            return WindowRefusal(lookup, JOIN_HINT)
+        marks = epoch_marks(catalog, block, relation.alias, column.name)
+        if isinstance(marks, str):
+            return WindowRefusal(marks, JOIN_HINT)
     if any(p.kind == "attr op param" for p in block.predicates):
         return ("a periodic view is computed ahead of time for every parameter value, so "
                 "parameters may only be compared with =")
@@ -124,21 +161,25 @@ def _time_window(catalog: Catalog, block: QueryBlock) -> Window | str:
         return ("a time window grouped without LIMIT can have any number of groups per window: "
                 "add ORDER BY <aggregate> DESC LIMIT k")
     return Window(block, relation, table, column.name, "time", epochs[0].left.width,  # type: ignore
-                  lookup)
+                  lookup, marks)
 
 
 def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
-                   partitions: int = DEFAULT_PARTITIONS) -> PeriodicPlan:
-    """The staging view, the periodic view, and the query rewritten over the latter."""
+                   partitions: int = DEFAULT_PARTITIONS, names: Names | None = None) -> PeriodicPlan:
+    """The staging view, the periodic view, and the query rewritten over the latter
+    (``names`` gives out the views' names, and the indexes')."""
     assert query.block is not None
     refresh = parse_interval(query.periodic) if query.periodic else DEFAULT_REFRESH
-    staging_name = f"{query.name}Staging"
+    staging_name = f"{query.name}Staging" if names is None else names.claim(
+        f"{query.name}Staging", holder=f"the staging view of query {query.name}", owner=query.name)
     partition_key, stored = _staging_columns(query.block, window)
     staging = _staging_view(staging_name, query.name, window, partition_key, stored)
     per_partition = window.size if window.kind == "tuple" else \
         PARTITION_WRITE_CAPACITY * -(-window.size // 1000) * window.reads_per_tuple
     definition = _over_staging(query.block, window, staging_name, stored)
-    periodic_name = _free_name(catalog, query.name)
+    periodic_name = _free_name(catalog, query.name) if names is None else names.claim(
+        query.name, f"{query.name}_periodic", holder=f"the periodic view of query {query.name}",
+        owner=query.name)
     periodic_table, rewritten = _periodic_table(catalog, query.block, periodic_name, window)
     facts = {
         "partitioned_by": list(partition_key), "order_by": [window.column],
@@ -158,9 +199,10 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
         StorageBound(window.table.name, window.relation.alias,
                      window.lookup.plan.rows_bound if window.lookup else 1) if window.kind == "time"
         else StorageBound("", "", periodic_table.row_limit or 0),
-        extra=facts)
+        _mark_rules(periodic_name, window), extra=facts,
+        frozen=tuple(m for m in window.marks if isinstance(m, FrozenColumns)))
     over = Catalog(catalog.tables + (periodic_table,), catalog.indexes, catalog.source)
-    read = plan_query(over, rewritten)
+    read = plan_query(over, rewritten, names=names)
     assert read.plan is not None, read.failure  # the periodic table is bounded by construction
     trace = (
         TraceSection("window", (f"{window.kind} window on {window.table.name}.{window.column} "
@@ -179,9 +221,28 @@ def build_periodic(catalog: Catalog, query: NamedQuery, window: Window,
             f"refresh every {refresh}; answers are at most that stale",
             "per base write: 1 staging write")),
         *_lookup_trace(window),
+        *_marks_trace(periodic),
         TraceSection("rewritten query plan", tuple(read.plan.root.lines())),
     )
-    return PeriodicPlan(staging, periodic, rewritten, read.plan, trace)
+    return PeriodicPlan(staging, periodic, rewritten, read.plan, trace, periodic_table)
+
+
+def _mark_rules(view: str, window: Window) -> tuple[DeltaRule, ...]:
+    """Per joined relation occurrence and event: find the windowed tuples the written tuple
+    joins and mark their epochs for the next refresh (one mark per tuple found)."""
+    rules = []
+    for mark in window.marks:
+        if not isinstance(mark, EpochMark):
+            continue
+        for event in ("insert", "delete"):
+            name = f"{view}_mark_on_{event}_{mark.table}_{mark.alias}"
+            on = "INSERT INTO" if event == "insert" else "DELETE FROM"
+            sql = (f"CREATE RULE {name} ON {on} {mark.table} MARK EPOCHS OF {view} "
+                   f"{sqlgen.block_sql(mark.block)}")
+            rules.append(DeltaRule(name, event, mark.table, (mark.alias,), mark.block, mark.guards,
+                                   MARK, sql, mark.plan.level, mark.plan.ops_bound,
+                                   mark.plan.rows_bound, mark.plan))
+    return tuple(rules)
 
 
 def _lookup_trace(window: Window) -> tuple[TraceSection, ...]:
@@ -190,8 +251,24 @@ def _lookup_trace(window: Window) -> tuple[TraceSection, ...]:
     joined = ", ".join(f"{r.table} {r.alias}" for r in window.lookup.relations)
     return (TraceSection("lookups per windowed tuple", (
         f"each {window.table.name} tuple of the window joins {joined} by bounded lookups "
-        f"(ops <= {window.lookup.ops_bound}); writes to them reach the periodic view when "
-        "their epoch is next refreshed", *window.lookup.plan.root.lines())),)
+        f"(ops <= {window.lookup.ops_bound})", *window.lookup.plan.root.lines())),)
+
+
+def _marks_trace(periodic: ViewDef) -> tuple[TraceSection, ...]:
+    """How writes to the joined relations reach the epochs they change."""
+    lines: list[str] = []
+    for rule in periodic.rules:
+        if rule.event != "insert" or rule.plan is None:
+            continue
+        lines.append(f"a write to {rule.table} {rule.aliases[0]} marks the epochs of the "
+                     f"windowed tuples it joins for the next refresh (ops <= {rule.ops_bound}):")
+        lines += [f"  {line}" for line in rule.plan.root.lines()]
+    for frozen in periodic.frozen:
+        lines.append(f"{frozen.table} is joined only as a foreign key's parent: its inserts and "
+                     "deletes reach no window; an update that changes "
+                     f"{', '.join(frozen.columns)} is refused (the windows it would change are "
+                     "not reached by bounded lookups)")
+    return (TraceSection("writes to the joined relations", tuple(lines)),) if lines else ()
 
 
 def _window_text(window: Window) -> str:
@@ -395,4 +472,11 @@ def periodic_diagnostic(plan: PeriodicPlan, hotspot_column: str, location,
         f"SI-3, {instead} would be a write hotspot; rows go to staging view {plan.staging.name} (hash-partitioned, sorted by "
         f"{facts['order_by'][0]}) and {plan.periodic.name} is refreshed every "
         f"{facts['refresh_every']} by {facts['partitions']} parallel tasks reading at most "
-        f"{facts['per_partition_ops_bound']} tuples each", "", location)
+        f"{facts['per_partition_ops_bound']} tuples each", _frozen_hint(plan.periodic), location)
+
+
+def _frozen_hint(periodic: ViewDef) -> str:
+    return "; ".join(
+        f"updates that change {', '.join(f'{f.table}.{c}' for c in f.columns)} are refused: "
+        f"{f.table} is joined only as a foreign key's parent and the old windows such a change "
+        "reaches are not found by bounded lookups" for f in periodic.frozen)

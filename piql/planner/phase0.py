@@ -20,6 +20,7 @@ from itertools import islice, permutations
 
 from piql.catalog import Catalog, Table
 from piql.planner.bounds import max_rows
+from piql.planner.naming import Names
 from piql.planner.physical import (
     DERIVED, INDEX, PRIMARY, Access, IndexSpec, Operator, PhysicalPlan,
 )
@@ -46,6 +47,7 @@ class Failure:
     hint: str = ""
     placed: int = 0  # how many relations the failing join order had placed
     restricted: bool = False  # some predicate narrows the relation (the likelier culprit)
+    ordered: bool = False  # ORDER BY ... LIMIT is on this relation (its scan was to stop)
 
 
 @dataclass(frozen=True)
@@ -59,14 +61,20 @@ class Phase0Result:
         return self.plan is not None
 
 
-def plan_query(catalog: Catalog, block: QueryBlock, *, avoid_hotspots: bool = True) -> Phase0Result:
-    """Find the preferred bounded plan for ``block``, or say why there is none."""
-    return _Search(catalog, block, avoid_hotspots).run()
+def plan_query(catalog: Catalog, block: QueryBlock, *, avoid_hotspots: bool = True,
+               names: Names | None = None) -> Phase0Result:
+    """Find the preferred bounded plan for ``block``, or say why there is none.
+
+    ``names`` names the secondary indexes the plan creates (default: ``idx_<table>_<cols>``
+    as it comes, for a plan of its own)."""
+    return _Search(catalog, block, avoid_hotspots, names).run()
 
 
 class _Search:
-    def __init__(self, catalog: Catalog, block: QueryBlock, avoid_hotspots: bool) -> None:
+    def __init__(self, catalog: Catalog, block: QueryBlock, avoid_hotspots: bool,
+                 names: Names | None) -> None:
         self.catalog = catalog
+        self.names = names
         self.block = block
         self.avoid_hotspots = avoid_hotspots
         self.hotspots: list[Hotspot] = []
@@ -79,7 +87,8 @@ class _Search:
     def run(self) -> Phase0Result:
         for rel in self.block.relations:
             if rel.subquery is not None:
-                sub = plan_query(self.catalog, rel.subquery, avoid_hotspots=self.avoid_hotspots)
+                sub = plan_query(self.catalog, rel.subquery, avoid_hotspots=self.avoid_hotspots,
+                                 names=self.names)
                 self.hotspots += [h for h in sub.hotspots if h not in self.hotspots]
                 if sub.plan is None:
                     failure = sub.failure or Failure(rel.alias, "the FROM subquery is unbounded")
@@ -145,13 +154,16 @@ class _Search:
                bindings: "_Bindings") -> list[tuple[tuple[str, ...], IndexSpec | None]]:
         paths: list[tuple[tuple[str, ...], IndexSpec | None]] = [(table.primary_key, None)]
         for declared in self.catalog.indexes_on(table.name):
+            if not declared.plain:  # partial, on expressions, or not a B-tree
+                continue
             spec = IndexSpec(table.name, declared.columns, declared.name, declared=True)
             if self._allowed(table, spec):
                 paths.append((_with_key(declared.columns, table), spec))
         shape = self._new_index_shape(table, rel, bindings)
         if shape and not _is_prefix(shape, table.primary_key) and not any(
                 _is_prefix(shape, p[1].columns) for p in paths[1:] if p[1] is not None):
-            spec = IndexSpec.named(table.name, shape)
+            spec = IndexSpec(table.name, shape, self.names.index(table.name, shape)) \
+                if self.names is not None else IndexSpec.named(table.name, shape)
             if self._allowed(table, spec):
                 paths.append((_with_key(shape, table), spec))
         return paths
@@ -248,18 +260,7 @@ class _Search:
         return None
 
     def _why_filtering(self, rel: Relation, placed: set[str]) -> str | None:
-        """None when joining ``rel`` keeps every row: a foreign-key lookup on its full key."""
-        if not rel.is_base:
-            return f"the join with the subquery {rel.alias} may drop rows"
-        table = self.catalog.table(rel.table)
-        assert table is not None
-        mine = [p for p in self.block.predicates
-                if rel.alias in p.aliases() and p.aliases() <= placed | {rel.alias}]
-        source = _foreign_key_source(self.catalog, table, rel.alias, mine, placed, self.block)
-        if source is None:
-            return (f"the join with {rel.alias} ({table.name}) may drop rows: it is not a "
-                    f"lookup of {table.name}'s full key through a FOREIGN KEY")
-        return None
+        return why_join_filters(self.catalog, self.block, rel, placed)
 
     def _failure(self, table: Table, rel: Relation, bindings: "_Bindings",
                  reasons: list[str], placed: int) -> Failure:
@@ -281,13 +282,16 @@ class _Search:
                         f"but {refused[0].column} is TEMPORAL, so every insert would land on "
                         "the same partition (a write hotspot)")
         return Failure(rel.alias, message, _hint(table, bindings, self.block.limit), placed,
-                       bool(bindings.eq or bindings.ranges))
+                       bool(bindings.eq or bindings.ranges),
+                       self.block.limit is not None and self._order_columns(rel) is not None)
 
     def _best_failure(self) -> Failure:
         if not self.failures:
             return Failure("", "no join order yields a bounded plan")
-        # Prefer the order that got furthest, then the relation with most restrictions.
-        return max(self.failures, key=lambda f: (f.placed, f.restricted, -len(f.message)))
+        # Prefer the order that got furthest, then the relation with most restrictions, then
+        # the one ORDER BY ... LIMIT was to stop (not a relation merely read first).
+        return max(self.failures, key=lambda f: (f.placed, f.restricted, f.ordered,
+                                                 -len(f.message)))
 
 
 @dataclass(frozen=True)
@@ -332,9 +336,41 @@ def _mentions(operand: object, alias: str) -> bool:
     return isinstance(operand, Attr) and operand.alias == alias
 
 
+def why_join_filters(catalog: Catalog, block: QueryBlock, rel: Relation,
+                     placed: set[str]) -> str | None:
+    """None when joining ``rel`` to the relations ``placed`` keeps every row of theirs and
+    adds none: a foreign-key lookup on its full key, with no other condition; else why not."""
+    if not rel.is_base:
+        return f"the join with the subquery {rel.alias} may drop rows"
+    table = catalog.table(rel.table or "")
+    assert table is not None
+    mine = [p for p in block.predicates
+            if rel.alias in p.aliases() and p.aliases() <= placed | {rel.alias}]
+    source = _foreign_key_source(catalog, table, rel.alias, mine, placed, block)
+    if source is not None:
+        return None
+    bindings = _Bindings.of(rel.alias, mine)
+    key = {c.lower() for c in table.primary_key}
+    used = {id(p) for c, p in bindings.eq_predicate.items() if c.lower() in key}
+    other = [p for p in mine if id(p) not in used]
+    lookup = [p for p in mine if id(p) in used]
+    if other and _foreign_key_source(catalog, table, rel.alias, lookup, placed, block):
+        return f"the join with {rel.alias} ({table.name}) may drop rows: {other[0]} filters it"
+    nullable = _foreign_key_source(catalog, table, rel.alias, mine, placed, block,
+                                   allow_nullable=True)
+    if nullable is not None:
+        return (f"the join with {rel.alias} ({table.name}) may drop rows: the FOREIGN KEY of "
+                f"{nullable} may be NULL, and a NULL finds no {table.name} row (declare its "
+                "columns NOT NULL)")
+    return (f"the join with {rel.alias} ({table.name}) may drop rows: it is not a "
+            f"lookup of {table.name}'s full key through a FOREIGN KEY")
+
+
 def _foreign_key_source(catalog: Catalog, table: Table, alias: str, predicates: list[Predicate],
-                        placed: set[str], block: QueryBlock) -> str | None:
-    """The alias whose FOREIGN KEY guarantees the lookup of ``alias`` finds its row."""
+                        placed: set[str], block: QueryBlock, *,
+                        allow_nullable: bool = False) -> str | None:
+    """The alias whose FOREIGN KEY guarantees the lookup of ``alias`` finds its row (its
+    columns NOT NULL, unless ``allow_nullable``: then only that the key is looked up)."""
     bindings = _Bindings.of(alias, predicates)
     key = [c.lower() for c in table.primary_key]
     if set(key) - {c.lower() for c in bindings.eq}:
@@ -354,11 +390,27 @@ def _foreign_key_source(catalog: Catalog, table: Table, alias: str, predicates: 
     for fk in source_table.foreign_keys:
         if fk.ref_table.lower() != table.name.lower():
             continue
+        if not allow_nullable and any(_nullable(source_table, c) and
+                                      not _compared(block, Attr(source, c), alias)
+                                      for c in fk.columns):
+            continue  # a NULL foreign key finds no row: the join drops it
         mapping = {r.lower(): c.lower() for c, r in zip(fk.columns, fk.ref_columns)}
         if all(isinstance(values[k], Attr) and values[k].column.lower() == mapping.get(k)
                for k in key):
             return source
     return None
+
+
+def _nullable(table: Table, name: str) -> bool:
+    column = table.column(name)
+    return column is None or column.nullable
+
+
+def _compared(block: QueryBlock, attr: Attr, looked_up: str) -> bool:
+    """Some condition other than the join with ``looked_up`` compares ``attr``: a comparison
+    never holds for NULL, so the rows that reach the join have a value there."""
+    return any(attr in (p.left, p.right) and looked_up not in p.aliases()
+               for p in block.predicates)
 
 
 def _needed_columns(block: QueryBlock) -> dict[str, set[str]]:

@@ -13,6 +13,7 @@ one is spent, so the factor found is the smallest this order allows.
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 from piql.catalog import Catalog, Table
@@ -20,6 +21,7 @@ from piql.planner.views import StorageBound, TraceSection
 from piql.query import Attr, Epoch, Literal, Param, QueryBlock, is_attr_like
 
 FIXED = "FIXED"
+MAX_SEARCH = 4096  # derived sets distinct_bound explores at most
 Node = Attr | Epoch | str
 
 
@@ -100,6 +102,49 @@ def bound_storage(catalog: Catalog, definition: QueryBlock) -> StorageResult:
     free = tuple(sorted(target - derived, key=str))
     message, hint = _explain_failure(catalog, definition, derived, free)
     return StorageResult(None, tuple(trace), free, hint, message)
+
+
+def distinct_bound(catalog: Catalog, definition: QueryBlock, given: set,
+                   target: set) -> int | None:
+    """At most how many combinations of ``target`` values the rows of ``definition`` hold
+    for fixed values of ``given``; None when no dependencies derive ``target``.
+
+    Algorithm 4's dependencies again, but the product of the weights spent is kept as
+    small as possible (a cheapest-first search over the derived sets): a weighted
+    dependency that does not lead to ``target`` must not count.
+    """
+    deps = dependencies(catalog, definition)
+    directed = deps + [Dependency(d.rhs, d.lhs, 1, d.rule) for d in deps if d.rule == "equality"]
+    free = [d for d in directed if d.weight == 1]
+    weighted = [d for d in directed if d.weight != 1]
+
+    def closed(attrs: frozenset) -> frozenset:
+        derived = set(attrs)
+        grown = True
+        while grown:
+            grown = False
+            for dep in free:
+                if dep.lhs <= derived and not dep.rhs <= derived:
+                    derived |= dep.rhs
+                    grown = True
+        return frozenset(derived)
+
+    first = closed(frozenset(given) | {FIXED})
+    queue: list[tuple[int, int, frozenset]] = [(1, 0, first)]
+    seen = {first}
+    tie = 0
+    while queue:
+        factor, _, derived = heapq.heappop(queue)
+        if target <= derived:
+            return factor
+        for dep in weighted:
+            if dep.lhs <= derived and not dep.rhs <= derived:
+                grown = closed(derived | dep.rhs)
+                if grown not in seen and len(seen) < MAX_SEARCH:
+                    seen.add(grown)
+                    tie += 1
+                    heapq.heappush(queue, (factor * dep.weight, tie, grown))
+    return None
 
 
 def _closure(start: set, deps: list[Dependency], target: set) -> tuple[set, int, list[str]]:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from piql.catalog import Catalog
+from piql.catalog import CardinalityConstraint, Catalog
+from piql.planner.storage import distinct_bound
 from piql.planner.views import TraceSection, ViewColumn, view_column_names
 from piql.query import (
     Aggregate, Attr, Epoch, Expr, Literal, Operand, OrderItem, Param, Predicate, QueryBlock,
@@ -23,6 +24,8 @@ from piql.query import (
 )
 
 MAINTAINABLE = ("COUNT", "SUM", "AVG")
+_INTEGER_TYPES = ("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT")
+_REAL_TYPES = ("DOUBLE", "FLOAT", "REAL")
 NOT_UNDER_DELETES = ("MIN", "MAX")
 
 
@@ -45,6 +48,9 @@ class Construction:
     rewritten: QueryBlock
     group_by: tuple[Attr | Epoch, ...]
     trace: tuple[TraceSection, ...]
+    # How many rows of the view share a prefix of its key, where that is bounded by
+    # constraints rather than by the key (groups not fixed by a parameter).
+    limits: tuple[CardinalityConstraint, ...] = ()
 
 
 class EquivalenceClasses:
@@ -146,29 +152,72 @@ def _aggregate_view(catalog: Catalog, block: QueryBlock, name: str, a_eq: list, 
         if refusal:
             return Rejection("Invariant 2" if aggregate.func in NOT_UNDER_DELETES else
                              "Invariant 3", refusal[0], refusal[1], tuple(trace))
-    group_key = list(a_eq)
+    # One key column per equivalence class: with `a = <u> AND b = <u>`, P_view keeps
+    # `a = b`, so grouping by `a` alone is the same grouping and the rewritten query
+    # binds every key column (it reads both through the one parameter).
+    group_key, _ = _algorithm3([("A_eq", a_eq)], classes)
+    fixed = list(group_key)
+    extra: list = []  # GROUP BY columns no parameter fixes: several groups per answer
     for grouping in block.group_by:
-        if not any(grouping in classes.of(k) for k in group_key):
-            return Rejection(
-                "Invariant 1", f"GROUP BY {grouping} is not fixed by a parameter: the query "
-                "would read every group of the view", "compare the grouped column with a "
-                "parameter, or use ORDER BY ... LIMIT on a periodic view (SI-3)", tuple(trace))
+        if not any(grouping in classes.of(k) for k in group_key + extra):
+            extra.append(grouping)
+    # The answer reads every group sharing the parameters' values: bounded only when the
+    # dependencies of §4.1 (keys, CARDINALITY, equalities) bound how many there are.
+    relations = QueryBlock(block.relations, tuple(p_view), group_by=tuple(group_key + extra))
+    limits: list[tuple[Attr | Epoch, int]] = []
+    for position, grouping in enumerate(extra):
+        groups = distinct_bound(catalog, relations, set(fixed + extra[:position]), {grouping})
+        if groups is None:
+            return Rejection("Invariant 1", *_unbounded_groups(catalog, block, grouping, fixed),
+                             tuple(trace))
+        limits.append((grouping, groups))
+    group_key = group_key + extra
     names = view_column_names(group_key) if group_key else []
-    columns = [ViewColumn(n, s, True, "A_eq", column_type(catalog, block, s))
+    columns = [ViewColumn(n, s, True, "A_eq" if s in fixed else "GROUP BY",
+                          column_type(catalog, block, s))
                for n, s in zip(names, group_key)]
     for aggregate in _state(block.aggregates):
         column = _state_name(aggregate)
         if all(c.name != column for c in columns):
             columns.append(ViewColumn(column, aggregate, False, "aggregate",
-                                      "BIGINT" if aggregate.func == "COUNT" else "DOUBLE"))
-    trace.append(TraceSection("GROUP BY (A_eq)", tuple(map(str, group_key)) or ("(none: one row)",)))
+                                      column_type(catalog, block, aggregate)))
+    trace.append(TraceSection("GROUP BY (A_eq)", tuple(map(str, fixed)) or ("(none: one row)",)))
+    if limits:
+        trace.append(TraceSection("groups per answer (§4.1 dependencies)", tuple(
+            f"{g}: at most {k} per ({', '.join(map(str, fixed + extra[:i]))})"
+            for i, (g, k) in enumerate(limits))))
     trace.append(TraceSection("A_agg (partial state)", tuple(
         f"{c.name} <- {c.source}" for c in columns if not c.key)))
     definition = QueryBlock(block.relations, tuple(p_view),
                             tuple(SelectItem(c.name, c.source) for c in columns),
                             group_by=tuple(group_key))
-    rewritten = _rewrite(block, name, tuple(columns), classes)
-    return Construction(tuple(columns), definition, rewritten, tuple(group_key), tuple(trace))
+    # The view's key holds the extra groups after the fixed prefix, at most k per prefix:
+    # what Phase 0 needs to bound the rewritten query's range read.
+    view_limits = tuple(CardinalityConstraint(
+        names[len(fixed) + i], k, tuple(names[:len(fixed) + i])) for i, (_, k) in enumerate(limits))
+    rewritten = _rewrite(block, name, tuple(columns), classes, keep_order=bool(extra))
+    return Construction(tuple(columns), definition, rewritten, tuple(group_key), tuple(trace),
+                        view_limits)
+
+
+def _unbounded_groups(catalog: Catalog, block: QueryBlock, grouping: Attr | Epoch,
+                      fixed: list) -> tuple[str, str]:
+    """Why the groups of ``grouping`` per answer are not bounded, and the constraint that
+    would bound them."""
+    fixed_text = ", ".join(map(str, fixed))
+    message = (f"GROUP BY {grouping} is not fixed by a parameter"
+               + (f", and no CARDINALITY constraint bounds its values per ({fixed_text})"
+                  if fixed else "") + ": the query would read every group of the view")
+    hint = "compare the grouped column with a parameter, or use ORDER BY ... LIMIT on a " \
+        "periodic view (SI-3)"
+    attr = base_attr(grouping)
+    per = [f.column for f in fixed if isinstance(f, Attr) and attr is not None
+           and f.alias == attr.alias]
+    if attr is not None and per:
+        table = _table(catalog, block.relation(attr.alias))
+        hint = (f"declare at most K {attr.column} values per ({', '.join(per)}) on {table.name}: "
+                f"WITH CARDINALITY ({attr.column}, K) PER ({', '.join(per)}); or {hint}")
+    return message, hint
 
 
 def _epochs_first(catalog: Catalog, block: QueryBlock, a_eq: list) -> list:
@@ -194,9 +243,15 @@ def _aggregate_refusal(aggregate: Aggregate) -> tuple[str, str] | None:
                 "summarizes, so a view of it is not bounded (§3.2.1)",
                 "keep a COUNT, SUM or AVG instead, or group by the value to count distinct ones")
     if aggregate.func in NOT_UNDER_DELETES:
+        # The largest value comes first in descending order, the smallest in ascending
+        # order, where NULLs (which MIN skips) sort first in SQLite.
+        order = f"ORDER BY {aggregate.arg} DESC LIMIT 1" if aggregate.func == "MAX" else \
+            f"ORDER BY {aggregate.arg} LIMIT 1"
+        nulls = "" if aggregate.func == "MAX" else \
+            f" (NULLs sort first: add {aggregate.arg} >= a literal lower bound if it can be NULL)"
         return (f"{aggregate} cannot be maintained under deletes: deleting the current "
                 f"{aggregate.func.lower()} needs a scan of the whole group (§3.2.1)",
-                f"ORDER BY {aggregate.arg} LIMIT 1 on an index reads the same value with bounded work")
+                f"{order} on an index reads the same value with bounded work{nulls}")
     return None
 
 
@@ -279,7 +334,7 @@ def _covered(expr: Expr, key: list, classes: EquivalenceClasses) -> bool:
 
 
 def _rewrite(block: QueryBlock, view: str, columns: tuple[ViewColumn, ...],
-             classes: EquivalenceClasses) -> QueryBlock:
+             classes: EquivalenceClasses, keep_order: bool = False) -> QueryBlock:
     """The query over the view: parameter predicates on view columns, same order and limit."""
     def column_for(expr: Expr) -> Expr:
         if isinstance(expr, (Param, Literal)):
@@ -306,8 +361,9 @@ def _rewrite(block: QueryBlock, view: str, columns: tuple[ViewColumn, ...],
     return QueryBlock(
         (relation,), tuple(predicates),
         tuple(SelectItem(i.name, column_for(i.expr)) for i in block.select),
-        order_by=() if aggregated else tuple(OrderItem(column_for(o.expr), o.desc)
-                                              for o in block.order_by),
+        # One group answers an aggregate unless some groups are not fixed by parameters.
+        order_by=() if aggregated and not keep_order else tuple(
+            OrderItem(column_for(o.expr), o.desc) for o in block.order_by),
         limit=block.limit)
 
 
@@ -318,9 +374,22 @@ def _table(catalog: Catalog, rel: Relation):
 
 
 def column_type(catalog: Catalog, block: QueryBlock, expr: Expr) -> str:
-    """The SQL type of an output expression: its column's, or its aggregate's."""
+    """The SQL type of an output expression: its column's, or its aggregate's.
+
+    As in SQL, COUNT is an integer and AVG a real; SUM keeps its argument's kind, so an
+    integer sum stays exact (a REAL column would round it past 2^53 and answer ``7.0``);
+    MIN and MAX are values of their argument. A SUM of a column of another type gets no
+    type, so the store keeps each sum as computed."""
     if isinstance(expr, Aggregate):
-        return "BIGINT" if expr.func == "COUNT" else "DOUBLE"
+        if expr.func == "COUNT":
+            return "BIGINT"
+        if expr.func == "AVG":
+            return "DOUBLE"
+        argument = "ANY" if expr.arg is None else column_type(catalog, block, expr.arg)
+        if expr.func != "SUM":
+            return argument
+        base = argument.upper().split("(")[0]
+        return "BIGINT" if base in _INTEGER_TYPES else "DOUBLE" if base in _REAL_TYPES else "ANY"
     if isinstance(expr, Epoch):
         return "BIGINT"
     attr = base_attr(expr) if not isinstance(expr, Literal) else None

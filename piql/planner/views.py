@@ -9,6 +9,9 @@ from piql.planner.physical import IndexSpec, PhysicalPlan
 from piql.query import Aggregate, Attr, Epoch, Expr, Predicate, QueryBlock
 
 IMV, STAGING, PERIODIC = "imv", "staging", "periodic"
+# The action of a periodic time window's rule on a joined relation: record, for the next
+# refresh, the epochs of the windowed tuples the written tuple joins.
+MARK = "mark"
 
 
 @dataclass(frozen=True)
@@ -45,8 +48,9 @@ class DeltaRule:
 
     ``aliases`` are the relation occurrences replaced by the written tuple (several
     for a self-join's tuple-with-itself rule). ``guards`` are conditions on the
-    tuple alone. ``action`` is ``insert``/``delete`` for row views and
-    ``add``/``subtract`` for aggregate views.
+    tuple alone. ``action`` is ``insert``/``delete`` for row views,
+    ``add``/``subtract`` for aggregate views and ``mark`` (:data:`MARK`) for a periodic
+    view's epochs.
     """
 
     name: str
@@ -74,6 +78,17 @@ class DeltaRule:
 
 
 @dataclass(frozen=True)
+class FrozenColumns:
+    """Columns of ``table`` an update may not change. A periodic time window joins the
+    table only as the parent of a foreign key, so its inserts and deletes never reach a
+    window, but a change to these columns would reach every window its children are in,
+    and no bounded lookup finds those (``planner.window_join``)."""
+
+    table: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ViewDef:
     """A view piql creates: its definition, clustered key, bound and maintenance rules."""
 
@@ -86,6 +101,7 @@ class ViewDef:
     storage: StorageBound | None = None
     rules: tuple[DeltaRule, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    frozen: tuple[FrozenColumns, ...] = ()  # updates refused to keep a periodic view right
 
     @property
     def key(self) -> tuple[ViewColumn, ...]:
@@ -120,6 +136,9 @@ class ViewDef:
                 "relation": self.storage.relation or None, "factor": self.storage.factor},
             "rules": [r.to_json() for r in self.rules],
         }
+        if self.frozen:
+            document["frozen_columns"] = [{"table": f.table, "columns": list(f.columns)}
+                                          for f in self.frozen]
         document.update(self.extra)
         return document
 

@@ -6,7 +6,7 @@ from sqlglot import exp
 from piql import sqlgen
 from piql.planner.application import Plan
 from piql.planner.maintenance import DeltaQuery, rule_sql
-from piql.planner.views import PERIODIC, STAGING, ViewDef
+from piql.planner.views import MARK, PERIODIC, STAGING, ViewDef
 
 # Spark SQL has no clustered keys or secondary indexes: the store keeps those.
 KEYLESS_DIALECTS = ("spark",)
@@ -53,13 +53,22 @@ def _view(view: ViewDef, dialect: str) -> list[str]:
                      f"of {view.extra['staging']}, each reading at most "
                      f"{view.extra['per_partition_ops_bound']} rows, merged as:")
         lines.append(sqlgen.block_sql(view.definition, dialect) + ";")
+        for rule in view.rules:
+            if rule.action == MARK:
+                lines.append(f"-- {rule.name}: on {rule.event} of one {rule.table} row, mark the "
+                             f"epochs of these windowed rows for the next refresh:")
+                lines.append(_delta_sql(rule.delta, rule.guards, dialect) + ";")
+        for frozen in view.frozen:
+            lines.append(f"-- updates of {frozen.table} that change {', '.join(frozen.columns)} "
+                         "are refused (their windows are not reached by bounded lookups)")
         return lines
-    build = f"INSERT INTO {view.name} {sqlgen.block_sql(view.definition, dialect)};"
+    name = sqlgen.identifier(view.name, dialect)
+    build = f"INSERT INTO {name} {sqlgen.block_sql(view.definition, dialect)};"
     if view.kind == STAGING:
         # The partition is a hash piql computes per row, so the build is shown, not runnable.
-        columns = ", ".join(c.name for c in view.columns)
+        columns = ", ".join(sqlgen.identifier(c.name, dialect) for c in view.columns)
         select = sqlgen.block_sql(view.definition, dialect).replace("SELECT ", "SELECT <partition>, ", 1)
-        build = f"-- initial build (piql fills partition per row): INSERT INTO {view.name} ({columns}) {select};"
+        build = f"-- initial build (piql fills partition per row): INSERT INTO {name} ({columns}) {select};"
     lines.append(build)
     for rule in view.rules:
         delta = DeltaQuery(rule.table, rule.aliases, rule.delta, rule.guards,
@@ -73,13 +82,20 @@ def create_table(view: ViewDef, dialect: str) -> str:
     names = [(c.name, c.type) for c in view.columns]
     key = [c.name for c in view.key]
     columns: list[exp.Expression] = [
-        exp.ColumnDef(this=exp.to_identifier(name), kind=exp.DataType.build(_type(kind)))
+        exp.ColumnDef(this=sqlgen.ident(name), kind=exp.DataType.build(_type(kind)))
         for name, kind in names]
     if dialect not in KEYLESS_DIALECTS:
-        columns.append(exp.PrimaryKey(expressions=[exp.to_identifier(k) for k in key]))
-    statement = exp.Create(kind="TABLE", this=exp.Schema(this=exp.to_table(view.name),
-                                                        expressions=columns)).sql(dialect=dialect)
+        columns.append(exp.PrimaryKey(expressions=[sqlgen.ident(k) for k in key]))
+    statement = sqlgen.render(exp.Create(kind="TABLE", this=exp.Schema(
+        this=sqlgen.table_ref(view.name), expressions=columns)), dialect)
     return statement + (" WITHOUT ROWID" if dialect == "sqlite" else "")
+
+
+def _delta_sql(block, guards, dialect: str) -> str:
+    query = sqlgen.select(block, paper=False)
+    if guards:
+        query = query.where(exp.and_(*(sqlgen.predicate(g, paper=False) for g in guards)))
+    return sqlgen.render(query, dialect)
 
 
 def _type(name: str) -> str:

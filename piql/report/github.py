@@ -1,7 +1,9 @@
 """``piql lint --format github``: workflow commands that annotate the pull request."""
 from __future__ import annotations
 
+from piql.diagnostics import Diagnostic
 from piql.planner.application import Plan
+from piql.report import schema_notes
 
 COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -15,15 +17,19 @@ def _escape_property(text: str) -> str:
 
 
 def render(plan: Plan) -> str:
-    lines = []
+    lines = [_annotation(d, "piql schema") for d in schema_notes.summarized(plan.catalog)]
     for query in plan.queries:
         for d in query.diagnostics:
-            props = [f"title={_escape_property(f'piql {d.code}: {query.name}')}"]
-            if d.location is not None:
-                props = [f"file={_escape_property(d.location.file)}",
-                         f"line={d.location.line}", f"col={d.location.column}"] + props
-            message = d.message + (f" Hint: {d.hint}" if d.hint else "")
-            lines.append(f"::{COMMAND.get(d.severity, 'notice')} {','.join(props)}::{_escape(message)}")
+            lines.append(_annotation(d, f"piql {d.code}: {query.name}"))
     summary = ", ".join(f"{k} {v}" for k, v in plan.summary.items())
     lines.append(f"piql: {len(plan.queries)} queries: {summary}")
     return "\n".join(lines) + "\n"
+
+
+def _annotation(d: Diagnostic, title: str) -> str:
+    props = [f"title={_escape_property(title)}"]
+    if d.location is not None:
+        props = [f"file={_escape_property(d.location.file)}",
+                 f"line={d.location.line}", f"col={d.location.column}"] + props
+    message = d.message + (f" Hint: {d.hint}" if d.hint else "")
+    return f"::{COMMAND.get(d.severity, 'notice')} {','.join(props)}::{_escape(message)}"

@@ -22,6 +22,7 @@ def to_dict(plan: Plan) -> dict[str, Any]:
                     for i in plan.indexes],
         "views": [view.to_json() for view in plan.views],
         "summary": plan.summary,
+        "schema_diagnostics": [diagnostic(d) for d in plan.catalog.notes],
     }
 
 

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from piql.planner.application import LEVELS, Plan, QueryPlan
+from piql.report import schema_notes
 
 
 def render(plan: Plan) -> str:
     width = max([len(q.name) for q in plan.queries] + [5])
     lines = [_verdict(q, width) for q in plan.queries]
-    details = [line for q in plan.queries for line in _diagnostics(q)]
+    details = schema_notes.text_lines(plan.catalog) + \
+        [line for q in plan.queries for line in _diagnostics(q)]
     if details:
         lines += [""] + details
     counts = plan.summary

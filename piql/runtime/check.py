@@ -11,8 +11,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from sqlglot import exp
+
 from piql import sqlgen
 from piql.planner.views import IMV, STAGING, ViewDef
+from piql.query import Aggregate
 from piql.runtime.store import Store
 
 
@@ -49,11 +52,13 @@ class CheckReport:
 def recompute(store: Store, view: ViewDef, partition_of: Callable[[ViewDef, dict], int]) -> list[tuple]:
     """The rows ``view`` must hold, computed from base tables with its definition."""
     names = [i.name for i in view.definition.select]
-    rows = store.sql(sqlgen.block_sql(view.definition, "sqlite"))
+    rows = _sqlite_rows(store, view)
     shape = store.shapes[view.name]
     result = []
     for row in rows:
         values: dict[str, Any] = dict(zip(names, row))
+        if empty_group(view, values):
+            continue
         if view.kind == STAGING:
             values["partition"] = partition_of(view, values)
         values.setdefault("_all", 0)
@@ -61,29 +66,93 @@ def recompute(store: Store, view: ViewDef, partition_of: Callable[[ViewDef, dict
     return result
 
 
+def _sqlite_rows(store: Store, view: ViewDef) -> list[tuple]:
+    """The rows of ``view``'s definition by SQLite, with exact integer sums.
+
+    SQLite's SUM fails with "integer overflow" as soon as a partial sum leaves 64 bits,
+    in whatever order it scans, although the sum itself (what maintenance keeps, and
+    what SQL means) may fit. So each integer SUM(x) is computed as SUM(x / 2**32) and
+    SUM(x % 2**32), whose partial sums cannot overflow, and combined in Python."""
+    query = sqlgen.select(view.definition, paper=False)
+    types = {c.name: c.type.upper() for c in view.columns}
+    expressions: list[exp.Expression] = []
+    split: list[bool] = []
+    for item, node in zip(view.definition.select, query.expressions):
+        inner = node.this if isinstance(node, exp.Alias) else node
+        exact = isinstance(inner, exp.Sum) and types.get(item.name) == "BIGINT"
+        split.append(exact)
+        if exact:
+            high = exp.Div(this=inner.this.copy(), expression=exp.Literal.number(_HALF),
+                           typed=True)  # SQLite's integer division, truncating
+            low = exp.Mod(this=inner.this.copy(), expression=exp.Literal.number(_HALF))
+            expressions += [exp.Sum(this=high), exp.Sum(this=low)]
+        else:
+            expressions.append(node)
+    if not any(split):
+        return store.sql(sqlgen.render(query, "sqlite"))
+    query.set("expressions", expressions)
+    result = []
+    for row in store.sql(sqlgen.render(query, "sqlite")):
+        values, position = [], 0
+        for exact in split:
+            if exact:
+                high, low = row[position], row[position + 1]
+                values.append(None if high is None else high * _HALF + low)
+                position += 2
+            else:
+                values.append(row[position])
+                position += 1
+        result.append(tuple(values))
+    return result
+
+
+_HALF = 2 ** 32
+
+
+def empty_group(view: ViewDef, values: dict[str, Any]) -> bool:
+    """Is this recomputed row the one row SQL gives for a global aggregate (no GROUP BY) of
+    no rows? Maintenance keeps no row for an empty group, and a query answers it as SQL
+    does (COUNT 0, SUM NULL) without one, so the recomputation leaves it out too."""
+    if view.key or not view.aggregate:
+        return False
+    count = next((c.name for c in view.columns if c.source == Aggregate("COUNT", None)), None)
+    return count is not None and values.get(count) == 0
+
+
 def check_views(store: Store, views: tuple[ViewDef, ...],
-                recomputed: Callable[[ViewDef], list[tuple]], repair: bool = False) -> CheckReport:
-    """Diff every maintained view against ``recomputed(view)`` (by SQLite or an engine)."""
+                recomputed: Callable[[ViewDef], list[tuple]], repair: bool = False,
+                repaired: Callable[[ViewDef, list[tuple]], None] | None = None) -> CheckReport:
+    """Diff every maintained view against ``recomputed(view)`` (by SQLite or an engine).
+
+    Everything is read in one transaction of the store, so the recomputation, the stored
+    rows and the repair see the same snapshot whatever other processes write meanwhile: a
+    read transaction for a check, the write lock for a repair (writers wait for it).
+    ``repaired`` is told of every view replaced, with its new rows."""
     checks = []
-    for view in views:
-        if view.kind not in (IMV, STAGING):
-            continue
-        expected = recomputed(view)
-        actual = store.all_rows(view.name)
-        want, have = Counter(map(_normal, expected)), Counter(map(_normal, actual))
-        missing = tuple((want - have).elements())
-        extra = tuple((have - want).elements())
-        fixed = False
-        if repair and (missing or extra):
-            store.begin()
-            try:
+    if repair:
+        store.begin()
+    else:
+        store.begin_read()
+    try:
+        for view in views:
+            if view.kind not in (IMV, STAGING):
+                continue
+            expected = recomputed(view)
+            actual = store.all_rows(view.name)
+            want, have = Counter(map(_normal, expected)), Counter(map(_normal, actual))
+            missing = tuple((want - have).elements())
+            extra = tuple((have - want).elements())
+            fixed = False
+            if repair and (missing or extra):
                 store.replace_rows(view.name, expected)
-                store.commit()
-            except BaseException:
-                store.rollback()
-                raise
-            fixed = True
-        checks.append(ViewCheck(view.name, missing, extra, fixed))
+                if repaired is not None:
+                    repaired(view, expected)
+                fixed = True
+            checks.append(ViewCheck(view.name, missing, extra, fixed))
+        store.commit()
+    except BaseException:
+        store.rollback()
+        raise
     return CheckReport(tuple(checks))
 
 

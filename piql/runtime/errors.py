@@ -1,7 +1,7 @@
 """Errors of a deployed application; each leaves the store unchanged."""
 from __future__ import annotations
 
-from piql.errors import PiqlError
+from piql.errors import InputError, PiqlError
 
 
 class RuntimeErrorBase(PiqlError):
@@ -24,9 +24,22 @@ class DeploymentError(RuntimeErrorBase):
     """The store cannot host this plan (for instance it was deployed with another plan)."""
 
 
+class StoreBusy(RuntimeErrorBase):
+    """Another connection held the store's write lock longer than the deployment waits."""
+
+
+class DeploymentClosed(RuntimeErrorBase):
+    """The deployment was closed; deploy (reopen) the store again to use it."""
+
+
 class UnknownName(RuntimeErrorBase):
     """No such query, table or column."""
 
 
 class UnboundedQuery(RuntimeErrorBase):
     """The query has no scale-independent plan, so piql refuses to run it."""
+
+
+class DataFileError(InputError):
+    """A file given to ``load`` cannot be read: missing, not UTF-8, a ragged row, a value
+    not of its column's type, not Parquet. Names the file (and line and column)."""

@@ -1,15 +1,19 @@
-"""Evaluating query-block expressions on bound rows (all of it local work on bounded input)."""
+"""Evaluating query-block expressions on bound rows (all of it local work on bounded input).
+
+Every value follows SQL's rules, not Python's (``piql.runtime.sqlvalues``): ``%`` and
+integer division truncate, NULL propagates, a comparison with NULL is not true, and
+ORDER BY puts NULLs first ascending.
+"""
 from __future__ import annotations
 
-import operator
 from typing import Any, Iterable
 
 from piql.query import (
     Aggregate, Attr, Epoch, Expr, Literal, OrderItem, Param, Predicate, QueryBlock, Ratio,
 )
+from piql.runtime import sqlvalues
 
 Binding = dict[tuple[str, str], Any]
-COMPARE = {"=": operator.eq, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 INTEGER_TYPES = ("INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT")
 REAL_TYPES = ("DOUBLE", "FLOAT", "REAL", "DECIMAL", "NUMERIC")
 TEXT_TYPES = ("VARCHAR", "TEXT", "CHAR", "STRING", "CLOB")
@@ -23,16 +27,14 @@ def value(expr: object, binding: Binding, params: dict[str, Any]) -> Any:
     if isinstance(expr, Literal):
         return expr.value
     if isinstance(expr, Epoch):
-        time = value(expr.attr, binding, params)
-        return time - time % expr.width
+        return sqlvalues.epoch(value(expr.attr, binding, params), expr.width)
     raise TypeError(f"cannot evaluate {expr!r} on one row")
 
 
 def holds(pred: Predicate, binding: Binding, params: dict[str, Any]) -> bool:
+    """Is ``pred`` true? (Unknown, with a NULL on either side, is not.)"""
     left, right = value(pred.left, binding, params), value(pred.right, binding, params)
-    if left is None or right is None:
-        return False
-    return COMPARE[pred.op](left, right)
+    return sqlvalues.compare(pred.op, left, right) is True
 
 
 def finish(block: QueryBlock, bindings: list[Binding], params: dict[str, Any]) -> list[tuple]:
@@ -65,8 +67,8 @@ def _plain_row(block: QueryBlock, binding: Binding, params: dict[str, Any]) -> d
 
 def _scalar(expr: Expr, binding: Binding, params: dict[str, Any]) -> Any:
     if isinstance(expr, Ratio):
-        num, den = value(expr.numerator, binding, params), value(expr.denominator, binding, params)
-        return None if not den else num / den
+        return sqlvalues.average(value(expr.numerator, binding, params),
+                                 value(expr.denominator, binding, params))
     return value(expr, binding, params)
 
 
@@ -103,11 +105,10 @@ def aggregate(agg: Aggregate, members: Iterable[Binding], params: dict[str, Any]
 
 
 def sort_rows(rows: list[dict], order: tuple[OrderItem, ...]) -> list[dict]:
-    """Stable multi-key sort; NULLs first ascending, as SQLite orders them."""
+    """Stable multi-key sort in SQLite's order of values (NULLs first ascending)."""
     for item in reversed(order):
         key = item.expr
-        rows = sorted(rows, key=lambda r: (r[key] is not None, r[key] if r[key] is not None else 0),
-                      reverse=item.desc)
+        rows = sorted(rows, key=lambda r: sqlvalues.sort_key(r[key]), reverse=item.desc)
     return rows
 
 

@@ -23,6 +23,7 @@ from piql import sqlgen
 from piql.planner.views import PERIODIC, ViewDef
 from piql.planner.window_join import collapse, flat_name, lookup_block, staged_relation
 from piql.query import Attr, Epoch, Literal, OrderItem, Param, QueryBlock, Relation, SelectItem
+from piql.runtime import sqlvalues
 from piql.runtime.errors import BoundExceeded
 from piql.runtime.evaluate import finish, sort_rows
 from piql.runtime.store import Store, quote
@@ -42,8 +43,7 @@ class EpochWindow:
     width: int
 
     def epoch(self, row: dict[str, Any]) -> int | None:
-        value = row.get(self.column)
-        return None if value is None else value - value % self.width
+        return sqlvalues.epoch(row.get(self.column), self.width)
 
 
 def epoch_windows(views: Iterable[ViewDef]) -> dict[str, list[EpochWindow]]:
@@ -132,6 +132,9 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
                  now_ms: int | None = None, strict: bool = True, engine=None) -> RefreshReport:
     """Recompute ``view`` from its staging view and replace it atomically."""
     started = time.perf_counter()
+    # Other connections (processes) may write while the shares are read; if one did, the
+    # epochs' marks stay for the next refresh to look again (see below).
+    version = _data_version(store)
     window = window_block(view.definition, staging.name)
     merged_as = layout(store, staging.name, window)  # the same for every epoch
     if view.extra["window"] == "tuple":
@@ -140,11 +143,12 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
     else:
         now = int(time.time() * 1000) if now_ms is None else now_ms
         width = _epoch(window).width
-        current = now - now % width
+        current = sqlvalues.epoch(now, width)
         late = [e for (e,) in store.connection.execute(
             f"SELECT epoch FROM {DIRTY} WHERE view = ?", [view.name])]
         epochs, busiest = {}, 0
-        for epoch in sorted({current - width, current, *late}):
+        previous = [current - width] if current - width >= sqlvalues.INT64_MIN else []
+        for epoch in sorted({*previous, current, *late}):
             rows, reads = _compute(store, view, staging, window, merged_as, partitions, epoch,
                                    engine)
             names = [i.name for i in unlimited(window).select]
@@ -156,13 +160,17 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
                             f"its bound is {bound}")
     store.begin()
     try:
+        # A write committed since the shares were read may have landed in an epoch already
+        # marked (its mark was a no-op): clearing the marks would lose it.
+        unchanged = _data_version(store) == version
         for epoch, rows in epochs.items():
             if epoch is None:
                 store.replace_rows(view.name, rows)
             else:
                 store.replace_rows(view.name, rows, '"epoch" = ?', [epoch])
-                store.connection.execute(f"DELETE FROM {DIRTY} WHERE view = ? AND epoch = ?",
-                                         [view.name, epoch])
+                if unchanged:
+                    store.connection.execute(f"DELETE FROM {DIRTY} WHERE view = ? AND epoch = ?",
+                                             [view.name, epoch])
         store.commit()
     except BaseException:
         store.rollback()
@@ -170,6 +178,11 @@ def refresh_view(store: Store, view: ViewDef, staging: ViewDef, partitions: int,
     written = sum(len(rows) for rows in epochs.values())
     return RefreshReport(view.name, partitions, busiest, bound, written,
                          time.perf_counter() - started, getattr(engine, "name", "store"))
+
+
+def _data_version(store: Store) -> int:
+    """Changes whenever another connection commits (SQLite's ``PRAGMA data_version``)."""
+    return store.connection.execute("PRAGMA data_version").fetchone()[0]
 
 
 def _compute(store: Store, view: ViewDef, staging: ViewDef, window: QueryBlock, merged_as: Layout,
@@ -228,9 +241,9 @@ def share_of(store: Store, staging: str, view: ViewDef, window: QueryBlock, merg
         direction = " DESC" if window.order_by[0].desc else ""
         return Share(f"{head} ORDER BY {column}{direction} LIMIT {int(window.limit)}",
                      (*values, partition), tuple(keys))
-    width = _epoch(window).width
-    return Share(f"{head} AND {column} >= ? AND {column} < ? ORDER BY {column}",
-                 (*values, partition, epoch, epoch + width), tuple(keys))
+    low, high = sqlvalues.epoch_bounds(epoch, _epoch(window).width)
+    return Share(f"{head} AND {column} >= ? AND {column} <= ? ORDER BY {column}",
+                 (*values, partition, low, high), tuple(keys))
 
 
 def _join_condition(window: QueryBlock, alias: str, aliases: dict[str, str]) -> tuple[str, list]:

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from piql.catalog import Catalog, Table
-from piql.planner.views import STAGING, DeltaRule, ViewDef
+from piql.planner.views import MARK, STAGING, DeltaRule, ViewDef
 from piql.query import Aggregate
 from piql.runtime.errors import BoundExceeded, ConstraintError
 from piql.runtime.evaluate import aggregate, holds, value
 from piql.runtime.executor import execute
 from piql.runtime.refresh import EpochWindow, mark_epochs
-from piql.runtime.store import Store
+from piql.runtime.store import Store, quote
 
 Partitioner = Callable[[ViewDef, dict[str, Any]], int]
 
@@ -50,7 +50,8 @@ class Maintainer:
         """Static bound of one write: key check, CARDINALITY and FOREIGN KEY checks, the row,
         its indexes, and every rule."""
         if event == "insert":
-            checks = 1 + sum(c.limit for c in table.cardinalities) + len(table.foreign_keys)
+            checks = 1 + sum(c.limit for c in table.cardinalities) + len(table.foreign_keys) \
+                + len(table.unique_keys)
         else:
             checks = 1 + len(self._referencing(table))
         rules = sum(r.ops_bound for _, r in self._rules(table.name, event))
@@ -64,28 +65,35 @@ class Maintainer:
             raise ConstraintError(f"{table.name} already has a row with key {_show(key)} "
                                   f"(PRIMARY KEY ({', '.join(table.primary_key)}))")
         self._check_cardinality(table, row)
+        self._check_unique(table, row)
         self._check_parents(table, row)
         pending = [(view, rule, *self._delta(rule, row))
-                   for view, rule in self._rules(table.name, "insert")]
+                   for view, rule in self._rules(table.name, "insert") if rule.action != MARK]
         self.store.insert(table.name, row)
         self.store.counter.writes += self.index_counts.get(table.name, 0)
         measured = [self._apply(view, rule, rows, reads) for view, rule, rows, reads in pending]
+        measured += self._marks(table, "insert", row)  # with the tuple in: it may join itself
         return self._report(table, "insert", start, measured)
 
-    def delete(self, table: Table, key: dict[str, Any], *, replacing: bool = False) -> WriteReport:
-        """Delete one row; ``replacing`` (an update's first half) keeps the key, so rows that
-        refer to it stay valid."""
+    def delete(self, table: Table, key: dict[str, Any], *,
+               replacing: dict[str, Any] | None = None) -> WriteReport:
+        """Delete one row; ``replacing`` (an update's first half: the new row) keeps the key,
+        so rows that refer to it stay valid."""
         start = self.store.counter.ops
         found = self.store.get(table.name, key)
         if found is None:
             raise ConstraintError(f"{table.name} has no row with key {_show(key)}")
         row = dict(zip(self.store.shapes[table.name].columns, found))
-        if not replacing:
-            self._check_children(table, row)
+        if replacing is not None:
+            self._check_frozen(table, row, replacing)
+        marked = self._marks(table, "delete", row)  # before the tuple goes: the windows it is in
         self.store.delete(table.name, key)
+        if replacing is None:  # after the delete, so a row referring to itself is no child
+            self._check_children(table, row)
         self.store.counter.writes += self.index_counts.get(table.name, 0)
-        measured = [self._apply(view, rule, *self._delta(rule, row))
-                    for view, rule in self._rules(table.name, "delete")]
+        measured = marked + [self._apply(view, rule, *self._delta(rule, row))
+                             for view, rule in self._rules(table.name, "delete")
+                             if rule.action != MARK]
         return self._report(table, "delete", start, measured)
 
     # -- pieces ----------------------------------------------------------------
@@ -104,12 +112,30 @@ class Maintainer:
                     f"{_show(dict(eq))} already has {constraint.limit} {constraint.column} values "
                     f"(limit {constraint.limit})")
 
+    def _check_unique(self, table: Table, row: dict[str, Any]) -> None:
+        """Bounded plans trust unique keys (a lookup of one finds at most one row). Rows whose
+        key holds a NULL never clash, as in SQL, unless the key is NULLS NOT DISTINCT."""
+        for key in table.unique_keys:
+            values = [row[c] for c in key.columns]
+            if key.nulls_distinct and any(v is None for v in values):
+                continue
+            where = " AND ".join(f"{quote(c)} IS ?" for c in key.columns)
+            clash = self.store.sql(f"SELECT 1 FROM {quote(table.name)} WHERE {where} LIMIT 1", values)
+            self.store.counter.reads += 1
+            if clash:
+                raise ConstraintError(
+                    f"insert into {table.name} breaks {key.describe()}: a row with "
+                    f"{_show(dict(zip(key.columns, values)))} already exists")
+
     def _check_parents(self, table: Table, row: dict[str, Any]) -> None:
         """Bounded plans trust foreign keys (a lookup through one never drops a row)."""
         for fk in table.foreign_keys:
             values = [row[c] for c in fk.columns]
             if any(v is None for v in values):
                 continue
+            if fk.ref_table.lower() == table.name.lower() and \
+                    values == [row[c] for c in fk.ref_columns]:
+                continue  # the row is its own parent, as SQL checks it: after the insert
             if self.store.get(fk.ref_table, dict(zip(fk.ref_columns, values))) is None:
                 raise ConstraintError(
                     f"insert into {table.name} breaks FOREIGN KEY ({', '.join(fk.columns)}) "
@@ -129,6 +155,26 @@ class Maintainer:
                     f"REFERENCES {table.name} of {child.name}: {child.name} rows still refer to "
                     f"{_show(dict(eq))}")
 
+    def _check_frozen(self, table: Table, old: dict[str, Any], new: dict[str, Any]) -> None:
+        for view in self.views:
+            for frozen in view.frozen:
+                if frozen.table.lower() != table.name.lower():
+                    continue
+                changed = [c for c in frozen.columns if old[c] != new[c]]
+                if changed:
+                    key = {c: old[c] for c in table.primary_key}
+                    raise ConstraintError(
+                        f"update of {table.name} {_show(key)} changes {', '.join(changed)}, which "
+                        f"the periodic view {view.name} reads through a join: the old windows "
+                        "that change would reach are not found by bounded lookups, so piql "
+                        f"refuses it (insert a new {table.name} row instead, or make the reverse "
+                        "lookup bounded, see docs/temporal.md)")
+
+    def _marks(self, table: Table, event: str, row: dict[str, Any]) -> list[tuple[str, int, int]]:
+        """Run the time windows' epoch-mark rules for one written tuple."""
+        return [self._apply(view, rule, *self._delta(rule, row))
+                for view, rule in self._rules(table.name, event) if rule.action == MARK]
+
     def _delta(self, rule: DeltaRule, row: dict[str, Any]) -> tuple[list[tuple], int]:
         """The view rows (or aggregate updates) one written tuple produces, and the reads
         it took to find them."""
@@ -147,6 +193,12 @@ class Maintainer:
         start = self.store.counter.ops
         names = [i.name for i in rule.delta.select]
         key = [c.name for c in view.key]
+        if rule.action == MARK:
+            window = next(w for ws in self.epoch_windows.values() for w in ws if w.view == view.name)
+            found = [{window.column: produced[0]} for produced in rows]
+            mark_epochs(self.store, [window], found)
+            self.store.counter.writes += len(found)
+            rows = []
         for produced in rows:
             values = dict(zip(names, produced))
             if view.kind == STAGING:

@@ -8,7 +8,7 @@ from piql.planner.maintenance import delta_queries
 from piql.planner.storage import bound_storage, dependencies
 from piql.planner.view_construction import Rejection, construct_view
 from piql.queries import parse_queries
-from tests.conftest import paper_catalog, plan_text
+from tests.conftest import PAPER_SCHEMA, paper_catalog, plan_text
 
 TWO_TAGS = ("SELECT t1.docId FROM Tags t1, Tags t2, Documents d "
             "WHERE t1.docId = t2.docId AND t1.docId = d.docId "
@@ -252,3 +252,107 @@ def test_recursion_is_depth_limited_with_a_reason():
     assert query.level == "unbounded"
     rejected = [d for d in query.diagnostics if d.code == "view-rejected"][0]
     assert "Invariant 2" in rejected.message and "recursion limit" in rejected.message
+
+
+# -- one parameter compared with several attributes (issue 12, item 11) ---------
+
+MESSAGES = """
+CREATE TABLE users (id BIGINT PRIMARY KEY, name VARCHAR);
+CREATE TABLE messages (id BIGINT PRIMARY KEY, from_user BIGINT, to_user BIGINT, body VARCHAR,
+  FOREIGN KEY (from_user) REFERENCES users (id), FOREIGN KEY (to_user) REFERENCES users (id));
+"""
+
+
+def test_a_parameter_used_twice_in_an_aggregate_is_as_bounded_as_two_parameters():
+    plan = plan_text(MESSAGES, (
+        "-- name: toSelf\nSELECT COUNT(*) FROM messages WHERE from_user = <u> AND to_user = <u>\n"
+        "-- name: between\nSELECT COUNT(*) FROM messages WHERE from_user = <u> AND to_user = <v>\n"))
+    same, pair = plan.query("toSelf"), plan.query("between")
+    assert (pair.level, pair.ops_bound) == ("SI-2", 1)
+    assert (same.level, same.ops_bound) == ("SI-2", 1)
+    view = next(v for v in plan.views if v.name == "toSelf_view")
+    # one group per value of the parameter's class: the view keeps only from_user = to_user rows
+    assert [c.name for c in view.key] == ["from_user"]
+    assert sqlgen.block_sql(view.definition) == (
+        "SELECT from_user, COUNT(*) AS cnt FROM messages WHERE from_user = to_user "
+        "GROUP BY from_user")
+    assert same.rewritten_sql == "SELECT cnt AS count FROM toSelf_view WHERE from_user = <u>"
+    assert all(rule.guards for rule in view.rules)  # a row counts only when from_user = to_user
+
+
+def test_a_parameter_used_twice_in_a_row_query_is_as_bounded_as_two_parameters():
+    same_tag = TWO_TAGS.replace("<tag2>", "<tag1>")
+    plan = plan_text(PAPER_SCHEMA.read_text(),
+                     f"-- name: same\n{same_tag}\n-- name: pair\n{TWO_TAGS}\n")
+    same, pair = plan.query("same"), plan.query("pair")
+    assert (same.level, same.ops_bound) == (pair.level, pair.ops_bound) == ("SI-2", 5)
+
+
+# -- groups bounded by CARDINALITY ... PER (issue 12, item 12) ----------------
+
+REACTIONS = """
+CREATE TABLE reactions (message_id BIGINT, user_id BIGINT, emoji VARCHAR, color VARCHAR,
+                        PRIMARY KEY (message_id, user_id))
+  WITH CARDINALITY (emoji, 6) PER (message_id), CARDINALITY (color, 3) PER (message_id);
+"""
+
+
+def test_groups_bounded_per_parameter_by_a_cardinality_constraint_are_si2():
+    plan = plan_text(REACTIONS, (
+        "-- name: emojiCounts\n"
+        "SELECT emoji, COUNT(*) FROM reactions WHERE message_id = <mid> GROUP BY emoji\n"))
+    query = plan.query("emojiCounts")
+    assert (query.level, query.ops_bound) == ("SI-2", 6)
+    view = next(v for v in plan.views if v.name == "emojiCounts_view")
+    assert [c.name for c in view.key] == ["message_id", "emoji"]
+    assert query.rewritten_sql == \
+        "SELECT emoji, cnt AS count FROM emojiCounts_view WHERE message_id = <mid>"
+    assert not [d for d in query.diagnostics if d.code == "view-rejected"]
+
+
+def test_two_bounded_groupings_multiply_their_bounds():
+    plan = plan_text(REACTIONS, (
+        "-- name: q\nSELECT emoji, color, COUNT(*) AS n FROM reactions WHERE message_id = <mid> "
+        "GROUP BY emoji, color ORDER BY n DESC LIMIT 4\n"))
+    query = plan.query("q")
+    assert (query.level, query.ops_bound) == ("SI-2", 18)
+    assert query.rewritten_sql == ("SELECT emoji, color, cnt AS n FROM q_view "
+                                   "WHERE message_id = <mid> ORDER BY cnt DESC LIMIT 4")
+
+
+def test_an_unbounded_grouping_says_which_constraint_is_missing():
+    plan = plan_text(REACTIONS, (
+        "-- name: q\nSELECT user_id, COUNT(*) FROM reactions WHERE message_id = <mid> "
+        "GROUP BY user_id\n"))
+    query = plan.query("q")
+    assert query.level == "unbounded"
+    rejected = next(d for d in query.diagnostics if d.code == "view-rejected")
+    assert "reactions.user_id" in rejected.message and "CARDINALITY" in rejected.message
+    assert "WITH CARDINALITY (user_id, K) PER (message_id)" in rejected.hint
+
+
+@pytest.mark.parametrize("func, order", [("MAX", "ORDER BY Tags.timestamp DESC LIMIT 1"),
+                                         ("MIN", "ORDER BY Tags.timestamp LIMIT 1")])
+def test_the_hint_for_min_and_max_orders_toward_the_value_asked_for(func, order):
+    """Issue 12, item 14: the hint for MAX said ascending, which reads the minimum."""
+    catalog = paper_catalog()
+    rejected = construct_view(catalog, block(
+        catalog, f"SELECT {func}(timestamp) FROM Tags WHERE tag = <a>"), "v")
+    assert isinstance(rejected, Rejection)
+    assert rejected.hint.startswith(order + " ")
+
+
+# -- single-row aggregates are write hotspots (issue 12, item 15) ----------------
+
+def test_a_single_row_aggregate_updated_by_every_write_is_a_hotspot_warning():
+    plan = plan_text(
+        "CREATE TABLE events (id BIGINT PRIMARY KEY, account BIGINT, createdAt BIGINT TEMPORAL);",
+        "-- name: allEvents\nSELECT COUNT(*) FROM events\n"
+        "-- name: perAccount\nSELECT COUNT(*) FROM events WHERE account = <a>\n")
+    query = plan.query("allEvents")
+    assert (query.level, query.ops_bound) == ("SI-2", 1)  # the level stays
+    (warning,) = [d for d in query.diagnostics if d.severity == "warning"]
+    assert warning.code == "hotspot"
+    assert "allEvents_view" in warning.message and "every write to events" in warning.message
+    assert "SI-3" in warning.hint and "createdAt - createdAt % " in warning.hint
+    assert not [d for d in plan.query("perAccount").diagnostics if d.code == "hotspot"]

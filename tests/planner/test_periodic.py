@@ -180,3 +180,105 @@ def test_time_window_over_an_unbounded_join_is_refused():
     schema = SHOP.replace(" WITH CARDINALITY (ol_id, 5)", "")
     query = plan_text(schema, BEST_SELLERS).query("bestSellers")
     assert query.level == "unbounded"
+
+
+# -- tuple windows followed by the rest of the query (issue 12, item 13) -------------------
+
+EVENTS = """
+CREATE TABLE teams (id BIGINT PRIMARY KEY, name VARCHAR);
+CREATE TABLE accounts (id BIGINT PRIMARY KEY, name VARCHAR, team BIGINT NOT NULL,
+                       FOREIGN KEY (team) REFERENCES teams (id));
+CREATE TABLE events (id BIGINT PRIMARY KEY, account_id BIGINT NOT NULL, kind VARCHAR,
+                     createdAt BIGINT TEMPORAL,
+                     FOREIGN KEY (account_id) REFERENCES accounts (id));
+"""
+NEWEST_SUBQUERY = """
+-- name: newest
+SELECT e.id, e.kind, a.name
+FROM (SELECT id, account_id, kind, createdAt FROM events ORDER BY createdAt DESC LIMIT 8) e,
+     accounts a
+WHERE e.account_id = a.id
+"""
+NEWEST_FLAT = """
+-- name: newest
+SELECT e.id, e.kind, a.name
+FROM events e, accounts a
+WHERE e.account_id = a.id
+ORDER BY e.createdAt DESC LIMIT 8
+"""
+
+
+def test_a_tuple_window_joined_by_key_is_si3_with_a_lookup_per_windowed_tuple():
+    for queries in (NEWEST_SUBQUERY, NEWEST_FLAT):
+        plan = plan_text(EVENTS, queries)
+        query = plan.query("newest")
+        # 8 rows of the periodic window, then each one's account by its primary key
+        assert (query.level, query.ops_bound) == ("SI-3", 16), queries
+        assert query.views == ("newestStaging", "newest")
+        periodic = view(plan, "newest")
+        assert periodic["kind"] == "periodic" and periodic["per_partition_ops_bound"] == 8
+        assert periodic["storage_bound"] == {"relation": None, "factor": 8}
+        assert [r.alias for r in query.physical.block.relations] == ["e", "a"]
+        assert query.rewritten_sql.startswith("SELECT e.id, e.kind, a.name FROM newest AS e, "
+                                              "accounts AS a WHERE e.account_id = a.id")
+        assert not [d for d in query.diagnostics if d.severity == "error"]
+
+
+def test_the_rest_of_the_query_may_take_parameters_and_join_further():
+    plan = plan_text(EVENTS, """
+-- name: teamEvents
+SELECT e.id, t.name
+FROM (SELECT id, account_id, createdAt FROM events ORDER BY createdAt DESC LIMIT 8) e,
+     accounts a, teams t
+WHERE e.account_id = a.id AND a.team = t.id AND t.name = <team>
+""")
+    query = plan.query("teamEvents")
+    assert (query.level, query.ops_bound) == ("SI-3", 24)
+
+
+def test_without_temporal_the_window_is_read_by_index_then_key_lookups():
+    schema = EVENTS.replace(" TEMPORAL", "")
+    for queries in (NEWEST_SUBQUERY, NEWEST_FLAT):
+        query = plan_text(schema, queries).query("newest")
+        assert query.level == "SI-1" and not query.views
+
+
+def test_a_window_whose_rest_is_unbounded_gives_the_true_reason():
+    plan = plan_text(EVENTS, """
+-- name: byName
+SELECT e.id, a.id
+FROM (SELECT id, kind, createdAt FROM events ORDER BY createdAt DESC LIMIT 8) e, accounts a
+WHERE a.name = e.kind
+""")
+    query = plan.query("byName")
+    assert query.level == "unbounded"
+    rejected = [d for d in query.diagnostics if "rest of the query" in d.message]
+    assert rejected and "a (accounts) with a.name = e.kind are not bounded" in rejected[0].message
+
+
+def test_the_flat_form_over_a_join_that_may_drop_rows_says_so():
+    """ORDER BY ... LIMIT over a join is the newest *joined* rows: the window may only be
+    taken first when every join is a foreign-key lookup that keeps each windowed row."""
+    plan = plan_text(EVENTS, """
+-- name: newestNamed
+SELECT e.id, a.name FROM events e, accounts a
+WHERE e.account_id = a.id AND a.name = 'x'
+ORDER BY e.createdAt DESC LIMIT 8
+""")
+    query = plan.query("newestNamed")
+    assert query.level == "unbounded"
+    messages = " ".join(d.message for d in query.diagnostics)
+    assert "nothing restricts a (accounts)" not in messages
+    assert "createdAt is TEMPORAL" in messages
+    assert "the join with a (accounts) may drop rows" in messages
+
+
+def test_a_tuple_window_filtered_before_its_limit_is_not_a_window():
+    """WHERE kind <= 'x' ORDER BY createdAt LIMIT 8 asks for the 8 newest *matching* events:
+    a partition may have to read any number of others first. The periodic view used to keep
+    the 8 newest events and drop the condition (a wrong answer)."""
+    plan = plan_text(EVENTS, "-- name: q\nSELECT id FROM events WHERE kind <= 'x' "
+                             "ORDER BY createdAt DESC LIMIT 8\n")
+    query = plan.query("q")
+    assert query.level == "unbounded"
+    assert any("kind <= 'x'" in d.message and "window" in d.message for d in query.diagnostics)

@@ -150,3 +150,31 @@ def test_aggregate_over_bounded_input_is_local():
     query = plan.query("q")
     assert (query.level, query.ops_bound) == ("SI-0", 50)
     assert query.physical.rows_bound == 1
+
+
+NULLABLE_FK = """
+CREATE TABLE accounts (id BIGINT PRIMARY KEY, name VARCHAR);
+CREATE TABLE events (id BIGINT PRIMARY KEY, account_id BIGINT{null}, createdAt BIGINT,
+  FOREIGN KEY (account_id) REFERENCES accounts (id));
+"""
+NEWEST = ("-- name: q\nSELECT e.id, a.name FROM events e, accounts a "
+          "WHERE e.account_id = a.id ORDER BY e.createdAt DESC LIMIT 2\n")
+
+
+def test_a_nullable_foreign_key_may_drop_rows_so_limit_cannot_stop_before_the_join():
+    """A NULL foreign key finds no parent: the join drops the row, so stopping the scan of
+    events after 2 rows could return fewer than SQL does."""
+    query = plan_text(NULLABLE_FK.format(null=""), NEWEST).query("q")
+    assert query.level == "unbounded"
+    assert any("may be NULL" in d.message and "NOT NULL" in d.message
+               for d in query.diagnostics)
+
+
+def test_a_not_null_foreign_key_lets_limit_stop_before_the_join():
+    assert plan_text(NULLABLE_FK.format(null=" NOT NULL"), NEWEST).query("q").level == "SI-1"
+
+
+def test_a_foreign_key_compared_elsewhere_holds_a_value_where_it_is_joined():
+    query = plan_text(NULLABLE_FK.format(null=""), NEWEST.replace(
+        "ORDER BY", "AND e.account_id = <acct> ORDER BY")).query("q")
+    assert query.level == "SI-1"

@@ -52,7 +52,8 @@ def by_name(items, name):
 
 
 def test_top_level_keys_are_exactly_the_contract(document):
-    assert set(document) == {"format_version", "queries", "indexes", "views", "summary"}
+    assert set(document) == {"format_version", "queries", "indexes", "views", "summary",
+                             "schema_diagnostics"}
     assert document["format_version"] == 1
     assert isinstance(document["queries"], list)
     assert isinstance(document["indexes"], list)

@@ -116,3 +116,36 @@ def test_every_diagnostic_line_parses(paper_plan):
 
 def test_report_ends_with_newline(paper_plan):
     assert text.render(paper_plan).endswith("\n")
+
+
+def test_a_query_bounded_through_a_view_gives_the_reason_for_the_view_not_an_unbounded_finding(
+        paper_plan):
+    """Issue 12, smaller defect (c): `info[unbounded] ... no bounded plan` on an SI-2 query
+    read as an alarm; it is the reason the view was needed."""
+    lines = text.render(paper_plan).splitlines()
+    two_tags = [line for line in lines if " twoTags: " in line]
+    assert not [line for line in two_tags if "[unbounded]" in line or "no bounded plan" in line]
+    reason = [line for line in two_tags if "info[view] twoTags: needs a view because " in line]
+    assert len(reason) == 1 and "the rows of t1 (Tags) with t1.tag = <tag1>" in reason[0]
+
+
+def test_only_unbounded_queries_carry_the_unbounded_code(paper_plan_temporal):
+    from piql.report import github, json_report, sarif
+    import json
+
+    plans = [paper_plan_temporal, plan_text(SCHEMA, MIXED)]
+    for plan in plans:
+        bounded = {q.name for q in plan.queries if q.bounded}
+        assert bounded
+        for query in plan.queries:
+            codes = {d.code for d in query.diagnostics}
+            assert ("unbounded" in codes) <= (not query.bounded), (query.name, codes)
+        document = json.loads(json_report.render(plan))
+        assert not [d for q in document["queries"] if q["name"] in bounded
+                    for d in q["diagnostics"] if d["code"] == "unbounded"]
+        results = json.loads(sarif.render(plan))["runs"][0]["results"]
+        assert not [r for r in results if r["properties"]["query"] in bounded
+                    and r["ruleId"] == "unbounded"]
+        assert not [line for line in github.render(plan).splitlines()
+                    if "piql unbounded%3A " in line
+                    and line.split("piql unbounded%3A ")[1].split("::")[0] in bounded]

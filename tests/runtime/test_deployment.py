@@ -254,3 +254,80 @@ def test_count_and_avg_of_a_column_skip_nulls_under_maintenance():
     db.delete("r", k=2)
     assert db.query("stats", g=1).rows == ((0, None, None, 2),)
     assert db.check().consistent
+
+
+@pytest.mark.parametrize("rows, words", [
+    ([(1, 1, "a"), (2, 2)], r"loading Documents, row 2: .* tuple of its 3 column values "
+                            r"\(docId, timestamp, text\); got 2 values"),
+    ([(1, 1, "a", "extra")], r"loading Documents, row 1: .* got 4 values"),
+    ([(1, 1, "a"), 5], r"loading Documents, row 2: .* got 5"),
+    ([{"docId": 1}, {"docId": 2, "timestamp": "noon"}],
+     r"loading Documents, row 2: Documents.timestamp is BIGINT; got 'noon'"),
+    ([{"docId": 1, "colour": "red"}], r"loading Documents, row 1: .*no column 'colour'"),
+])
+def test_load_refuses_a_malformed_row_naming_it(rows, words):
+    db = APP.deploy()
+    db.load("Documents", [(9, 9, "kept")])
+    before = state(db)
+    with pytest.raises((ConstraintError, UnknownName), match=words):
+        db.load("Documents", rows)
+    assert state(db) == before
+
+
+def test_load_refuses_a_csv_value_of_the_wrong_type_naming_row_and_column(tmp_path):
+    from piql.runtime.errors import DataFileError
+
+    db = APP.deploy()
+    csv = tmp_path / "docs.csv"
+    csv.write_text("docId,timestamp,text\n1,10,one\n2,abc,two\n")
+    with pytest.raises(DataFileError, match=r"docs.csv:3:2: Documents.timestamp "
+                                            r"is BIGINT; got 'abc'"):
+        db.load("Documents", path=csv)
+    assert db.rows("Documents") == []
+
+
+THREADS = """CREATE TABLE messages (id BIGINT PRIMARY KEY, reply_to BIGINT, body VARCHAR,
+    FOREIGN KEY (reply_to) REFERENCES messages (id));"""
+
+
+def test_a_row_may_refer_to_itself_through_a_foreign_key():
+    from piql import App
+    from tests.conftest import plan_text
+
+    db = App(plan_text(THREADS, "-- name: one\nSELECT body FROM messages WHERE id = <id>\n")).deploy()
+    db.insert("messages", id=1, reply_to=1, body="talking to myself")  # its own parent
+    db.insert("messages", id=2, reply_to=1, body="reply")
+    before = state(db)
+    with pytest.raises(ConstraintError, match="no messages row with"):
+        db.insert("messages", id=3, reply_to=4, body="orphan")
+    with pytest.raises(ConstraintError, match=r"messages rows still refer to \(reply_to=1\)"):
+        db.delete("messages", id=1)  # message 2 still replies to it
+    assert state(db) == before
+    db.update("messages", id=1, reply_to=1, body="edited")
+    db.delete("messages", id=2)
+    db.delete("messages", id=1)  # only itself referred to it
+    db.load("messages", [(5, 5, "loaded, its own parent")])
+    db.delete("messages", id=5)
+    assert db.rows("messages") == []
+
+
+def test_a_not_null_column_refuses_null_on_every_write(tmp_path):
+    """Bounds rest on NOT NULL (a foreign-key lookup through one drops no row): piql keeps it."""
+    from piql import App
+    from piql.runtime.errors import ConstraintError as Refused
+    from tests.conftest import plan_text
+
+    schema = ("CREATE TABLE accounts (id BIGINT PRIMARY KEY, name VARCHAR);"
+              "CREATE TABLE events (id BIGINT PRIMARY KEY, account_id BIGINT NOT NULL, "
+              "FOREIGN KEY (account_id) REFERENCES accounts (id));")
+    db = App(plan_text(schema, "-- name: q\nSELECT id FROM events WHERE id = <id>\n")).deploy()
+    db.insert("accounts", id=1, name="a")
+    for write in (lambda: db.insert("events", id=1),
+                  lambda: db.insert("events", id=1, account_id=None),
+                  lambda: db.load("events", [(2, None)])):
+        with pytest.raises(Refused, match="events.account_id is NOT NULL"):
+            write()
+    db.insert("events", id=1, account_id=1)
+    with pytest.raises(Refused, match="NOT NULL"):
+        db.update("events", id=1, account_id=None)
+    assert db.rows("events") == [(1, 1)]

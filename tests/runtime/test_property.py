@@ -9,10 +9,16 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.oracle.harness import Session, existing_app
+from tests.conftest import FIXTURES
+from tests.oracle.harness import OracleApp, Session, existing_app
 from tests.runtime.workload import Driver, Op, operations
 
-APPS = {"paper": existing_app("paper"), "social": existing_app("examples-social")}
+APPS = {
+    "paper": existing_app("paper"),
+    "social": existing_app("examples-social"),
+    "values": OracleApp.files("values", FIXTURES / "values_schema.sql",
+                              FIXTURES / "values_queries.sql"),
+}
 SETTINGS = settings(max_examples=100, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

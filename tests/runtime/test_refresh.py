@@ -98,3 +98,84 @@ def test_lines_written_after_their_order_show_at_the_next_refresh(tmp_path):
     db.refresh(now_ms=5 * HOUR + 20)
     assert list(db.query("bestSellers", subject="A", hour=5 * HOUR).rows) == [(2, 4)]
     assert Counter(r for r in db.query("boughtWith", item=2, hour=5 * HOUR).rows) == Counter([(2, 4)])
+
+
+QA = """
+CREATE TABLE questions (id BIGINT PRIMARY KEY, title VARCHAR, created_at BIGINT TEMPORAL);
+CREATE TABLE question_tags (question_id BIGINT, tag VARCHAR, PRIMARY KEY (question_id, tag),
+  FOREIGN KEY (question_id) REFERENCES questions (id)) WITH CARDINALITY (tag, 5);
+"""
+HOT_TAGS = """
+-- name: hotTags
+SELECT t.tag, COUNT(*) AS uses FROM questions q, question_tags t
+WHERE t.question_id = q.id AND q.created_at - q.created_at % 3600000 = <hour>
+GROUP BY t.tag ORDER BY COUNT(*) DESC LIMIT 10
+"""
+
+
+def qa(tmp_path):
+    schema, queries = tmp_path / "qa.sql", tmp_path / "qa_queries.sql"
+    schema.write_text(QA)
+    queries.write_text(HOT_TAGS)
+    return piql.load(schema, queries)
+
+
+def assert_hot_tags_equal_their_sql(db, hours) -> None:
+    for hour in hours:
+        full = ordered_oracle(db, db.query_plan("hotTags"), {"hour": hour * HOUR})
+        rows = db.query("hotTags", hour=hour * HOUR).rows
+        assert sorted(rows) == sorted(row for row, _ in full), hour  # < 10 tags: no cut
+
+
+@pytest.mark.parametrize("engine", ["store", "duckdb"])
+def test_retagging_an_old_question_reaches_its_window_at_the_next_refresh(tmp_path, engine):
+    """Writes to the joined table mark the epochs of the windowed rows they join (issue 12
+    item 2): before, only writes to the windowed table did, so old hours never changed."""
+    db = qa(tmp_path).deploy(tmp_path / "qa.db", engine=engine, partitions=3)
+    db.load("questions", [(1, "a", HOUR + 5), (2, "b", 2 * HOUR + 1), (3, "c", HOUR + 9)])
+    db.load("question_tags", [(1, "x"), (2, "x"), (3, "y")])
+    db.refresh(now_ms=3 * HOUR)
+    db.refresh(now_ms=10 * HOUR)  # hours 1 and 2 are now old: no longer refreshed by default
+    assert_hot_tags_equal_their_sql(db, (1, 2))
+    db.insert("question_tags", question_id=1, tag="z")          # an insert
+    db.delete("question_tags", question_id=3, tag="y")          # a delete
+    db.update("questions", id=2, title="B", created_at=2 * HOUR + 1)  # windowed, same epoch
+    db.refresh(now_ms=10 * HOUR + 1)
+    assert_hot_tags_equal_their_sql(db, (1, 2))
+    db.load("question_tags", [(2, "w"), (3, "w")])               # a bulk load
+    db.refresh(now_ms=10 * HOUR + 2)
+    assert_hot_tags_equal_their_sql(db, (1, 2))
+    assert sorted(db.query("hotTags", hour=HOUR).rows) == [("w", 1), ("x", 1), ("z", 1)]
+    db.close()
+
+
+def test_epoch_marks_are_counted_within_the_write_bound(tmp_path):
+    db = qa(tmp_path).deploy(engine="store", partitions=2)
+    db.insert("questions", id=1, title="a", created_at=HOUR)
+    report = db.insert("question_tags", question_id=1, tag="x")
+    rule = next(r for r in report.rules if "mark" in r[0])
+    assert rule[1:] == (2, 2)  # one key lookup of the question, one mark
+    assert report.ops <= report.bound
+    assert db.store.sql("SELECT view, epoch FROM _piql_dirty_epochs") == [("hotTags", HOUR)]
+
+
+def test_an_update_of_a_parent_only_joined_column_is_refused_and_changes_nothing(tmp_path):
+    """bestSellers joins item only as the parent of order_line: no bounded lookup finds the
+    orders of an item, so an update of the subject the query reads is refused; other
+    columns, inserts and deletes of items reach no window and are accepted."""
+    schema = SHOP.replace("i_subject VARCHAR", "i_subject VARCHAR, i_title VARCHAR")
+    (tmp_path / "schema.sql").write_text(schema)
+    (tmp_path / "queries.sql").write_text(BEST_SELLERS)
+    db = piql.load(tmp_path / "schema.sql", tmp_path / "queries.sql").deploy(engine="store")
+    db.load("item", [(1, "A", "t1"), (2, "B", "t2")])
+    db.load("orders", [(1, 5 * HOUR)])
+    db.load("order_line", [(1, 1, 1, 2)])
+    before = {t: db.rows(t) for t in ("item", "order_line", "orders")}
+    with pytest.raises(piql.PiqlError, match=r"update of item \(i_id=1\) changes i_subject"):
+        db.update("item", i_id=1, i_subject="B", i_title="t1")
+    assert {t: db.rows(t) for t in before} == before
+    db.update("item", i_id=1, i_subject="A", i_title="new title")
+    db.insert("item", i_id=3, i_subject="C", i_title="t3")
+    db.delete("item", i_id=3)
+    db.refresh(now_ms=9 * HOUR)
+    assert db.query("bestSellers", subject="A", hour=5 * HOUR).rows == ((1, 2),)

