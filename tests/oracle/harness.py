@@ -55,12 +55,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+import duckdb
 import sqlglot
 from hypothesis import strategies as st
 from sqlglot import exp
 
 import piql
+from piql import sqlgen
 from piql.catalog import Catalog, Table
+from piql.engines.base import TableData
 from piql.planner.application import Plan, QueryPlan, plan_application
 from piql.planner.views import PERIODIC
 from piql.queries import PLACEHOLDER, parse_queries
@@ -277,8 +280,10 @@ class Values:
         self.known = known
 
     def nullable(self, table: Table, column: str) -> bool:
-        """Non-key columns may hold NULL, unless a known defect makes that unsafe."""
-        if column in table.primary_key:
+        """Nullable columns (not NOT NULL, not in the key) get NULLs, unless a known defect
+        makes that unsafe."""
+        declared = table.column(column)
+        if column in table.primary_key or declared is None or not declared.nullable:
             return False
         where = (table.name.lower(), column.lower())
         if NULL_IN_CARDINALITY in self.known and where in self.roles.constrained:
@@ -317,12 +322,39 @@ class Values:
             values = _pool(TEXTS, TEXT_ODD)
         if self.nullable(table, name):
             return st.one_of(st.none(), values, values, values)
+        if not column.nullable and name not in table.primary_key:
+            return st.one_of(st.none(), *[values] * 11)  # now and then a NULL to refuse
         return values
 
 
 # -- the mirror ----------------------------------------------------------------------------
 def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def run_sql(connection: sqlite3.Connection, sql: str,
+            params: dict[str, Any] | Sequence[Any] = ()) -> list[tuple]:
+    """SQL's answer to ``sql`` (SQLite's dialect) on ``connection``'s tables: SQLite's, or
+    DuckDB's where SQLite's SUM overflows on a partial sum (it adds in scan order)
+    although the sum itself fits in 64 bits: DuckDB computes it exactly."""
+    try:
+        return connection.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as err:
+        if "integer overflow" not in str(err):
+            raise
+    duck = duckdb.connect()
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+        for name in {table.name for table in tree.find_all(exp.Table)}:
+            info = connection.execute(f"PRAGMA table_info({quote(name)})").fetchall()
+            columns = tuple(row[1] for row in info)
+            types = tuple(row[2] or "ANY" for row in info)
+            rows = connection.execute(
+                f"SELECT {', '.join(map(quote, columns))} FROM {quote(name)}").fetchall()
+            duck.register(name, TableData(name, columns, types, rows).arrow())
+        return duck.execute(tree.sql(dialect="duckdb"), params).fetchall()
+    finally:
+        duck.close()
 
 
 @dataclass(frozen=True)
@@ -353,7 +385,8 @@ class Mirror:
         self.connection = sqlite3.connect(":memory:", isolation_level=None)
         self.connection.execute("PRAGMA foreign_keys = OFF")  # judged by foreign_key_check
         for table in catalog.tables:
-            columns = [f"{quote(c.name)} {c.type}" for c in table.columns]
+            columns = [f"{quote(c.name)} {c.type}{'' if c.nullable else ' NOT NULL'}"
+                       for c in table.columns]
             columns.append(f"PRIMARY KEY ({', '.join(map(quote, table.primary_key))})")
             for fk in table.foreign_keys:
                 columns.append(f"FOREIGN KEY ({', '.join(map(quote, fk.columns))}) REFERENCES "
@@ -375,7 +408,7 @@ class Mirror:
         return None if found is None else dict(zip(table.column_names, found))
 
     def execute(self, sql: str, params: dict[str, Any] | Sequence[Any] = ()) -> list[tuple]:
-        return self.connection.execute(sql, params).fetchall()
+        return run_sql(self.connection, sql, params)
 
     # -- tentative writes: attempt, then keep or undo --------------------------------------
     def attempt(self, writes: Callable[[sqlite3.Connection], object],
@@ -736,8 +769,18 @@ class Session:
                 [row[c] for c in rest] + [row[c] for c in key])
             return None if done.rowcount else "no such row"
 
+        old = self.mirror.row(shape, {c: row[c] for c in key})
+        frozen = old is not None and self.changes_frozen(shape, old, row)
         return self._write(("update", table, row), shape, write, [row],
-                           lambda: self.db.update(table, **row))
+                           lambda: self.db.update(table, **row), frozen)
+
+    def changes_frozen(self, table: Table, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        """Does an update change a column the plan freezes (a periodic view reads it through
+        a join whose old windows no bounded lookup finds: piql refuses such updates, and
+        lint says so)?"""
+        return any(canonical(old[c]) != canonical(new[c]) for view in self.db.views
+                   for frozen in view.frozen if frozen.table.lower() == table.name.lower()
+                   for c in frozen.columns)
 
     def load(self, table: str, rows: list[dict[str, Any]]) -> bool:
         shape = self.table(table)
@@ -752,14 +795,16 @@ class Session:
                            lambda: (self.db.load(table, rows), [])[1])
 
     def _write(self, what: tuple, table: Table, mirror_write, touched: list[dict[str, Any]],
-               piql_write: Callable[[], list]) -> bool:
+               piql_write: Callable[[], list], frozen: bool = False) -> bool:
         verdict = self.mirror.attempt(mirror_write, touched, table)
-        before = None if verdict.must_accept else self._snapshot()
+        before = self._snapshot()
         try:
             reports = piql_write()
         except ConstraintError as err:
+            excuse = "it changes a frozen column" if frozen else \
+                self._excuse(err, touched) if verdict.must_accept else "SQL refuses it"
             self.mirror.undo()
-            if verdict.must_accept:
+            if excuse is None:
                 raise OracleFailure(f"piql refused a write SQL accepts: {what!r}: {err}") from None
             after = self._snapshot()
             if after != before:
@@ -787,6 +832,39 @@ class Session:
         if self.check_every and self.stats.accepted % self.check_every == 0:
             self.assert_views_consistent()
         return True
+
+    def _excuse(self, err: ConstraintError, touched: list[dict[str, Any]]) -> str | None:
+        """Why piql may refuse a write SQL accepts (the mirror holds the write), or None:
+        it keeps no NaN or infinity (issue 12, item 6 lets it refuse them), and no SUM it
+        maintains may leave 64 bits (SQL's own SUM would overflow there)."""
+        if any(isinstance(v, float) and not math.isfinite(v)
+               for row in touched for v in row.values()):
+            return "a non-finite REAL"
+        if "integer range" in str(err) and self.sum_overflows():
+            return "a maintained SUM leaves 64 bits"
+        return None
+
+    def sum_overflows(self) -> bool:
+        """Does some group of a view with a SUM leave 64 bits, computed exactly (DuckDB)
+        from the view's definition over the mirror's tables?"""
+        duck = duckdb.connect()
+        try:
+            for table in self.catalog.tables:
+                duck.register(table.name, TableData(
+                    table.name, table.column_names, tuple(c.type for c in table.columns),
+                    self.mirror.rows(table.name)).arrow())
+            for view in self.db.views:
+                sums = [i for i, c in enumerate(view.definition.select)
+                        if isinstance(c.expr, Aggregate) and c.expr.func == "SUM"]
+                if view.kind == PERIODIC or not sums:
+                    continue
+                rows = duck.execute(sqlgen.block_sql(view.definition, "duckdb")).fetchall()
+                if any(isinstance(row[i], int) and not -2**63 <= row[i] < 2**63
+                       for row in rows for i in sums):
+                    return True
+            return False
+        finally:
+            duck.close()
 
     def _snapshot(self) -> dict[str, Counter]:
         return {name: Counter(map(canonical_row, self.db.rows(name)))

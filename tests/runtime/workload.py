@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 from piql import sqlgen
 from piql.catalog import Catalog, Table
-from piql.engines.jobs import tables_read
 from piql.planner.application import QueryPlan
 from piql.query import Attr, Epoch, Param, SelectItem
 from piql.runtime import sqlvalues
@@ -128,8 +127,7 @@ def oracle(db: Deployment, query: QueryPlan, params: dict[str, Any]) -> list[tup
 def _run(db: Deployment, block, params: dict[str, Any]) -> list[tuple]:
     """``block`` on the base tables, by SQLite (by DuckDB where SQLite's SUM overflows on
     a partial sum: :func:`tests.oracle.harness.run_sql`)."""
-    return run_sql(db.store.connection, sqlgen.block_sql(block, "sqlite"), params,
-                   tables_read(block))
+    return run_sql(db.store.connection, sqlgen.block_sql(block, "sqlite"), params)
 
 
 def ordered_oracle(db: Deployment, query: QueryPlan,
