@@ -16,6 +16,7 @@ CREATE TABLE people (id BIGINT PRIMARY KEY, team VARCHAR, role VARCHAR)
   WITH CARDINALITY (role, 2) PER (team);
 CREATE TABLE posts (id BIGINT PRIMARY KEY, author BIGINT, created BIGINT TEMPORAL,
                     score BIGINT, FOREIGN KEY (author) REFERENCES people (id));
+CREATE TABLE badges (id BIGINT PRIMARY KEY, code VARCHAR UNIQUE);
 """
 QUERIES = """
 -- name: best
@@ -75,21 +76,33 @@ def test_mirror_judges_keys_foreign_keys_and_cardinality(session):
                               [dict(zip(("id", "team", "role"), row))], people)
 
     for row in [(1, "a", "x"), (2, "a", "y")]:
-        assert attempt(row).must_accept
+        assert attempt(row).ok
         mirror.keep()
-    assert not attempt((1, "b", "x")).may_accept  # duplicate key
+    assert not attempt((1, "b", "x")).ok  # duplicate key
     mirror.undo()
-    assert not attempt((3, "a", "z")).may_accept  # a third role in team a
+    assert not attempt((3, "a", "z")).ok  # a third role in team a
     mirror.undo()
-    both = attempt((3, "a", None))
-    assert both.may_accept and not both.must_accept  # NULL: piql may count it or not
+    assert not attempt((3, "a", None)).ok  # NULL counts as a value (docs/language.md)
+    mirror.undo()
+    assert attempt((3, None, None)).ok  # the NULL team is a group of its own
     mirror.keep()
-    assert attempt((4, "b", "z")).must_accept  # team a's state does not excuse team b
+    assert attempt((4, "b", "z")).ok
+    mirror.undo()
+    badges = session.table("badges")
+
+    def badge(row):
+        return mirror.attempt(lambda sql: sql.execute("INSERT INTO badges VALUES (?, ?)", row),
+                              [dict(zip(("id", "code"), row))], badges)
+
+    for row in [(1, "k"), (2, None), (3, None)]:  # NULLs are distinct in a UNIQUE key
+        assert badge(row).ok
+        mirror.keep()
+    assert not badge((4, "k")).ok
     mirror.undo()
     posts = session.table("posts")
     orphan = mirror.attempt(lambda sql: sql.execute(
         "INSERT INTO posts VALUES (1, 99, 0, 0)"), [], posts)
-    assert not orphan.may_accept
+    assert not orphan.ok
     mirror.undo()
 
 
@@ -131,3 +144,13 @@ def test_refused_writes_are_judged(session):
                        lambda sql: sql.execute("INSERT INTO people VALUES (5, 'c', 'x')"), [],
                        refuse)
     assert session.mirror.rows("people") == [(1, "a", "x")]  # the mirror took nothing
+
+
+def test_means_are_the_exact_sum_divided_once(session):
+    """SQLite's own AVG adds doubles: the oracle must not blame piql's exact mean."""
+    session.insert("people", {"id": 1, "team": "a", "role": "x"})
+    for post, score in [(1, 1), (2, 2**53 + 1), (3, -(2**53 + 1))]:
+        session.insert("posts", {"id": post, "author": 1, "created": T0, "score": score})
+    mean = session.plan.query("perAuthor")
+    assert session.disagreement(mean, {"a": 1}, [(3, 1 / 3)]) is None
+    assert session.disagreement(mean, {"a": 1}, [(3, 0.0)]) is not None  # SQLite's AVG

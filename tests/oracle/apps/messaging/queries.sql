@@ -3,6 +3,10 @@
 -- name: messageById
 SELECT id, channel_id, author, reply_to, sent, body FROM messages WHERE id = <id>;
 
+-- name: channelByName
+-- A lookup through a UNIQUE key: at most one row.
+SELECT id, topic FROM channels WHERE name = <name>;
+
 -- name: channelMembers
 SELECT user_id, role FROM members WHERE channel_id = <channel>;
 

@@ -1,11 +1,12 @@
 -- An oracle app of the messaging shape: channels, their members, messages that
 -- may reply to another message (a self-referencing foreign key) and reactions.
--- Written for the differential harness (tests/oracle). topic, role, mentioned,
+-- Written for the differential harness (tests/oracle). name, topic, role, mentioned,
 -- reply_to and body are nullable.
 
+-- Channel names are unique (NULL names are not: SQL keeps NULLs distinct).
 CREATE TABLE channels (
     id    BIGINT PRIMARY KEY,
-    name  VARCHAR,
+    name  VARCHAR UNIQUE,
     topic VARCHAR
 );
 
