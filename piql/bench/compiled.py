@@ -1,0 +1,153 @@
+"""Compiled statements against the interpreter and hand-written SQL (a script, not a test).
+
+    python -m piql.bench.compiled [--docs 10000] [--items 1000] [--calls 2000] [--runs 3]
+
+On one SQLite store per application it times, per query, with the same parameters:
+
+- ``interpreter``: ``Deployment.query`` (the plan run operator by operator in Python);
+- ``compiled``: the statement of ``piql.planner.compile`` executed on the store's own
+  connection, its rows and operation count read back by ``CompiledQuery.answer``;
+- ``hand-written``: the SQL a developer would send: for twoTags the SELECT on the view
+  table (the physical floor), for TPC-W the query's own SQL on the same store and indexes.
+
+Prints the median microseconds per call (median over ``--runs`` runs).
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import piql
+from piql import sqlgen
+from piql.bench import tpcw_data, twotags
+from piql.planner.compile import StoreLayout, TableLayout, compile_plan
+from piql.query_block import Epoch, Param
+
+TPCW_QUERIES = ("home_customer_name", "product_detail", "promo_related_items",
+                "search_by_subject", "new_products", "order_display_last_order",
+                "order_display_lines", "buy_request_customer")
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def layout_of(db) -> StoreLayout:
+    return StoreLayout(tuple(TableLayout(s.name, s.columns, s.key, s.key_index)
+                             for s in db.store.shapes.values()))
+
+
+def timed(call: Callable[[dict[str, Any]], object], params: list[dict[str, Any]]) -> float:
+    """Median microseconds of ``call`` over ``params``, after a warm-up pass, with the
+    garbage collector off (so one contender's garbage is not collected in another's time)."""
+    for values in params[:100]:
+        call(values)
+    samples = []
+    gc.collect()
+    gc.disable()
+    try:
+        for values in params:
+            started = time.perf_counter_ns()
+            call(values)
+            samples.append(time.perf_counter_ns() - started)
+    finally:
+        gc.enable()
+    return statistics.median(samples) / 1000
+
+
+def contenders(db, name: str, hand: str, hand_params: Callable[[dict], Any]):
+    query = db.query_plan(name)
+    statement = compile_plan(query.physical, "sqlite", layout_of(db), query=query.query.block)
+    connection = db.store.connection
+
+    def compiled(values: dict[str, Any]):
+        return statement.answer(connection.execute(statement.sql,
+                                                   statement.arguments(values)).fetchall())
+
+    def written(values: dict[str, Any]):
+        return connection.execute(hand, hand_params(values)).fetchall()
+
+    def interpreted(values: dict[str, Any]):
+        return db.query(name, **values)
+
+    return {"interpreter": interpreted, "compiled": compiled, "hand-written": written}
+
+
+def two_tags(documents: int, calls: int, rng: random.Random) -> dict[str, Callable]:
+    work = Path(tempfile.mkdtemp(prefix="piql-compiled-"))
+    (work / "schema.sql").write_text(twotags.SCHEMA)
+    (work / "queries.sql").write_text(twotags.PIQL_QUERIES)
+    db = piql.load(work / "schema.sql", work / "queries.sql").deploy(str(work / "store.db"))
+    zipf = twotags.Zipf()
+    data = twotags.generate(documents, zipf, rng)
+    db.load("Documents", data.documents)
+    db.load("Tags", data.tags)
+    view = db.query_plan("twoTags").physical.accesses[0]
+    table = sqlgen.identifier(view.table, "sqlite")
+    column = {c: sqlgen.identifier(c, "sqlite") for c in db.store.shapes[view.table].columns}
+    keys = [column[c] for c in view.key_columns]
+    order = ", ".join(column[c] for c in view.order_columns)
+    hand = (f"SELECT {column['docId']} FROM {table} WHERE {keys[0]} = ? AND {keys[1]} = ? "
+            f"ORDER BY {order} LIMIT 5")
+    pairs = [zipf.pair(rng) for _ in range(calls)]
+    params = [{"tag1": a, "tag2": b} for a, b in pairs]
+    return {"twoTags": (contenders(db, "twoTags", hand, lambda v: (v["tag1"], v["tag2"])),
+                        params)}
+
+
+def tpcw(items: int, calls: int, rng: random.Random) -> dict[str, tuple]:
+    work = Path(tempfile.mkdtemp(prefix="piql-compiled-"))
+    app = piql.load(EXAMPLES / "tpcw" / "schema.sql", EXAMPLES / "tpcw" / "queries.sql")
+    dataset = tpcw_data.generate(tpcw_data.Scale(items, 1), work / "data")
+    db = app.deploy(str(work / "store.db"))
+    for table in tpcw_data.LOAD_ORDER:
+        if app.plan.catalog.table(table) is not None:
+            db.load(table, path=dataset.path(table))
+    found = {}
+    for name in TPCW_QUERIES:
+        block = db.query_plan(name).query.block
+        hand = sqlgen.block_sql(block, "sqlite")  # named placeholders: bound by name
+        found[name] = (contenders(db, name, hand, lambda v: v), _draw(db, block, calls, rng))
+    return found
+
+
+def _draw(db, block, calls: int, rng: random.Random) -> list[dict[str, Any]]:
+    """Parameter sets drawn from the values of the columns each parameter is compared to."""
+    domains = {}
+    for pred in block.predicates:
+        if isinstance(pred.right, Param) and pred.right.name not in domains:
+            target = pred.left.attr if isinstance(pred.left, Epoch) else pred.left
+            table = block.relation(target.alias).table
+            values = [v for (v,) in db.store.sql(
+                f"SELECT {sqlgen.identifier(target.column, 'sqlite')} FROM "
+                f"{sqlgen.identifier(table, 'sqlite')} LIMIT 5000") if v is not None]
+            domains[pred.right.name] = values
+    return [{name: rng.choice(domains[name]) for name in block.params} for _ in range(calls)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=10_000)
+    parser.add_argument("--items", type=int, default=1_000)
+    parser.add_argument("--calls", type=int, default=2_000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    rng = random.Random(1)
+    cases = two_tags(args.docs, args.calls, rng) | tpcw(args.items, args.calls, rng)
+    print(f"{'query':28} {'interpreter':>12} {'compiled':>10} {'hand-written':>13}   (µs, median)")
+    for name, (calls, params) in cases.items():
+        order = list(calls.items())
+        runs: dict[str, list[float]] = {who: [] for who in calls}
+        for run in range(args.runs):  # each contender goes first in turn (cold pages)
+            for who, call in order[run % len(order):] + order[:run % len(order)]:
+                runs[who].append(timed(call, params))
+        medians = {who: statistics.median(found) for who, found in runs.items()}
+        print(f"{name:28} {medians['interpreter']:12.1f} {medians['compiled']:10.1f} "
+              f"{medians['hand-written']:13.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,813 @@
+"""Bounded plans compiled to one SQL statement per query, for SQLite and PostgreSQL.
+
+A Phase 0 plan (:class:`~piql.planner.physical.PhysicalPlan`) becomes a statement whose
+shape forces the plan's access path, so the database does the bounded work the plan
+proved and nothing more:
+
+- SQLite has no LATERAL. Every access names its path: ``INDEXED BY`` the plan's index
+  (or the unique key index of a view whose key may hold NULL, a rowid table), ``NOT
+  INDEXED`` for the clustered key of a ``WITHOUT ROWID`` table. Accesses after the first
+  are ``LEFT JOIN``s, which SQLite never reorders; a per-probe stop-after (the inner side
+  of a bounded-outer merge join) is a correlated row-value subquery
+  ``(t.key...) IN (SELECT q.key... FROM t AS q INDEXED BY ... WHERE ... ORDER BY ... LIMIT k)``
+  whose ≤ k keys are then looked up on the clustered key.
+- PostgreSQL: every access after the first is ``LEFT JOIN LATERAL (SELECT ... FROM t
+  WHERE t.k = outer.x [AND range] ORDER BY ... LIMIT k) ON TRUE`` (``OFFSET 0`` when
+  there is no stop-after, so the planner cannot flatten it and reorder the joins); the
+  predicates leave PostgreSQL one index to use.
+
+Everything after the accesses (residual predicates, the merge join's keep-k, GROUP BY
+and aggregates, ORDER BY, LIMIT, projection) is SQL over the bounded joined rows.
+
+**Operation counts.** The statement returns, beside the rows, what it takes to compute
+exactly the operations the interpreter (``piql.runtime.executor``, the reference) counts:
+per probe of an access max(1, rows read) plus one fetch per row of a non-covering index
+access, counted before residual predicates; a FROM-subquery costs its own plan's
+operations once per outer tuple. :meth:`CompiledQuery.answer` turns the fetched rows into
+``(rows, ops)``; :attr:`CompiledQuery.ops_source` says how:
+
+- ``rows``: one access and nothing that drops or merges rows after it: ops follow from
+  the number of rows returned (the plain statement, nothing added).
+- ``scanned``: one access whose rows the local work may cut or aggregate: each returned
+  row ends with the number of rows the access read (a window count, or COUNT(*) beside
+  the aggregates); no row returned means none was read.
+- ``per_row``: one access read by key (or in order, stopping) then lookups of at most one
+  row by full key, with no aggregate: one flat statement of LEFT JOINs, no CTE. Each row
+  of the first access comes back once, ending with whether it survives every lookup and
+  residual predicate, and the operations its probes cost; the answer keeps the survivors
+  (then the LIMIT), the operations are their sum (at least one: the first probe).
+- ``column``: the general shape: one CTE per access level, each a LEFT JOIN of the level
+  before's surviving tuples, so a probe that finds nothing still yields one row to count.
+  Every returned row ends with (position, ops); a single row with a NULL position is the
+  empty answer.
+
+Values are never written into the SQL: parameters and the query's literals are bound
+(:meth:`CompiledQuery.arguments`); LIMIT counts and epoch widths are the plan's own
+integers. Every identifier is quoted by sqlglot.
+
+What the store must provide (``StoreLayout``): tables clustered on their key (SQLite:
+``WITHOUT ROWID``), or rowid tables with a unique key index (:attr:`TableLayout.key_index`);
+the plan's secondary indexes under their :attr:`IndexSpec.name`. On PostgreSQL the
+statement's ORDER BY keeps SQLite's order of NULLs (first ascending, last descending),
+written out as NULLS FIRST / NULLS LAST except on clustered-key columns (never NULL), so
+an index read in order must hold the access path's columns (the index columns, then the
+rest of the table's key, as SQLite's index entries do) with ``NULLS FIRST`` on every
+column outside the clustered key; and text must compare bytewise (``C`` collation), as
+SQLite's does.
+
+Known differences from the interpreter, both on SQL's side: a residual comparison between
+values of different types follows SQLite's affinity rules, where the interpreter compares
+Python values; a SUM over integers whose partial sums leave 64 bits makes SQLite raise
+``integer overflow`` (the runtime answers that execution with the interpreter, which sums
+exactly, as PostgreSQL's numeric SUM does).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import StrEnum
+from operator import itemgetter
+from typing import Any, Callable, Mapping, Sequence
+
+from sqlglot import exp
+
+from piql.errors import PiqlError
+from piql.planner.physical import Access, AccessPath, PhysicalPlan
+from piql.query_block import (
+    Aggregate, Attr, Epoch, Literal, OrderItem, Param, Predicate, QueryBlock, Ratio,
+)
+
+PREFIX = "_piql_"  # names piql reserves: no table or view of an application starts so
+
+
+class Dialect(StrEnum):
+    """The serving stores' SQL dialects."""
+
+    SQLITE = "sqlite"
+    POSTGRES = "postgres"
+
+
+class OpsSource(StrEnum):
+    """How :meth:`CompiledQuery.answer` reads the operations from the fetched rows."""
+
+    ROWS = "rows"
+    SCANNED = "scanned"
+    PER_ROW = "per_row"
+    COLUMN = "column"
+
+
+class UncompilablePlan(PiqlError):
+    """A plan this compiler cannot express as one statement (the interpreter runs it)."""
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """What the compiler must know of one stored table or view.
+
+    ``key`` is the clustered key. ``key_index`` names the unique index a rowid table is
+    read through when its key may hold NULL (SQLite keeps no NULL in a ``WITHOUT ROWID``
+    key); None for a table clustered on its key."""
+
+    name: str
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+    key_index: str | None = None
+
+    @property
+    def rowid(self) -> str:
+        """A name of the rowid that no column of the table shadows."""
+        taken = {c.lower() for c in self.columns}
+        for name in ("rowid", "_rowid_", "oid"):
+            if name not in taken:
+                return name
+        raise UncompilablePlan(f"{self.name} has columns named rowid, _rowid_ and oid")
+
+    def not_null(self, column: str) -> bool:
+        """Is ``column`` part of a clustered key (so it never holds NULL)?"""
+        return self.key_index is None and column in self.key
+
+
+@dataclass(frozen=True)
+class StoreLayout:
+    """The physical layout of the tables and views of a deployment."""
+
+    tables: tuple[TableLayout, ...]
+
+    def table(self, name: str) -> TableLayout:
+        for table in self.tables:
+            if table.name == name:
+                return table
+        raise UncompilablePlan(f"the store holds no table {name}")
+
+
+@dataclass(frozen=True)
+class Read:
+    """One table reference of a compiled statement, for checking the store's own plan:
+    ``alias`` as the statement names it, and whether the plan reads it ``whole`` (no key
+    prefix and no range: a table with a row limit or no key, or an ordered scan that
+    stops after ``stop_after`` rows)."""
+
+    alias: str
+    table: str
+    index: str | None
+    whole: bool
+    stop_after: int | None = None
+
+
+@dataclass(frozen=True)
+class CompiledQuery:
+    """One bounded plan as one statement in one dialect.
+
+    ``sql`` takes positional placeholders (``?`` for SQLite, ``%s`` for psycopg), bound
+    to :meth:`arguments`; ``columns`` names the answer's columns. Run it, fetch every
+    row, and hand them to :meth:`answer` for the answer's rows and its operations."""
+
+    dialect: Dialect
+    sql: str
+    parameters: tuple[Param | Literal, ...]
+    columns: tuple[str, ...]
+    ops_source: OpsSource
+    fetches: bool = False  # ROWS / SCANNED: one more operation per row read
+    reads: tuple[Read, ...] = ()
+    integral: tuple[int, ...] = ()  # answer columns PostgreSQL returns as numeric (SUM)
+    empty: tuple | None = None  # the answer when no row comes back (an aggregate of nothing)
+    limit: int | None = None  # PER_ROW: the answer's LIMIT, applied to the rows kept
+
+    # How to bind and read, decided once: the runtime calls these on every execution.
+    _bind: Callable[[Mapping[str, Any]], tuple[Any, ...]] = field(
+        init=False, repr=False, compare=False)
+    _read: Callable[[Sequence[Sequence[Any]]], tuple[list[tuple], int]] = field(
+        init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_bind", _binder(self.parameters))
+        readers = {OpsSource.ROWS: self._rows, OpsSource.SCANNED: self._scanned,
+                   OpsSource.PER_ROW: self._per_row, OpsSource.COLUMN: self._column}
+        object.__setattr__(self, "_read", readers[self.ops_source])
+
+    def arguments(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The values to bind, in placeholder order (``values`` by parameter name)."""
+        return self._bind(values)
+
+    def answer(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
+        """The answer's rows and the operations the plan's interpreter would count."""
+        return self._read(fetched)
+
+    def _rows(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
+        rows = fetched if isinstance(fetched, list) else list(fetched)
+        read = len(rows)
+        if not rows or self.integral:
+            rows = self._finished(rows)
+        return rows, (read + read if self.fetches else read) or 1
+
+    def _scanned(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
+        read = int(fetched[0][-1]) if fetched else 0
+        rows = self._finished([r[:-1] for r in fetched])
+        return rows, max(1, read) + (read if self.fetches else 0)
+
+    def _per_row(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
+        rows = [row[:-2] for row in fetched if row[-2]]
+        return self._finished(rows[:self.limit]), sum([row[-1] for row in fetched]) or 1
+
+    def _column(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
+        rows = [] if fetched[0][-2] is None else [r[:-2] for r in fetched]
+        return self._finished(rows), int(fetched[0][-1])
+
+    def _finished(self, rows: list[tuple]) -> list[tuple]:
+        if not rows and self.empty is not None:
+            return [self.empty]
+        return self._numbers(rows)
+
+    def _numbers(self, rows: list[tuple]) -> list[tuple]:
+        if not self.integral:
+            return rows
+        return [tuple(_integral(v) if i in self.integral else v for i, v in enumerate(row))
+                for row in rows]
+
+
+def _binder(parameters: tuple[Param | Literal, ...]) -> Callable[[Mapping[str, Any]], tuple]:
+    """A function from parameter values by name to the values to bind, in order."""
+    if not parameters:
+        return lambda values: ()
+    if all(isinstance(p, Param) for p in parameters):
+        getter = itemgetter(*(p.name for p in parameters))  # type: ignore[union-attr]
+        if len(parameters) == 1:
+            return lambda values: (getter(values),)
+        return getter  # type: ignore[return-value]
+    return lambda values: tuple(values[p.name] if isinstance(p, Param) else p.value
+                                for p in parameters)
+
+
+def _integral(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return value
+
+
+def compile_plan(plan: PhysicalPlan, dialect: str | Dialect, layout: StoreLayout, *,
+                 query: QueryBlock | None = None) -> CompiledQuery:
+    """``plan`` as one statement of ``dialect`` over a store laid out as ``layout``.
+
+    ``query`` is the named query's own block when the plan reads a view for it (default:
+    the plan's block): it names the answer's columns, and an aggregate of it without
+    GROUP BY answers one row (COUNT 0, the others NULL) where the view holds none.
+    Raises :class:`UncompilablePlan` for a plan outside the shapes Phase 0 builds."""
+    return _Compiler(Dialect(dialect), layout).compile(plan, query or plan.block)
+
+
+# -- the compiler ----------------------------------------------------------------
+
+def _ident(name: str) -> exp.Identifier:
+    return exp.to_identifier(name, quoted=True)
+
+
+def _col(name: str, table: str | None = None) -> exp.Column:
+    return exp.Column(this=_ident(name), table=_ident(table) if table is not None else None)
+
+
+def _number(value: int) -> exp.Literal:
+    return exp.Literal.number(int(value))
+
+
+def _count_star() -> exp.Expression:
+    return exp.Count(this=exp.Star())
+
+
+Ref = Callable[[Attr], exp.Expression]
+
+
+@dataclass
+class _Chain:
+    """A plan compiled as CTEs: its result CTE (columns ``_o1..`` and ``_pos``), the
+    limit on ``_pos``, and the ops CTE (one row, column ``_ops``)."""
+
+    ctes: list[tuple[str, exp.Expression]]
+    result: str
+    outputs: tuple[str, ...]
+    limit: int | None
+    ops: str
+
+
+@dataclass
+class _Compiler:
+    dialect: Dialect
+    layout: StoreLayout
+    slots: dict[object, str] = field(default_factory=dict)  # Param -> placeholder name
+    bound: dict[str, Param | Literal] = field(default_factory=dict)
+    reads: list[Read] = field(default_factory=list)
+    counter: int = 0
+
+    @property
+    def sqlite(self) -> bool:
+        return self.dialect == Dialect.SQLITE
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+    # -- entry ---------------------------------------------------------------
+    def compile(self, plan: PhysicalPlan, query: QueryBlock) -> CompiledQuery:
+        block = plan.block
+        names = tuple(item.name for item in query.select)
+        empty = None
+        if query.aggregates and not query.group_by:
+            empty = tuple(0 if isinstance(i.expr, Aggregate) and i.expr.func == "COUNT" else None
+                          for i in query.select)
+        single = len(plan.accesses) == 1 and plan.accesses[0].path != AccessPath.DERIVED \
+            and not plan.accesses[0].residual
+        limit = None
+        if single:
+            node, source, fetches = self._single(plan)
+        elif self._flat_shape(plan):
+            node, limit = self._flat(plan)
+            source, fetches = OpsSource.PER_ROW, False
+        else:
+            chain = self._chain(plan, PREFIX)
+            node = self._final(chain)
+            source, fetches = OpsSource.COLUMN, False
+        sql, order = self._render(node)
+        integral = () if self.sqlite else tuple(
+            i for i, item in enumerate(block.select)
+            if isinstance(item.expr, Aggregate) and item.expr.func == "SUM")
+        return CompiledQuery(self.dialect, sql, tuple(self.bound[n] for n in order), names,
+                             source, fetches, tuple(self.reads), integral, empty, limit)
+
+    # -- one access: a plain statement ---------------------------------------
+    def _single(self, plan: PhysicalPlan) -> tuple[exp.Select, OpsSource, bool]:
+        block, access = plan.block, plan.accesses[0]
+        table = self.layout.table(access.table or "")
+        alias = access.alias
+
+        def ref(attr: Attr) -> exp.Expression:
+            return _col(attr.column, alias)
+
+        query = exp.select(*(exp.alias_(self.expr(i.expr, ref), _ident(f"_o{n}"))
+                             for n, i in enumerate(block.select, 1)))
+        query = query.from_(self._table_ref(access, table, alias))
+        where = self._probe_conditions(access, alias, ref)
+        if where:
+            query = query.where(exp.and_(*where))
+        fetches = access.path == AccessPath.INDEX and not access.covering
+        aggregated = bool(block.aggregates or block.group_by)
+        if block.group_by:
+            query = query.group_by(*(self.expr(g, ref) for g in block.group_by))
+        if access.stop_after is not None:
+            query = query.order_by(*self._scan_order(access, table, alias))
+            limit = access.stop_after if block.limit is None else min(access.stop_after,
+                                                                      block.limit)
+            return query.limit(_number(limit)), OpsSource.ROWS, fetches
+        if block.order_by:
+            query = query.order_by(*(self._local_order(o, ref) for o in block.order_by))
+        if block.limit is not None:
+            query = query.limit(_number(block.limit))
+        if not aggregated and block.limit is None:
+            return query, OpsSource.ROWS, fetches
+        if not aggregated:
+            scanned: exp.Expression = exp.Window(this=_count_star())
+        elif block.group_by:
+            scanned = exp.Window(this=exp.Sum(this=_count_star()))
+        else:
+            scanned = _count_star()
+        query = query.select(exp.alias_(scanned, _ident("_n")))
+        return query, OpsSource.SCANNED, fetches
+
+    # -- one access then key lookups: one flat statement, ops per row ------------
+    def _flat_shape(self, plan: PhysicalPlan) -> bool:
+        """Does every row of the first access come back exactly once (each later access
+        finds at most one row, by the full clustered key; no aggregate merges rows)?"""
+        block = plan.block
+        if block.aggregates or block.group_by or plan.merge_at not in (None, 0):
+            return False
+        if any(a.path == AccessPath.DERIVED for a in plan.accesses):
+            return False
+        for access in plan.accesses[1:]:
+            table = self.layout.table(access.table or "")
+            if access.path != AccessPath.PRIMARY or access.range or access.stop_after is not None \
+                    or not table.key or set(access.key_columns) != set(table.key):
+                return False
+        return True
+
+    def _flat(self, plan: PhysicalPlan) -> tuple[exp.Select, int | None]:
+        block = plan.block
+        first = plan.accesses[0]
+        needed = _needed(block)
+        joined: dict[str, tuple[str, dict[str, str]]] = {}  # alias -> (lateral, columns)
+
+        def ref(attr: Attr) -> exp.Expression:
+            if attr.alias in joined:
+                lateral, columns = joined[attr.alias]
+                return _col(columns[attr.column], lateral)
+            return _col(attr.column, attr.alias)
+
+        first_table = self.layout.table(first.table or "")
+        query = exp.select().from_(self._table_ref(first, first_table, first.alias))
+        where = self._probe_conditions(first, first.alias, ref)
+        if where:
+            query = query.where(exp.and_(*where))
+        cost = 1 + (first.path == AccessPath.INDEX and not first.covering)
+        alive: exp.Expression | None = self._all(self.predicate(p, ref) for p in first.residual)
+        ops: exp.Expression = _number(cost)
+        for access in plan.accesses[1:]:
+            table = self.layout.table(access.table or "")
+            alias = access.alias
+            if self.sqlite:
+                target = self._table_ref(access, table, alias)
+                on = self._probe_conditions(access, alias, ref)
+                matched = _col(table.rowid if table.key_index else table.key[0], alias)
+                query = query.join(target, on=exp.and_(*on), join_type="LEFT")
+            else:
+                lateral = self.fresh(f"{PREFIX}j")
+                own = {c: self.fresh("_c") for c in needed.get(alias, [])}
+                marker = self.fresh("_m")
+                picked = [exp.alias_(_col(c, alias), _ident(n)) for c, n in own.items()]
+                picked.append(exp.alias_(_number(1), _ident(marker)))
+                inner = exp.select(*picked).from_(self._table_ref(access, table, alias))
+                inner = inner.where(exp.and_(*self._probe_conditions(access, alias, ref)))
+                inner = inner.offset(_number(0))  # a fence: PostgreSQL keeps the join order
+                query = query.join(exp.Lateral(this=exp.Subquery(this=inner), view=False,
+                                               outer=False,
+                                               alias=exp.TableAlias(this=_ident(lateral))),
+                                   on=exp.true(), join_type="LEFT")
+                joined[alias] = (lateral, own)
+                matched = _col(marker, lateral)
+            # a probe for every tuple alive so far: max(1, rows) reads, + 1 fetch per row
+            probe: exp.Expression = _number(1)
+            if alive is not None:
+                probe = exp.Case(ifs=[exp.If(this=alive.copy(), true=_number(1))],
+                                 default=_number(0))
+            ops = exp.Add(this=ops, expression=probe)
+            found = exp.Not(this=exp.Is(this=matched, expression=exp.Null()))
+            alive = self._all([alive.copy()] if alive is not None else [], found,
+                              *(self.predicate(p, ref) for p in access.residual))
+        items = [exp.alias_(self.expr(i.expr, ref), _ident(f"_o{n}"))
+                 for n, i in enumerate(block.select, 1)]
+        kept = _number(1) if alive is None else exp.Case(
+            ifs=[exp.If(this=alive, true=_number(1))], default=_number(0))
+        query = query.select(*items, exp.alias_(kept, _ident("_alive")),
+                             exp.alias_(ops, _ident("_ops")))
+        if first.stop_after is not None:  # one row per first-access row: LIMIT is per probe
+            query = query.order_by(*self._scan_order(first, first_table, first.alias))
+            query = query.limit(_number(first.stop_after))
+        elif block.order_by:
+            query = query.order_by(*(self._local_order(o, ref) for o in block.order_by))
+        return query, block.limit
+
+    @staticmethod
+    def _all(*parts) -> exp.Expression | None:
+        conditions = [c for part in parts for c in (part if not isinstance(part, exp.Expression)
+                                                    else [part])]
+        return exp.and_(*conditions) if conditions else None
+
+    # -- the general shape: one CTE per access level -------------------------
+    def _chain(self, plan: PhysicalPlan, prefix: str) -> _Chain:
+        block = plan.block
+        ctes: list[tuple[str, exp.Expression]] = []
+        columns: dict[tuple[str, str], str] = {}  # (alias, column) -> level column
+        terms: list[exp.Expression] = []
+        needed = _needed(block)
+        survivors: str | None = None
+        for position, access in enumerate(plan.accesses):
+            level = f"{prefix}l{position}"
+
+            def ref(attr: Attr, within: str | None = None) -> exp.Expression:
+                return _col(columns[(attr.alias, attr.column)], within)
+
+            outer = survivors
+            if access.path == AccessPath.DERIVED:
+                node, term = self._derived_level(access, outer, columns, needed, prefix,
+                                                 position, ctes)
+            else:
+                node, term = self._base_level(access, outer, columns, needed, position,
+                                              lambda a: ref(a, outer))
+            ctes.append((level, node))
+            terms.append(term(level))
+            keep: list[exp.Expression] = []
+            if position > 0 and access.path != AccessPath.DERIVED:
+                keep.append(exp.Not(this=exp.Is(this=_col(f"_m{position}"), expression=exp.Null())))
+            keep += [self.predicate(p, ref) for p in access.residual]
+            merge = position == plan.merge_at and position > 0 and block.limit is not None
+            if keep or merge:
+                survivors = f"{prefix}s{position}"
+                query = exp.select(exp.Star()).from_(exp.Table(this=_ident(level)))
+                if keep:
+                    query = query.where(exp.and_(*keep))
+                if merge:  # keep k (without ORDER BY: any k, as SQL's LIMIT)
+                    if block.order_by:
+                        query = query.order_by(*(self._local_order(o, ref)
+                                                 for o in block.order_by))
+                    query = query.limit(_number(block.limit))  # type: ignore[arg-type]
+                ctes.append((survivors, query))
+            else:
+                survivors = level
+
+        def final_ref(attr: Attr) -> exp.Expression:
+            return _col(columns[(attr.alias, attr.column)])
+
+        outputs = tuple(f"_o{n}" for n in range(1, len(block.select) + 1))
+        result = exp.select(*(exp.alias_(self.expr(i.expr, final_ref), _ident(name))
+                              for i, name in zip(block.select, outputs)))
+        order = exp.Order(expressions=[self._local_order(o, final_ref) for o in block.order_by]) \
+            if block.order_by else None
+        result = result.select(exp.alias_(exp.Window(this=exp.RowNumber(), order=order),
+                                          _ident("_pos")))
+        result = result.from_(exp.Table(this=_ident(survivors or "")))
+        if block.group_by:
+            result = result.group_by(*(self.expr(g, final_ref) for g in block.group_by))
+        ctes.append((f"{prefix}r", result))
+        total = terms[0]
+        for term in terms[1:]:
+            total = exp.Add(this=total, expression=term)
+        ctes.append((f"{prefix}ops", exp.select(exp.alias_(total, _ident("_ops")))))
+        return _Chain(ctes, f"{prefix}r", outputs, block.limit, f"{prefix}ops")
+
+    def _base_level(self, access: Access, outer: str | None,
+                    columns: dict[tuple[str, str], str], needed: dict[str, list[str]],
+                    position: int, outer_ref: Ref):
+        table = self.layout.table(access.table or "")
+        alias = access.alias
+        own = {c: self.fresh("_c") for c in needed.get(alias, [])}
+        fetches = access.path == AccessPath.INDEX and not access.covering
+
+        def inner_ref(within: str) -> Ref:
+            def ref(attr: Attr) -> exp.Expression:
+                if attr.alias == alias:
+                    return _col(attr.column, within)
+                return outer_ref(attr)
+            return ref
+
+        picked = [exp.alias_(_col(c, alias), _ident(name)) for c, name in own.items()]
+        if position == 0:
+            query = exp.select(*picked) if picked else exp.select(exp.alias_(_number(1), "_one"))
+            query = query.from_(self._table_ref(access, table, alias))
+            where = self._probe_conditions(access, alias, inner_ref(alias))
+            if where:
+                query = query.where(exp.and_(*where))
+            if access.stop_after is not None:
+                query = query.order_by(*self._scan_order(access, table, alias)).limit(
+                    _number(access.stop_after))
+            node: exp.Expression = query
+            columns.update({(alias, c): n for c, n in own.items()})
+
+            def term(level: str) -> exp.Expression:
+                count = _count_star()
+                most = exp.Greatest(this=_number(1), expressions=[_count_star()])
+                value = exp.Add(this=most, expression=count) if fetches else most
+                return exp.Subquery(this=exp.select(value).from_(exp.Table(this=_ident(level))))
+            return node, term
+        marker = f"_m{position}"
+        assert outer is not None
+        if self.sqlite:
+            node = self._sqlite_probe(access, table, outer, own, marker, inner_ref)
+        else:
+            node = self._postgres_probe(access, table, outer, own, marker, inner_ref)
+        columns.update({(alias, c): n for c, n in own.items()})
+
+        def term(level: str) -> exp.Expression:
+            value: exp.Expression = _count_star()
+            if fetches:
+                value = exp.Add(this=value, expression=exp.Count(this=_col(marker)))
+            return exp.Subquery(this=exp.select(value).from_(exp.Table(this=_ident(level))))
+        return node, term
+
+    def _sqlite_probe(self, access: Access, table: TableLayout, outer: str,
+                      own: dict[str, str], marker: str, inner_ref) -> exp.Expression:
+        alias = access.alias
+        if access.stop_after is None:
+            target = self._table_ref(access, table, alias)
+            on = self._probe_conditions(access, alias, inner_ref(alias))
+            mark = _col(table.rowid if table.key_index else table.key[0], alias)
+        else:
+            # The per-probe stop-after: at most k keys read in order from the access path,
+            # each then found on the clustered key (rowid of a rowid table).
+            inner = self.fresh(f"{PREFIX}q")
+            keys = [table.rowid] if table.key_index else list(table.key)
+            chosen = exp.select(*(_col(k, inner) for k in keys))
+            chosen = chosen.from_(self._table_ref(access, table, inner))
+            where = self._probe_conditions(access, inner, inner_ref(inner))
+            if where:
+                chosen = chosen.where(exp.and_(*where))
+            chosen = chosen.order_by(*self._scan_order(access, table, inner)).limit(
+                _number(access.stop_after))
+            target = exp.Table(this=_ident(table.name), alias=exp.TableAlias(this=_ident(alias)),
+                               indexed=False)
+            self.reads.append(Read(alias, table.name, None, False))
+            probe = exp.Tuple(expressions=[_col(k, alias) for k in keys]) if len(keys) > 1 \
+                else _col(keys[0], alias)
+            on = [exp.In(this=probe, query=exp.Subquery(this=chosen))]
+            mark = _col(keys[0], alias)
+        picked = [exp.Column(this=exp.Star(), table=_ident(outer))]
+        picked += [exp.alias_(_col(c, alias), _ident(n)) for c, n in own.items()]
+        picked.append(exp.alias_(mark, _ident(marker)))
+        query = exp.select(*picked).from_(exp.Table(this=_ident(outer)))
+        return query.join(target, on=exp.and_(*on) if on else exp.true(), join_type="LEFT")
+
+    def _postgres_probe(self, access: Access, table: TableLayout, outer: str,
+                        own: dict[str, str], marker: str, inner_ref) -> exp.Expression:
+        alias = access.alias
+        picked = [exp.alias_(_col(c, alias), _ident(n)) for c, n in own.items()]
+        picked.append(exp.alias_(_number(1), _ident(marker)))
+        lateral = exp.select(*picked).from_(self._table_ref(access, table, alias))
+        where = self._probe_conditions(access, alias, inner_ref(alias))
+        if where:
+            lateral = lateral.where(exp.and_(*where))
+        if access.stop_after is not None:
+            lateral = lateral.order_by(*self._scan_order(access, table, alias)).limit(
+                _number(access.stop_after))
+        else:
+            lateral = lateral.offset(_number(0))  # a fence: PostgreSQL keeps the join order
+        joined = self.fresh(f"{PREFIX}j")
+        query = exp.select(exp.Column(this=exp.Star(), table=_ident(outer)),
+                           exp.Column(this=exp.Star(), table=_ident(joined)))
+        query = query.from_(exp.Table(this=_ident(outer)))
+        node = exp.Lateral(this=exp.Subquery(this=lateral), view=False, outer=False,
+                           alias=exp.TableAlias(this=_ident(joined)))
+        return query.join(node, on=exp.true(), join_type="LEFT")
+
+    def _derived_level(self, access: Access, outer: str | None,
+                       columns: dict[tuple[str, str], str], needed: dict[str, list[str]],
+                       prefix: str, position: int, ctes: list[tuple[str, exp.Expression]]):
+        assert access.subplan is not None
+        sub = self._chain(access.subplan, f"{prefix}d{position}_")
+        ctes.extend(sub.ctes)
+        names = [item.name for item in access.subplan.block.select]
+        picked: list[exp.Expression] = []
+        if outer is not None:
+            picked.append(exp.Column(this=exp.Star(), table=_ident(outer)))
+        own = {}
+        for column in needed.get(access.alias, []):
+            own[column] = self.fresh("_c")
+            picked.append(exp.alias_(_col(sub.outputs[names.index(column)], sub.result),
+                                     _ident(own[column])))
+        if not own:
+            picked.append(exp.alias_(_number(1), _ident(self.fresh("_c"))))
+        query = exp.select(*picked)
+        query = query.from_(exp.Table(this=_ident(outer))) if outer is not None else query
+        source = exp.Table(this=_ident(sub.result))
+        query = query.from_(source) if outer is None else query.join(source, join_type="CROSS")
+        if sub.limit is not None:
+            query = query.where(exp.LTE(this=_col("_pos", sub.result),
+                                        expression=_number(sub.limit)))
+        columns.update({(access.alias, c): n for c, n in own.items()})
+
+        def term(level: str) -> exp.Expression:
+            ops = exp.Subquery(this=exp.select(_col("_ops")).from_(exp.Table(this=_ident(sub.ops))))
+            if outer is None:
+                return ops
+            probes = exp.Subquery(this=exp.select(_count_star()).from_(
+                exp.Table(this=_ident(outer))))
+            return exp.Mul(this=probes, expression=ops)
+        return query, term
+
+    def _final(self, chain: _Chain) -> exp.Expression:
+        result, ops = chain.result, chain.ops
+        picked = [_col(name, result) for name in chain.outputs]
+        picked += [_col("_pos", result), _col("_ops", ops)]
+        on: exp.Expression = exp.true() if chain.limit is None else exp.LTE(
+            this=_col("_pos", result), expression=_number(chain.limit))
+        query = exp.select(*picked).from_(exp.Table(this=_ident(ops)))
+        query = query.join(exp.Table(this=_ident(result)), on=on, join_type="LEFT")
+        # the dialect's own NULL order: the empty answer's NULL position comes alone
+        query = query.order_by(exp.Ordered(this=_col("_pos", result), nulls_first=self.sqlite))
+        with_ = exp.With(expressions=[
+            exp.CTE(this=node, alias=exp.TableAlias(this=_ident(name)))
+            for name, node in chain.ctes])
+        query.set("with_", with_)
+        return query
+
+    # -- pieces ----------------------------------------------------------------
+    def _table_ref(self, access: Access, table: TableLayout, alias: str) -> exp.Table:
+        """``table AS alias`` reading the access's path (SQLite names it)."""
+        node = exp.Table(this=_ident(table.name), alias=exp.TableAlias(this=_ident(alias)))
+        index = access.index.name if access.path == AccessPath.INDEX and access.index else table.key_index
+        if self.sqlite:
+            node.set("indexed", exp.Table(this=_ident(index)) if index else False)
+        whole = not access.key_columns and not access.range
+        self.reads.append(Read(alias, table.name, index, whole, access.stop_after))
+        return node
+
+    def _probe_conditions(self, access: Access, alias: str, ref: Ref) -> list[exp.Expression]:
+        found: list[exp.Expression] = []
+        for column, value in zip(access.key_columns, access.key_values):
+            found.append(exp.EQ(this=_col(column, alias), expression=self.expr(value, ref)))
+        found += [self.predicate(p, ref) for p in access.range]
+        return found
+
+    def _scan_order(self, access: Access, table: TableLayout, alias: str) -> list[exp.Ordered]:
+        """The access path's own order (so the database reads it in order and stops)."""
+        desc = access.descending
+        if self.sqlite:
+            nulls_first = not desc
+            return [exp.Ordered(this=_col(c, alias), desc=desc, nulls_first=nulls_first)
+                    for c in access.order_columns]
+        found = []
+        for column in access.order_columns:
+            # PostgreSQL's default (NULLS LAST ascending) on never-NULL key columns, so the
+            # primary key's index serves the order; SQLite's NULL order elsewhere.
+            nulls_first = desc if table.not_null(column) else not desc
+            found.append(exp.Ordered(this=_col(column, alias), desc=desc,
+                                     nulls_first=nulls_first))
+        return found
+
+    def _local_order(self, item: OrderItem, ref: Ref) -> exp.Ordered:
+        """ORDER BY over computed rows, with SQLite's order of NULLs in both dialects."""
+        return exp.Ordered(this=self.expr(item.expr, ref), desc=item.desc,
+                           nulls_first=not item.desc)
+
+    def predicate(self, pred: Predicate, ref: Ref) -> exp.Expression:
+        node = {"=": exp.EQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}[pred.op]
+        return node(this=self.expr(pred.left, ref), expression=self.expr(pred.right, ref))
+
+    def expr(self, value: object, ref: Ref) -> exp.Expression:
+        if isinstance(value, Attr):
+            return ref(value)
+        if isinstance(value, (Param, Literal)):
+            return self.placeholder(value)
+        if isinstance(value, Epoch):
+            column = self.expr(value.attr, ref)
+            width = _number(value.width)
+            modulo: exp.Expression = exp.Paren(this=exp.Mod(this=column.copy(), expression=width)) \
+                if self.sqlite else exp.Anonymous(this="MOD", expressions=[column.copy(), width])
+            return exp.Paren(this=exp.Sub(this=column, expression=modulo))
+        if isinstance(value, Aggregate):
+            return self.aggregate(value, ref)
+        if isinstance(value, Ratio):
+            real = exp.DataType.build("REAL" if self.sqlite else "DOUBLE PRECISION")
+            numerator = exp.Cast(this=self.expr(value.numerator, ref), to=real)
+            denominator = exp.Nullif(this=self.expr(value.denominator, ref),
+                                     expression=_number(0))
+            return exp.Paren(this=exp.Div(this=numerator, expression=denominator))
+        raise UncompilablePlan(f"cannot compile the expression {value}")
+
+    def aggregate(self, agg: Aggregate, ref: Ref) -> exp.Expression:
+        kinds = {"COUNT": exp.Count, "SUM": exp.Sum, "AVG": exp.Avg, "MIN": exp.Min,
+                 "MAX": exp.Max}
+        if agg.func not in kinds:
+            raise UncompilablePlan(f"cannot compile the aggregate {agg}")
+        argument: exp.Expression = exp.Star() if agg.arg is None else self.expr(agg.arg, ref)
+        if agg.distinct:
+            argument = exp.Distinct(expressions=[argument])
+        node = kinds[agg.func](this=argument)
+        if agg.func == "AVG" and not self.sqlite:  # numeric otherwise; piql answers REAL
+            node = exp.Cast(this=node, to=exp.DataType.build("DOUBLE PRECISION"))
+        return node
+
+    def placeholder(self, value: Param | Literal) -> exp.Expression:
+        key: object = value if isinstance(value, Param) else None
+        name = self.slots.get(key) if key is not None else None
+        if name is None:
+            name = self.fresh(f"{PREFIX}p")
+            self.bound[name] = value
+            if key is not None:
+                self.slots[key] = name
+        return exp.Placeholder(this=name)
+
+    # -- text --------------------------------------------------------------------
+    def _render(self, node: exp.Expression) -> tuple[str, list[str]]:
+        """SQL text with positional placeholders, and the bound names in their order.
+
+        sqlglot writes named placeholders; one pass over the text replaces them in
+        order, leaving quoted identifiers alone (psycopg reads ``%`` everywhere, so an
+        identifier's ``%`` is doubled for PostgreSQL)."""
+        text = node.sql(dialect=self.dialect.value, identify=True)
+        order: list[str] = []
+
+        def swap(found: re.Match[str]) -> str:
+            if found.group("name") is None:
+                quoted = found.group(0)
+                return quoted if self.sqlite else quoted.replace("%", "%%")
+            order.append(found.group("name"))
+            return "?" if self.sqlite else "%s"
+
+        placeholder = r":(?P<name>_piql_p\d+)" if self.sqlite else r"%\((?P<name>_piql_p\d+)\)s"
+        return re.sub(rf'"(?:[^"]|"")*"|{placeholder}', swap, text), order
+
+
+def _needed(block: QueryBlock) -> dict[str, list[str]]:
+    """Columns each relation must deliver, in a stable order."""
+    found: dict[str, list[str]] = {}
+
+    def add(value: object) -> None:
+        if isinstance(value, Aggregate):
+            value = value.arg
+        if isinstance(value, Ratio):
+            add(value.numerator)
+            add(value.denominator)
+            return
+        if isinstance(value, Epoch):
+            value = value.attr
+        if isinstance(value, Attr):
+            columns = found.setdefault(value.alias, [])
+            if value.column not in columns:
+                columns.append(value.column)
+
+    for item in block.select:
+        add(item.expr)
+    for pred in block.predicates:
+        add(pred.left)
+        add(pred.right)
+    for group in block.group_by:
+        add(group)
+    for order in block.order_by:
+        add(order.expr)
+    return found

@@ -1,0 +1,271 @@
+"""Running compiled statements beside the interpreter, for the compiled-query tests.
+
+The interpreter (``Deployment.query``) is the reference: a compiled statement run on the
+same store must give the same answer (as a multiset; for ORDER BY ... LIMIT, a valid
+top-k of the query's own SQL) and exactly the same operation count.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from sqlglot import exp
+
+from piql import sqlgen
+from piql.planner.compile import CompiledQuery, StoreLayout, TableLayout, compile_plan
+from piql.planner.physical import PhysicalPlan
+from piql.query_block import Epoch, Param
+from piql.runtime import sqlvalues
+from piql.planner.application import param_types as _param_types
+
+from piql.sql_types import FRACTIONAL_TYPES as REAL_TYPES, INTEGER_TYPES, fits
+from tests.runtime.workload import _run, assert_ordered_match, normal, ordered_oracle
+
+
+def layout_of(store) -> StoreLayout:
+    """What the compiler needs of a store's tables (the runtime builds the same)."""
+    return StoreLayout(tuple(TableLayout(s.name, s.columns, s.key, s.key_index)
+                             for s in store.shapes.values()))
+
+
+def compiled(db, name: str, dialect: str = "sqlite") -> CompiledQuery:
+    query = db.query_plan(name)
+    return compile_plan(query.physical, dialect, layout_of(db.store), query=query.query.block)
+
+
+def run_sqlite(db, query: CompiledQuery, params: dict[str, Any]) -> tuple[list[tuple], int]:
+    fetched = db.store.connection.execute(query.sql, query.arguments(params)).fetchall()
+    return query.answer(fetched)
+
+
+def assert_same_answer(db, name: str, params: dict[str, Any], rows: list[tuple], ops: int,
+                       context: Any) -> None:
+    """``rows`` and ``ops`` of a compiled statement against the interpreter's answer."""
+    expected = db.query(name, **params)
+    assert ops == expected.ops, (context, "ops", ops, expected.ops)
+    assert ops <= expected.bound, (context, ops, expected.bound)
+    query = db.query_plan(name)
+    block = query.query.block
+    if block.limit is None:
+        assert Counter(normal(rows)) == Counter(normal(expected.rows)), (context, rows,
+                                                                        expected.rows)
+    elif block.order_by:
+        assert_ordered_match(rows, ordered_oracle(db, query, params), block.limit, context)
+    else:  # any k rows of the whole answer
+        assert len(rows) == len(expected.rows), (context, rows, expected.rows)
+        whole = Counter(normal(_run(db, block.with_(limit=None), params)))
+        assert not Counter(normal(rows)) - whole, (context, rows)
+
+
+SCANNED = re.compile(r"\bSCAN (\S+)")
+
+
+def full_scans(plan_lines: list[str], query: CompiledQuery) -> list[str]:
+    """EXPLAIN QUERY PLAN lines that scan a stored table or view the plan does not read
+    whole (CTEs, subqueries and constant rows are piql's own bounded intermediates)."""
+    reads = {r.alias: r for r in query.reads}
+    bad = []
+    for line in plan_lines:
+        found = SCANNED.search(line)
+        if found is None:
+            continue
+        target = found.group(1)
+        if target in ("CONSTANT", "(subquery") or target.startswith(("_piql_", "(subquery")):
+            continue
+        read = reads.get(target)
+        if read is None or not read.whole:
+            bad.append(line)
+    return bad
+
+
+def explain_sqlite(db, query: CompiledQuery) -> list[str]:
+    return [detail for _, _, detail in explain_sqlite_tree(db, query)]
+
+
+def explain_sqlite_tree(db, query: CompiledQuery) -> list[tuple[int, int, str]]:
+    """(id, parent, detail) of SQLite's plan for ``query``."""
+    return [(row[0], row[1], row[3]) for row in db.store.connection.execute(
+        "EXPLAIN QUERY PLAN " + query.sql, [None] * len(query.parameters))]
+
+
+LEVEL = re.compile(r"(MATERIALIZE|CO-ROUTINE) (_piql_(d\d+_)*l\d+)$|CORRELATED LIST SUBQUERY")
+
+
+def sorted_accesses(db, query: CompiledQuery) -> list[str]:
+    """Sorts SQLite would run inside an access (a stop-after must read its path in order
+    and stop, not sort every row of the key range): in the plain statement of a single
+    ordered access, or under the CTE of an access level or a per-probe subquery."""
+    tree = explain_sqlite_tree(db, query)
+    if flat_and_ordered(query):
+        return [detail for _, _, detail in tree if "TEMP B-TREE" in detail]
+    parents = {node: parent for node, parent, _ in tree}
+    details = {node: detail for node, _, detail in tree}
+    found = []
+    for node, _, detail in tree:
+        if "TEMP B-TREE" not in detail:
+            continue
+        above = parents.get(node)  # the (sub)query the sort belongs to
+        while above and not SUBQUERY.match(details[above]):
+            above = parents.get(above)
+        if above and LEVEL.search(details[above]):
+            found.append(detail)
+    return found
+
+
+def flat_and_ordered(query: CompiledQuery) -> bool:
+    """Is ``query`` one flat statement whose first access stops after k rows in order (so
+    its ORDER BY must be the access path's own, with no sort anywhere)?"""
+    return query.ops_source.value in ("rows", "per_row") and query.reads[0].stop_after is not None
+
+
+SUBQUERY = re.compile(r"MATERIALIZE|CO-ROUTINE|CORRELATED|SCALAR SUBQUERY|LIST SUBQUERY")
+
+
+def unbounded_whole_reads(db, plan: PhysicalPlan) -> list[str]:
+    """Accesses of ``plan`` (and of its FROM-subqueries) that read a table without a key
+    prefix or range, bounded neither by a stop-after nor by the table itself (a periodic
+    view holds a fixed number of rows; a view without key holds one)."""
+    views = {v.name: v for v in db.plan.views}
+    bad = []
+    for access in plan.accesses:
+        if access.subplan is not None:
+            bad += unbounded_whole_reads(db, access.subplan)
+            continue
+        if access.key_columns or access.range or access.stop_after is not None:
+            continue
+        view = views.get(access.table)
+        if view is None or not (view.kind == "periodic" or not view.key):
+            bad.append(f"{access.alias} ({access.table})")
+    return bad
+
+
+def parameter_sets(db, query, most: int = 12) -> list[dict[str, Any]]:
+    """Parameter sets drawn from the values present in the compared columns, and one absent
+    (as workload.parameter_choices, with every name quoted: the apps include odd names)."""
+    block = query.query.block
+    types = _param_types(db.plan, block)
+    domains: dict[str, list[Any]] = {}
+    for pred in block.predicates:
+        if not isinstance(pred.right, Param):
+            continue
+        target = pred.left.attr if isinstance(pred.left, Epoch) else pred.left
+        table = block.relation(target.alias).table
+        present = db.store.sql(f"SELECT {sqlgen.identifier(target.column, 'sqlite')} FROM "
+                               f"{sqlgen.identifier(table, 'sqlite')}")
+        values = sorted({v for (v,) in present if v is not None}, key=sqlvalues.sort_key)
+        if isinstance(pred.left, Epoch):
+            values = sorted({sqlvalues.epoch(v, pred.left.width) for v in values})
+        declared = types.get(pred.right.name, "")
+        absent = next(v for v in (0, 0.5, "zz") if fits(declared, v))
+        domains[pred.right.name] = values[:3] + values[-1:] + [absent]
+    combos: list[dict[str, Any]] = [{}]
+    for name, domain in domains.items():
+        combos = [c | {name: v} for c in combos for v in dict.fromkeys(domain)][:most]
+    return combos
+
+
+# -- PostgreSQL: the same tables, the same rows ------------------------------------
+
+def _postgres_type(declared: str) -> str:
+    """A PostgreSQL type holding what the SQLite store holds for ``declared`` (integers
+    of any declared width are 64-bit there, booleans 0/1)."""
+    base = declared.upper().split("(")[0].strip()
+    if base in INTEGER_TYPES or base in ("BOOLEAN", "BOOL", ""):
+        return "BIGINT"
+    if base in REAL_TYPES:
+        return "DOUBLE PRECISION"
+    return "TEXT"
+
+
+def postgres_ddl(store, indexes) -> list[str]:
+    """CREATE TABLE / INDEX statements giving a PostgreSQL database the store's layout:
+    each table clustered on its key (a unique NULLS NOT DISTINCT index where the key may
+    hold NULL), and each of ``indexes`` (name, table, columns) on the columns of its access
+    path (the index columns, then the rest of the table's key), NULLS FIRST outside the
+    clustered key, as the compiler's ORDER BY expects."""
+    statements = []
+    for shape in store.shapes.values():
+        types = shape.types or ("",) * len(shape.columns)
+        columns = [exp.ColumnDef(this=sqlgen_ident(c), kind=exp.DataType.build(_postgres_type(t)))
+                   for c, t in zip(shape.columns, types)]
+        if not shape.nullable_key:
+            columns.append(exp.PrimaryKey(expressions=[sqlgen_ident(c) for c in shape.key]))
+        table = exp.Create(kind="TABLE", this=exp.Schema(this=exp.Table(this=sqlgen_ident(shape.name)),
+                                                         expressions=columns))
+        statements.append(table.sql("postgres", identify=True))
+        if shape.nullable_key:
+            statements.append(_index_sql(shape.key_index, shape, shape.key, unique=True))
+    for name, table, columns in indexes:
+        shape = store.shapes[table]
+        path = tuple(columns) + tuple(c for c in shape.key if c not in columns)
+        statements.append(_index_sql(name, shape, path))
+    return statements
+
+
+def sqlgen_ident(name: str) -> exp.Identifier:
+    return exp.to_identifier(name, quoted=True)
+
+
+def _index_sql(name: str, shape, columns, unique: bool = False) -> str:
+    parts = []
+    for column in columns:
+        clustered = not shape.nullable_key and column in shape.key
+        parts.append(f"{sqlgen.identifier(column, 'postgres')}"
+                     + ("" if clustered else " NULLS FIRST"))
+    return (f"CREATE {'UNIQUE ' if unique else ''}INDEX {sqlgen.identifier(name, 'postgres')} "
+            f"ON {sqlgen.identifier(shape.name, 'postgres')} ({', '.join(parts)})"
+            + (" NULLS NOT DISTINCT" if unique else ""))
+
+
+def copy_to_postgres(db, connection) -> None:
+    """Create the deployment's tables and query indexes on ``connection`` and copy every
+    row of the SQLite store over."""
+    indexes = [(i.name, i.table, i.columns) for i in db.plan.indexes]
+    for statement in postgres_ddl(db.store, indexes):
+        connection.execute(statement)
+    for shape in db.store.shapes.values():
+        names = ", ".join(sqlgen.identifier(c, "postgres") for c in shape.columns)
+        target = sqlgen.identifier(shape.name, "postgres")
+        with connection.cursor().copy(f"COPY {target} ({names}) FROM STDIN") as copy:
+            for row in db.store.all_rows(shape.name):
+                copy.write_row(row)
+    connection.execute("ANALYZE")
+
+
+def run_postgres(connection, query: CompiledQuery, params: dict[str, Any]) -> tuple[list[tuple], int]:
+    return query.answer(connection.execute(query.sql, query.arguments(params)).fetchall())
+
+
+def seq_scans(connection, query: CompiledQuery, params: dict[str, Any]) -> list[str]:
+    """Base relations PostgreSQL's plan reads with a Seq Scan (with seq scans disabled, so
+    one appears only where no index can serve), other than those the plan reads whole."""
+    connection.execute("SET enable_seqscan = off")
+    try:
+        (document,), = connection.execute("EXPLAIN (FORMAT JSON) " + query.sql,
+                                          query.arguments(params)).fetchall()
+    finally:
+        connection.execute("RESET enable_seqscan")
+    whole = {r.table for r in query.reads if r.whole}
+    ordered = flat_and_ordered(query)
+    found = []
+
+    def visit(node: dict, in_level: bool) -> None:
+        if node.get("Node Type") == "Seq Scan" and node.get("Relation Name") not in whole:
+            found.append(f"Seq Scan on {node.get('Relation Name')}")
+        in_level = in_level or bool(LEVEL_CTE.match(node.get("Subplan Name", "")))
+        if "Sort" in node.get("Node Type", "") and (in_level or ordered) and _reads_base(node):
+            found.append(f"{node['Node Type']} of rows read from a table")  # not a stop-after
+        for child in node.get("Plans", ()):
+            visit(child, in_level)
+
+    visit(document[0]["Plan"], False)
+    return found
+
+
+def _reads_base(node: dict) -> bool:
+    """Does ``node`` read a stored table itself (CTEs are piql's bounded intermediates)?"""
+    return "Relation Name" in node or any(_reads_base(c) for c in node.get("Plans", ()))
+
+
+LEVEL_CTE = re.compile(r"CTE _piql_(d\d+_)*l\d+$")
