@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from piql.engines.base import Engine, TableData
+from piql.engines.base import Engine, Reader, Share, TableData
 from piql.errors import PiqlError
 from piql.sqlgen import identifier
 
@@ -77,8 +77,9 @@ class SparkEngine(Engine):
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in self.session.sql(sql).collect()]
 
-    def read_shares(self, reader, name: str, columns: tuple[str, ...], types: tuple[str, ...],
-                    shares: list, sql: str) -> tuple[list[tuple[Any, ...]], int]:
+    def read_shares(self, reader: Reader, name: str, columns: tuple[str, ...],
+                    types: tuple[str, ...], shares: Sequence[Share],
+                    sql: str) -> tuple[list[tuple[Any, ...]], int]:
         """One Spark task per staging partition reads its bounded share straight from the
         store, with ``reader`` (the store's, opening a connection of its own); Spark then
         merges the shares and runs ``sql`` on them. Returns the rows and the most tuples

@@ -1,32 +1,37 @@
-"""The set-oriented jobs, written once for every engine.
+"""Store <-> engine: the set-oriented jobs, written once for every engine.
 
-Each job copies the tables it reads from the serving store into the engine,
-runs SQL rendered for the engine by sqlglot, and returns rows in the store's
-column order; the caller writes them back in one transaction.
+Engines are leaves: they take named tables and SQL in their dialect, and know nothing of
+stores or plans. Each job here copies the tables it reads from the store into the engine
+(in batches, as Arrow), runs SQL rendered for the engine by sqlglot, and returns rows in
+the store's column order; the caller writes them back in one transaction.
 """
 from __future__ import annotations
+
+import itertools
 
 import sqlglot
 
 from piql import sqlgen
 from piql.catalog import CardinalityConstraint, Table
-from piql.engines.base import Engine, TableData
+from piql.engines.base import BATCH_ROWS, Engine, TableData
 from piql.planner.views import ViewDef
 from piql.query_block import QueryBlock
 from piql.runtime.check import empty_group
 from piql.runtime.store import Store
 from piql.sqlgen import identifier
 
-def export(store: Store, engine: Engine, names: list[str], rename: dict[str, str] | None = None) -> None:
-    """Copy whole tables from the store into the engine (``rename`` gives engine-side names)."""
+
+def export(store: Store, engine: Engine, names: list[str]) -> None:
+    """Copy whole tables from the store into the engine, batch by batch."""
     for name in dict.fromkeys(names):
         shape = store.shapes[name]
-        data = TableData((rename or {}).get(name, name), shape.columns,
-                         shape.types or ("",) * len(shape.columns), store.all_rows(name))
-        engine.register(data)
+        rows = itertools.chain.from_iterable(store.read_table(name, BATCH_ROWS))
+        engine.register(TableData(name, shape.columns, shape.types or ("",) * len(shape.columns),
+                                  rows))
 
 
 def tables_read(block: QueryBlock) -> list[str]:
+    """The base tables (and views) a block reads, its FROM-subqueries' too."""
     found: list[str] = []
     for rel in block.relations:
         if rel.subquery is not None:

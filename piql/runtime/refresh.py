@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from piql import sqlgen
+from piql.engines.base import Engine, Share, TableData
 from piql.planner.refresh_plan import (
     HIGH_PARAM, LOW_PARAM, PARTITION_PARAM, RefreshPlan, WindowKind,
 )
@@ -41,16 +42,6 @@ class RefreshReport:
     engine: str = "store"
 
 
-@dataclass(frozen=True)
-class Share:
-    """What one partition reads: its statement, given to whoever runs the partition's task,
-    and the key positions its tuples are counted by (:func:`tuples_read`)."""
-
-    sql: str
-    values: dict[str, Any]
-    keys: tuple[tuple[int, ...], ...] = ()
-
-
 def tuples_read(rows: list[tuple], keys: tuple[tuple[int, ...], ...]) -> int:
     """Tuples a partition read: one per row, or for a joined share the distinct tuples of
     every relation along the join (a lookup per staged tuple, then per joined tuple)."""
@@ -60,7 +51,7 @@ def tuples_read(rows: list[tuple], keys: tuple[tuple[int, ...], ...]) -> int:
 
 
 def refresh_view(store: Store, plan: RefreshPlan, now_ms: int | None = None, strict: bool = True,
-                 engine=None) -> RefreshReport:
+                 engine: Engine | None = None) -> RefreshReport:
     """Recompute the periodic view of ``plan`` from its staging view and replace it
     atomically."""
     started = time.perf_counter()
@@ -100,10 +91,12 @@ def refresh_view(store: Store, plan: RefreshPlan, now_ms: int | None = None, str
                     store.unmark_epoch(plan.view, epoch)
     written = sum(len(rows) for rows in epochs.values())
     return RefreshReport(plan.view, plan.layout.partitions, busiest, bound, written,
-                         time.perf_counter() - started, getattr(engine, "name", "store"))
+                         time.perf_counter() - started,
+                         engine.name if engine is not None else "store")
 
 
-def _compute(store: Store, plan: RefreshPlan, epoch: int | None, engine) -> tuple[list[tuple], int]:
+def _compute(store: Store, plan: RefreshPlan, epoch: int | None,
+             engine: Engine | None) -> tuple[list[tuple], int]:
     """The periodic query over every partition's share: its rows (for a time window, the
     unlimited rows with hidden order columns) and the most tuples one partition read."""
     statement = sqlgen.block_sql(plan.shares.read, store.dialect)
@@ -112,9 +105,11 @@ def _compute(store: Store, plan: RefreshPlan, epoch: int | None, engine) -> tupl
     query = plan.merge if epoch is None else bind_epoch(plan.merge, epoch)
     columns, types = plan.shares.columns, plan.shares.types
     reader = store.reader()
-    if engine is not None and hasattr(engine, "read_shares") and reader is not None:
-        return engine.read_shares(reader, plan.staging, columns, types, shares,
+    if engine is not None and reader is not None:
+        done = engine.read_shares(reader, plan.staging, columns, types, shares,
                                   sqlgen.block_sql(query, engine.dialect))
+        if done is not None:
+            return done
     merged: list[tuple] = []
     busiest = 0
     for share in shares:
@@ -124,8 +119,6 @@ def _compute(store: Store, plan: RefreshPlan, epoch: int | None, engine) -> tupl
         busiest = max(busiest, reads)
         merged += rows
     if engine is not None:
-        from piql.engines.base import TableData
-
         engine.register(TableData(plan.staging, columns, types, merged))
         return engine.query(sqlgen.block_sql(query, engine.dialect)), busiest
     bindings = [{(plan.staging, c): v for c, v in zip(columns, row)} for row in merged]

@@ -14,7 +14,7 @@ import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from piql.planner.naming import RUNTIME_TABLES
 from piql.runtime import sqlvalues
@@ -22,6 +22,9 @@ from piql.runtime.errors import (
     ConstraintError, DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
 )
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Counter, TableShape, Values
+
+if TYPE_CHECKING:  # an engine's type; importing the engines would load pyarrow
+    from piql.engines.base import Reader
 
 OPS = {"=": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 META, DIRTY = RUNTIME_TABLES  # piql's metadata, and the epochs marked for refresh
@@ -357,7 +360,7 @@ class SQLiteStore:
         self.counter.writes += 1
 
     # -- engines -------------------------------------------------------------
-    def reader(self):
+    def reader(self) -> Reader | None:
         """A reader with a read-only connection of its own per call, for an engine's tasks
         (None for an in-memory store, which no other connection can open). It is a closure
         that refers to nothing of piql, so Spark's cloudpickle ships it to executors by

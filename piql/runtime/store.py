@@ -36,15 +36,16 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Protocol, Sequence
+
+if TYPE_CHECKING:  # an engine's type; importing the engines would load pyarrow
+    from piql.engines.base import Reader
 
 # Seconds a write waits for another connection's write lock (a load, a refresh, a repair)
 # before it fails with StoreBusy; ``deploy(busy_timeout=...)`` changes it.
 DEFAULT_BUSY_TIMEOUT = 30.0
 
 Values = Sequence[Any] | Mapping[str, Any]
-# Reads one statement over its own connection, for a task of an engine: (sql, values) -> rows.
-Reader = Callable[[str, Values], list[tuple]]
 
 
 @dataclass
