@@ -36,6 +36,11 @@ class StoreBusy(RuntimeErrorBase):
     """Another connection held the store's write lock longer than the deployment waits."""
 
 
+class UnreadableDatabase(RuntimeErrorBase):
+    """A database piql reads but does not keep (``piql lint --db``) could not be opened or
+    read; the message is the database's."""
+
+
 class DeploymentClosed(RuntimeErrorBase):
     """The deployment was closed; deploy (reopen) the store again to use it."""
 

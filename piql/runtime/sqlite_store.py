@@ -5,8 +5,8 @@ SQLite file (WAL, so readers never wait for the writer) or an in-memory database
 counts operations as DESIGN.md defines them: one per tuple read or written, at least one
 per key lookup or range scan, and one more per row fetched from the base table after a
 non-covering secondary-index entry. It is the only module of piql that imports sqlite3
-(besides ``piql.introspect``, which reads other databases' catalogs, and the benchmark's
-plain-SQLite baseline).
+(besides the benchmark's plain-SQLite baseline): :class:`ReadOnlyDatabase` is how the rest
+of piql reads an SQLite file it does not keep (``piql.introspect`` reads its catalog).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 from piql.planner.naming import RUNTIME_TABLES
 from piql.runtime import sqlvalues
 from piql.runtime.errors import (
-    ConstraintError, DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
+    ConstraintError, DeploymentError, StoreBusy, StoreOverflow, StoreRefused, UnreadableDatabase,
 )
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Counter, TableShape, Values
 
@@ -379,6 +379,35 @@ class SQLiteStore:
                 connection.close()
 
         return read
+
+
+class ReadOnlyDatabase:
+    """An existing SQLite file piql reads but does not keep (``piql lint --db`` reads its
+    catalog), opened read-only: nothing piql does through it can change the file. Errors of
+    the database are :class:`~piql.runtime.errors.UnreadableDatabase` with SQLite's message."""
+
+    def __init__(self, path: str) -> None:
+        try:
+            self._connection = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro",
+                                               uri=True)
+        except sqlite3.Error as err:
+            raise UnreadableDatabase(str(err)) from None
+
+    def rows(self, statement: str, values: Values = ()) -> list[tuple]:
+        """The rows of one statement."""
+        try:
+            return self._connection.execute(statement, values).fetchall()
+        except sqlite3.DatabaseError as err:
+            raise UnreadableDatabase(str(err)) from None
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def __enter__(self) -> ReadOnlyDatabase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _identical(key: Mapping[str, Any]) -> str:

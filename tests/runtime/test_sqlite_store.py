@@ -6,8 +6,8 @@ import pickle
 
 import pytest
 
-from piql.runtime.errors import StoreOverflow, StoreRefused
-from piql.runtime.sqlite_store import SQLiteStore
+from piql.runtime.errors import StoreOverflow, StoreRefused, UnreadableDatabase
+from piql.runtime.sqlite_store import ReadOnlyDatabase, SQLiteStore
 from piql.runtime.store import Store, TableShape
 
 ITEMS = TableShape("items", ("id", "tag", "price"), ("id",), ("BIGINT", "VARCHAR", "BIGINT"))
@@ -129,3 +129,21 @@ def test_an_engine_task_reads_with_a_reader_of_its_own(store):
     shipped = pickle.loads(cloudpickle.dumps(reader))  # as Spark sends it to an executor
     assert shipped('SELECT "price" FROM "items"', ()) == [(3,)]
     assert SQLiteStore(":memory:").reader() is None
+
+
+def test_a_database_piql_does_not_keep_is_read_and_never_written(tmp_path):
+    path = str(tmp_path / "other.db")
+    store = SQLiteStore(path)
+    store.create_table(ITEMS)
+    store.insert("items", {"id": 1, "tag": "a", "price": 3})
+    store.close()
+    with ReadOnlyDatabase(path) as database:
+        assert database.rows("SELECT id, tag FROM items WHERE price = ?", (3,)) == [(1, "a")]
+        with pytest.raises(UnreadableDatabase, match="readonly"):
+            database.rows("DELETE FROM items")
+        assert database.rows("SELECT COUNT(*) FROM items") == [(1,)]
+    text = tmp_path / "text.db"
+    text.write_text("this is not a database")
+    with ReadOnlyDatabase(str(text)) as database, \
+            pytest.raises(UnreadableDatabase, match="not a database"):
+        database.rows("SELECT name FROM sqlite_master")
