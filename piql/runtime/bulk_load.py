@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from typing import Callable
 
+from sqlglot import exp
+
 from piql import sqlgen
-from piql.catalog import Table
+from piql.catalog import CardinalityConstraint, Table
 from piql.engines.base import Engine
 from piql.planner.naming import LOAD_PREFIX
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.query_block import Attr, Param, QueryBlock, Relation, normalized_predicate
-from piql.runtime.engine_bridge import cardinality_sql, cardinality_violation
+from piql.runtime.check import plain_row
+from piql.runtime.engine_bridge import export
 from piql.runtime.epochs import EpochWindow, mark_epochs
 from piql.runtime.errors import ConstraintError, StoreRefused
 from piql.runtime.store import Store
@@ -63,15 +66,46 @@ def _mark_loaded(store: Store, table: Table, staged: str, views: tuple[ViewDef, 
 
 
 def _cardinality_checks(store: Store, engine: Engine | None, table: Table, staged: str) -> None:
-    """Group and count per key, on the engine: the bulk form of the per-write check."""
-    found = cardinality_violation(engine, store, table, staged) if engine else \
-        _store_cardinality_violation(store, table, staged)
-    if found:
-        constraint, row = found
-        values = ", ".join(f"{c}={v!r}" for c, v in zip(constraint.per, row))
-        raise ConstraintError(
-            f"loading {table.name} breaks {constraint.describe()}: ({values}) would have "
-            f"{row[-1]} {constraint.column} values (limit {constraint.limit})")
+    """Group and count per key, on the engine if there is one (else the store): the bulk
+    form of the per-write check."""
+    if engine is not None:
+        export(store, engine, [table.name, staged])
+        run, dialect = engine.query, engine.dialect
+    else:
+        run, dialect = store.sql, store.dialect
+    for constraint in table.cardinalities:
+        broken = run(cardinality_sql(table.name, staged, constraint, dialect))
+        if broken:
+            row = plain_row(broken[0])
+            values = ", ".join(f"{c}={v!r}" for c, v in zip(constraint.per, row))
+            raise ConstraintError(
+                f"loading {table.name} breaks {constraint.describe()}: ({values}) would have "
+                f"{row[-1]} {constraint.column} values (limit {constraint.limit})")
+
+
+def cardinality_sql(table: str, staged: str, constraint: CardinalityConstraint,
+                    dialect: str) -> str:
+    """The first group of ``per`` values of the table plus the staged rows with more than
+    ``limit`` distinct ``column`` values, and that count, in ``dialect``.
+
+    NULL is a value as the per-write check counts it: rows with NULL ``per`` values form
+    their own group (as GROUP BY groups them), and a NULL ``column`` is one more distinct
+    value (which COUNT(DISTINCT ...) alone would skip)."""
+    column = sqlgen.column_ref(constraint.column)
+    per = [sqlgen.column_ref(c) for c in constraint.per]
+    counted = exp.Paren(this=exp.Add(
+        this=exp.Count(this=exp.Distinct(expressions=[column.copy()])),
+        expression=exp.Max(this=exp.Case(ifs=[exp.If(
+            this=exp.Is(this=column.copy(), expression=exp.Null()),
+            true=exp.Literal.number(1))], default=exp.Literal.number(0)))))
+    both = exp.union(exp.select("*").from_(sqlgen.table_ref(table)),
+                     exp.select("*").from_(sqlgen.table_ref(staged)), distinct=False)
+    query = exp.select(*per, counted).from_(both.subquery("both_rows")) \
+        .having(exp.GT(this=counted.copy(), expression=exp.Literal.number(int(constraint.limit)))) \
+        .limit(1)
+    if per:
+        query = query.group_by(*(c.copy() for c in per))
+    return sqlgen.render(query, dialect)
 
 
 def _batch_block(rule: DeltaRule, staged: str) -> QueryBlock:
@@ -134,14 +168,6 @@ def _foreign_key_checks(store: Store, table: Table, staged: str) -> None:
                 f"the data for {table.name} breaks FOREIGN KEY ({', '.join(fk.columns)}) "
                 f"REFERENCES {fk.ref_table}: no {fk.ref_table} row with "
                 f"{', '.join(f'{r}={v!r}' for r, v in zip(fk.ref_columns, orphan[0]))}")
-
-
-def _store_cardinality_violation(store: Store, table: Table, staged: str):
-    for constraint in table.cardinalities:
-        broken = store.sql(cardinality_sql(table.name, staged, constraint))
-        if broken:
-            return constraint, broken[0]
-    return None
 
 
 def _quoter(store: Store):

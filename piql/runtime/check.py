@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from sqlglot import exp
 
@@ -51,8 +51,16 @@ class CheckReport:
 
 def recompute(store: Store, view: ViewDef, partition_of: Callable[[ViewDef, dict], int]) -> list[tuple]:
     """The rows ``view`` must hold, computed from base tables with its definition."""
+    return stored_rows(store, view, _exact_rows(store, view), partition_of)
+
+
+def stored_rows(store: Store, view: ViewDef, rows: Iterable[tuple],
+                partition_of: Callable[[ViewDef, dict], int]) -> list[tuple]:
+    """Rows of ``view``'s definition (by the store or an engine) as the store keeps them:
+    without the empty group of a global aggregate, with the staging partition (piql's own
+    hash, as on write) and the ``_all`` column, in the store's column order, as plain
+    Python values."""
     names = [i.name for i in view.definition.select]
-    rows = _exact_rows(store, view)
     shape = store.shapes[view.name]
     result = []
     for row in rows:
@@ -62,8 +70,13 @@ def recompute(store: Store, view: ViewDef, partition_of: Callable[[ViewDef, dict
         if view.kind == ViewKind.STAGING:
             values["partition"] = partition_of(view, values)
         values.setdefault("_all", 0)
-        result.append(tuple(values[c] for c in shape.columns))
+        result.append(plain_row(tuple(values[c] for c in shape.columns)))
     return result
+
+
+def plain_row(row: tuple) -> tuple:
+    """Engines return numpy scalars at times; the store wants Python values."""
+    return tuple(value.item() if hasattr(value, "item") else value for value in row)
 
 
 def _exact_rows(store: Store, view: ViewDef) -> list[tuple]:

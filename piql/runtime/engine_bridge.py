@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import itertools
 
-import sqlglot
-
 from piql import sqlgen
-from piql.catalog import CardinalityConstraint, Table
 from piql.engines.base import BATCH_ROWS, Engine, TableData
 from piql.planner.views import ViewDef
 from piql.query_block import QueryBlock
-from piql.runtime.check import empty_group
+from piql.runtime.check import stored_rows
 from piql.runtime.store import Store
-from piql.sqlgen import identifier
 
 
 def export(store: Store, engine: Engine, names: list[str]) -> None:
@@ -42,56 +38,7 @@ def tables_read(block: QueryBlock) -> list[str]:
 
 
 def view_rows(engine: Engine, store: Store, view: ViewDef, partition_of) -> list[tuple]:
-    """A maintained view computed from base data, in the store's column order."""
+    """A maintained view computed from base data by the engine, as the store keeps it."""
     export(store, engine, tables_read(view.definition))
-    names = [i.name for i in view.definition.select]
-    shape = store.shapes[view.name]
-    rows = []
-    for row in engine.query(sqlgen.block_sql(view.definition, engine.dialect)):
-        values = dict(zip(names, row))
-        if empty_group(view, values):
-            continue
-        if "partition" in shape.columns and "partition" not in values:
-            values["partition"] = partition_of(view, values)  # piql's own hash, as on write
-        values.setdefault("_all", 0)
-        rows.append(tuple(_plain(values[c]) for c in shape.columns))
-    return rows
-
-
-def cardinality_violation(engine: Engine, store: Store, table: Table, staged: str):
-    """The first CARDINALITY constraint the table plus staged rows would break, if any."""
-    export(store, engine, [table.name, staged])
-    for constraint in table.cardinalities:
-        sql = cardinality_sql(table.name, staged, constraint)
-        broken = engine.query(sqlglot.transpile(sql, read="sqlite", write=engine.dialect)[0])
-        if broken:
-            return constraint, tuple(_plain(v) for v in broken[0])
-    return None
-
-
-def cardinality_sql(table: str, staged: str, constraint: CardinalityConstraint) -> str:
-    """SQLite SQL for the first group of ``per`` values of the table plus the staged rows
-    with more than ``limit`` distinct ``column`` values, and that count.
-
-    NULL is a value as the per-write check counts it: rows with NULL ``per`` values form
-    their own group (as GROUP BY groups them), and a NULL ``column`` is one more distinct
-    value (which COUNT(DISTINCT ...) alone would skip)."""
-    def quote(name: str) -> str:
-        return identifier(name, "sqlite")
-
-    per = ", ".join(quote(c) for c in constraint.per)
-    column = quote(constraint.column)
-    counted = (f"(COUNT(DISTINCT {column}) + "
-               f"MAX(CASE WHEN {column} IS NULL THEN 1 ELSE 0 END))")
-    both = (f"(SELECT * FROM {quote(table)} UNION ALL SELECT * FROM {quote(staged)}) "
-            "AS both_rows")
-    return (f"SELECT {per + ', ' if per else ''}{counted} FROM {both}"
-            f"{' GROUP BY ' + per if per else ''} HAVING {counted} > {int(constraint.limit)} "
-            "LIMIT 1")
-
-
-def _plain(value):
-    """Engines return numpy or decimal scalars at times; the store wants Python values."""
-    if hasattr(value, "item"):
-        return value.item()
-    return value
+    rows = engine.query(sqlgen.block_sql(view.definition, engine.dialect))
+    return stored_rows(store, view, rows, partition_of)
