@@ -13,6 +13,9 @@ from piql.language.schema import parse_schema
 FIXTURES = Path(__file__).parent / "fixtures"
 PAPER_SCHEMA = FIXTURES / "paper_schema.sql"
 PAPER_QUERIES = FIXTURES / "paper_queries.sql"
+# Queries on the paper's schema that piql cannot bound (a lookup by a non-key column, an
+# OR) beside one it can: what the reports say about each kind.
+PAPER_MIXED_QUERIES = FIXTURES / "paper_mixed_queries.sql"
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
 
@@ -35,6 +38,11 @@ def plan_text(schema: str, queries: str) -> Plan:
     """Plan inline schema and queries text (file names as the tests' fixtures)."""
     catalog = parse_schema(schema, "schema.sql")
     return plan_application(catalog, parse_queries(queries, catalog, "queries.sql"), "queries.sql")
+
+
+def paper_mixed_plan() -> Plan:
+    """The paper's schema with :data:`PAPER_MIXED_QUERIES` (read as ``queries.sql``)."""
+    return plan_text(paper_schema_text(), PAPER_MIXED_QUERIES.read_text())
 
 
 def paper_plan_for(**variant: bool) -> Plan:

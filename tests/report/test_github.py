@@ -10,22 +10,8 @@ from piql.diagnostics import Diagnostic
 from piql.errors import Location
 from piql.planner.application import Plan
 from piql.report import github
-from tests.conftest import plan_text
+from tests.conftest import paper_mixed_plan
 
-SCHEMA = """
-CREATE TABLE Documents (docId BIGINT, timestamp BIGINT, text VARCHAR, PRIMARY KEY (docId));
-CREATE TABLE Tags (docId BIGINT, tag VARCHAR, timestamp BIGINT, PRIMARY KEY (docId, tag))
-  WITH CARDINALITY (tag, 10);
-"""
-MIXED = """-- name: byText
-SELECT * FROM Documents WHERE text = <t>
-
--- name: either
-SELECT * FROM Tags WHERE tag = <a> OR tag = <b>
-
--- name: tagsOfDoc
-SELECT * FROM Tags WHERE docId = <doc>
-"""
 COMMAND = re.compile(r"^::(?P<command>error|warning|notice) "
                      r"file=(?P<file>[^,]*),line=(?P<line>\d+),col=(?P<col>\d+),"
                      r"title=(?P<title>[^,:]*)::(?P<message>.*)$")
@@ -33,7 +19,7 @@ COMMAND = re.compile(r"^::(?P<command>error|warning|notice) "
 
 @pytest.fixture(scope="module")
 def mixed_plan() -> Plan:
-    return plan_text(SCHEMA, MIXED)
+    return paper_mixed_plan()
 
 
 def commands(report: str) -> list[str]:

@@ -8,7 +8,7 @@ import pytest
 
 from piql.planner.application import LEVELS
 from piql.report import json_report
-from tests.conftest import plan_text
+from tests.conftest import paper_mixed_plan
 
 SEVERITIES = {"error", "warning", "info"}
 QUERY_KEYS = {"name", "level", "ops_bound", "indexes", "views", "rewritten_sql", "diagnostics"}
@@ -16,21 +16,6 @@ DIAGNOSTIC_KEYS = {"code", "severity", "message", "hint", "file", "line", "colum
 VIEW_KEYS = {"name", "kind", "for", "key", "sql", "storage_bound", "rules"}
 RULE_KEYS = {"event", "table", "alias", "sql", "level", "ops_bound"}
 ALIAS_COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
-
-SCHEMA = """
-CREATE TABLE Documents (docId BIGINT, timestamp BIGINT, text VARCHAR, PRIMARY KEY (docId));
-CREATE TABLE Tags (docId BIGINT, tag VARCHAR, timestamp BIGINT, PRIMARY KEY (docId, tag))
-  WITH CARDINALITY (tag, 10);
-"""
-MIXED = """-- name: byText
-SELECT * FROM Documents WHERE text = <t>
-
--- name: either
-SELECT * FROM Tags WHERE tag = <a> OR tag = <b>
-
--- name: tagsOfDoc
-SELECT * FROM Tags WHERE docId = <doc>
-"""
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +28,7 @@ def document(paper_plan):
 
 @pytest.fixture(scope="module")
 def mixed():
-    return json.loads(json_report.render(plan_text(SCHEMA, MIXED)))
+    return json.loads(json_report.render(paper_mixed_plan()))
 
 
 def by_name(items, name):

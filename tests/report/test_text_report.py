@@ -4,22 +4,8 @@ from __future__ import annotations
 import re
 
 from piql.report import text
-from tests.conftest import plan_text
+from tests.conftest import paper_mixed_plan, paper_schema_text, plan_text
 
-SCHEMA = """
-CREATE TABLE Documents (docId BIGINT, timestamp BIGINT, text VARCHAR, PRIMARY KEY (docId));
-CREATE TABLE Tags (docId BIGINT, tag VARCHAR, timestamp BIGINT, PRIMARY KEY (docId, tag))
-  WITH CARDINALITY (tag, 10);
-"""
-MIXED = """-- name: byText
-SELECT * FROM Documents WHERE text = <t>
-
--- name: either
-SELECT * FROM Tags WHERE tag = <a> OR tag = <b>
-
--- name: tagsOfDoc
-SELECT * FROM Tags WHERE docId = <doc>
-"""
 LOCATED = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+): "
                      r"(?P<severity>error|warning|info)\[(?P<code>[\w-]+)\] (?P<query>\w+): .+")
 
@@ -64,7 +50,7 @@ def test_summary_line_counts_every_level(paper_plan):
 
 
 def test_summary_line_for_a_single_query():
-    plan = plan_text(SCHEMA, "-- name: q\nSELECT * FROM Tags WHERE docId = <d>\n")
+    plan = plan_text(paper_schema_text(), "-- name: q\nSELECT * FROM Tags WHERE docId = <d>\n")
     assert "1 query: SI-0 1, SI-1 0, SI-2 0, SI-3 0, unbounded 0" in text.render(plan).splitlines()
 
 
@@ -90,7 +76,7 @@ def test_diagnostics_are_located_file_line_col(paper_plan):
 
 
 def test_unbounded_and_unsupported_queries_are_explained():
-    report = text.render(plan_text(SCHEMA, MIXED))
+    report = text.render(paper_mixed_plan())
     lines = report.splitlines()
     found = verdicts(report, ["byText", "either", "tagsOfDoc"])
     assert re.match(r"^byText\s+unbounded\s+no bound", found["byText"])
@@ -108,7 +94,7 @@ def test_unbounded_and_unsupported_queries_are_explained():
 
 
 def test_every_diagnostic_line_parses(paper_plan):
-    report = text.render(plan_text(SCHEMA, MIXED)) + text.render(paper_plan)
+    report = text.render(paper_mixed_plan()) + text.render(paper_plan)
     for line in report.splitlines():
         if re.match(r"^\S+:\d+:\d+: ", line):
             assert LOCATED.match(line), line
@@ -133,7 +119,7 @@ def test_only_unbounded_queries_carry_the_unbounded_code(paper_plan_temporal):
     from piql.report import github, json_report, sarif
     import json
 
-    plans = [paper_plan_temporal, plan_text(SCHEMA, MIXED)]
+    plans = [paper_plan_temporal, paper_mixed_plan()]
     for plan in plans:
         bounded = {q.name for q in plan.queries if q.bounded}
         assert bounded
