@@ -53,9 +53,10 @@ def test_the_aiosql_queries_of_the_pg_dump_app_lint_unchanged(capsys):
     document = json.loads(capsys.readouterr().out)
     assert code in (0, 1)  # no input error: verdicts only
     levels = {q["name"]: q["level"] for q in document["queries"]}
-    assert len(levels) == 10
+    assert len(levels) == 11
     assert levels["get_user_by_email"] == "SI-1"  # by the UNIQUE e-mail
     assert levels["product_by_sku"] == "SI-1" and levels["post_by_slug"] == "SI-1"
+    assert levels["coupon_by_code"] == "SI-1"  # UNIQUE NULLS NOT DISTINCT
     assert levels["get_user_by_id"] == "SI-0" and levels["count_comments"] == "SI-2"
     skipped = [n["message"] for n in document["queries_diagnostics"]]
     assert len(skipped) == 4 and all(m.startswith("skipped '") for m in skipped)
@@ -64,4 +65,4 @@ def test_the_aiosql_queries_of_the_pg_dump_app_lint_unchanged(capsys):
 def test_the_text_report_shows_the_skipped_blocks(capsys):
     main(["lint", str(FIXTURES / "pg_dump_app.sql"), str(FIXTURES / "aiosql_app_queries.sql")])
     out = capsys.readouterr().out
-    assert "aiosql_app_queries.sql:62:10: info[skipped] skipped 'publish-post!'" in out
+    assert "aiosql_app_queries.sql:66:10: info[skipped] skipped 'publish-post!'" in out
