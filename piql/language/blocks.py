@@ -4,8 +4,9 @@ A block is a ``-- name: <queryName>`` line, optional ``-- view: <name>`` and
 ``-- periodic: <interval>`` lines (anywhere before the SQL), then one SQL
 statement. Comments after the statement belong to the next block.
 
-aiosql's names are read as aiosql reads them: a ``-`` in a name is a ``_``, and the
-operator suffix is taken off (``^`` one row, ``$`` one value: queries like any other);
+aiosql's names are read as aiosql reads them: a ``-`` in a name is a ``_``, a declaration
+of its parameters (``-- name: by_id(id)^``) is accepted, and the operator suffix is taken
+off (``^`` one row, ``$`` one value: queries like any other);
 the blocks of ``!``, ``<!`` and ``*!`` (INSERT, UPDATE, DELETE statements) and ``#``
 (scripts) are no queries, and are skipped with an info note.
 """
@@ -35,8 +36,11 @@ KEY_LINE = re.compile(r"--[^\S\n]*([A-Za-z][A-Za-z_-]*)[^\S\n]*:[^\S\n]*(.*?)[^\
                       re.MULTILINE)
 OPTIONS = ("name", "view", "periodic")
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# An aiosql name: an identifier where '-' stands for '_', and an operator suffix.
-AIOSQL_NAME = re.compile(r"^([A-Za-z_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)(\^|\$|!|<!|\*!|#)?$")
+# An aiosql name: an identifier where '-' stands for '_', an optional declaration of its
+# parameters (``(a, b)``, aiosql 9), and an operator suffix.
+AIOSQL_NAME = re.compile(r"^([A-Za-z_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)[^\S\n]*"
+                         r"(?:\([^\S\n]*(?:[A-Za-z_]\w*[^\S\n]*(?:,[^\S\n]*[A-Za-z_]\w*[^\S\n]*)*)?\))?"
+                         r"[^\S\n]*(\^|\$|!|<!|\*!|#)?$")
 # What aiosql runs for the suffixes of blocks that are no queries.
 NOT_QUERIES = {"!": "statement (INSERT, UPDATE or DELETE)", "<!": "INSERT ... RETURNING statement",
                "*!": "statement run for many rows", "#": "script"}

@@ -41,7 +41,13 @@ def test_a_skipped_name_still_counts_against_duplicates():
     assert where(err.location) == (3, 10)
 
 
-@pytest.mark.parametrize("name", ["a-", "-a", "a^^", "a!x", "a b"])
+@pytest.mark.parametrize("header", ["tags-of-doc(doc)^", "tags-of-doc ( doc )", "tags_of_doc()$"])
+def test_a_declaration_of_the_parameters_is_accepted(header):
+    (query,) = parse(f"-- name: {header}\nSELECT tag FROM Tags WHERE docId = :doc\n")
+    assert query.name == "tags_of_doc"
+
+
+@pytest.mark.parametrize("name", ["a-", "-a", "a^^", "a!x", "a b", "a(b c)", "a(1)", "a(b"])
 def test_names_aiosql_would_not_read_are_errors(name):
     text = f"-- name: {name}\nSELECT tag FROM Tags\n"
     assert "expected a query name after '-- name:'" in error(text).message
@@ -66,3 +72,17 @@ def test_the_text_report_shows_the_skipped_blocks(capsys):
     main(["lint", str(FIXTURES / "pg_dump_app.sql"), str(FIXTURES / "aiosql_app_queries.sql")])
     out = capsys.readouterr().out
     assert "aiosql_app_queries.sql:66:10: info[skipped] skipped 'publish-post!'" in out
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "github"])
+def test_machine_formats_carry_the_skipped_blocks(capsys, fmt):
+    main(["lint", "--format", fmt, str(FIXTURES / "pg_dump_app.sql"),
+          str(FIXTURES / "aiosql_app_queries.sql")])
+    out = capsys.readouterr().out
+    if fmt == "sarif":
+        results = json.loads(out)["runs"][0]["results"]
+        skipped = [r for r in results if r.get("properties", {}).get("queries")]
+        assert len(skipped) == 4 and all(r["ruleId"] == "skipped" for r in skipped)
+        assert skipped[0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 61
+    else:
+        assert "::notice file=" in out and "title=piql queries::skipped 'create-user<!'" in out
