@@ -110,8 +110,8 @@ def prepare(chunk: NamedBlock, at: Callable[[int], Location]
     found = _parameters(chunk, blank(code, spans, QUOTED_KINDS), begin, end, at)
     # Whitespace runs where code is: comments blanked, quoted text kept opaque.
     opaque = mark(code, spans, QUOTED_KINDS)
-    events = sorted([(run.start(), run.end(), None) for run in BLANK_RUN.finditer(opaque, begin, end)]
-                    + found)
+    runs = [(run.start(), run.end(), None) for run in BLANK_RUN.finditer(opaque, begin, end)]
+    events: list[tuple[int, int, Written | None]] = sorted(runs + found, key=lambda e: e[0])
     # Segments of the short text: (its offset, the body's offset, the last body offset
     # it may map to, for a parameter whose ``$name`` is longer than what was written).
     segments: list[tuple[int, int, int | None]] = []
