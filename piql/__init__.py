@@ -3,6 +3,7 @@
 >>> import piql
 >>> app = piql.load("schema.sql", "queries.sql")   # plan: levels, views, rules
 >>> db = app.deploy("app.db")                      # SQLite store, creates everything
+>>> app = piql.App.from_database("postgresql://app@db/app")  # schema and queries of a database
 """
 from __future__ import annotations
 
@@ -47,6 +48,19 @@ class App:
             self._replanned[partitions] = replanned(self.plan, partitions)
         return Deployment(self._replanned[partitions], str(path), strict=strict, engine=engine,
                           spark_master=spark_master, busy_timeout=busy_timeout)
+
+    @classmethod
+    def from_database(cls, url: str, queries: str | Path | None = None, *,
+                      partitions: int = DEFAULT_PARTITIONS) -> "App":
+        """Plan the application of a running database: the schema from its catalog
+        (``sqlite:///app.db``, ``postgresql://user@host/db``), the queries from the
+        queries file ``queries`` or, on PostgreSQL without one, the SELECTs
+        ``pg_stat_statements`` recorded (named ``stmt_<queryid>``, parameters ``p1``...).
+        Raises InputError for a URL it does not read, a database it cannot reach, or a
+        mistake in what it read."""
+        from piql.introspect import plan_from_database
+
+        return cls(plan_from_database(url, queries, partitions))
 
     @property
     def levels(self) -> dict[str, str]:

@@ -32,19 +32,19 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     lint = commands.add_parser("lint", help="classify every query (SI-0..SI-3 or unbounded)")
-    _files(lint)
+    _files(lint, database=True)
     lint.add_argument("--format", choices=sorted(FORMATS), default="text",
                       help="output format (default: text)")
     lint.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
     lint.set_defaults(run=_lint)
 
     show = commands.add_parser("explain", help="show one query's plan, bounds and reasoning")
-    _files(show)
+    _files(show, database=True)
     show.add_argument("name", metavar="NAME", help="the query's -- name:")
     show.set_defaults(run=_explain)
 
     plan = commands.add_parser("plan", help="print the DDL of indexes and views and the rules' SQL")
-    _files(plan)
+    _files(plan, database=True)
     plan.add_argument("--dialect", choices=DIALECTS, default="sqlite",
                       help="SQL dialect (default: sqlite)")
     plan.set_defaults(run=_plan)
@@ -133,9 +133,20 @@ def _store(command: argparse.ArgumentParser) -> None:
                               "store's write lock (default: 30)")
 
 
-def _files(command: argparse.ArgumentParser) -> None:
-    command.add_argument("schema", metavar="SCHEMA", help="the schema file (CREATE TABLE ...)")
-    command.add_argument("queries", metavar="QUERIES", help="the named queries file")
+def _files(command: argparse.ArgumentParser, database: bool = False) -> None:
+    if database:  # SCHEMA QUERIES, or --db URL [QUERIES]
+        command.add_argument("schema", metavar="SCHEMA", nargs="?",
+                             help="the schema file (CREATE TABLE ...); not with --db")
+        command.add_argument("queries", metavar="QUERIES", nargs="?",
+                             help="the named queries file (with --db: optional on PostgreSQL, "
+                                  "which has them in pg_stat_statements)")
+        command.add_argument("--db", dest="database", metavar="URL", default=None,
+                             help="read the schema (and on PostgreSQL the queries) from a "
+                                  "running database: sqlite:///app.db, postgresql://...")
+        command.set_defaults(files_parser=command)
+    else:
+        command.add_argument("schema", metavar="SCHEMA", help="the schema file (CREATE TABLE ...)")
+        command.add_argument("queries", metavar="QUERIES", help="the named queries file")
     command.add_argument("--partitions", type=int, default=DEFAULT_PARTITIONS, metavar="N",
                          help="staging partitions of SI-3 views, which the plan is made for "
                               f"(default: {DEFAULT_PARTITIONS})")
@@ -145,6 +156,15 @@ def _load(args: argparse.Namespace) -> Plan:
     """The plan of the command's two files, for its number of partitions."""
     if args.partitions < 1:
         raise InputError(f"--partitions expects a positive integer, got {args.partitions}")
+    if getattr(args, "database", None) is not None:
+        from piql.introspect import plan_from_database
+
+        if args.queries is not None:
+            raise InputError(f"--db reads the schema from the database: give only the queries "
+                             f"file, not {args.schema} and {args.queries}")
+        # With --db the one file given is the queries file (argparse fills SCHEMA first).
+        args.queries, args.schema = args.schema, None
+        return plan_from_database(args.database, args.queries, args.partitions)
     return load_plan(args.schema, args.queries, args.partitions)
 
 
@@ -168,7 +188,7 @@ def _explain(args: argparse.Namespace) -> int:
     query = plan.query(args.name)
     if query is None:
         known = ", ".join(q.name for q in plan.queries)
-        raise InputError(f"no query named '{args.name}' in {args.queries} (known: {known})")
+        raise InputError(f"no query named '{args.name}' in {plan.queries_file} (known: {known})")
     sys.stdout.write(explain.render(query, plan))
     return EXIT_OK if query.bounded else EXIT_UNBOUNDED
 
@@ -370,6 +390,10 @@ def _scales(text: str) -> tuple["Scale", ...]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    files = getattr(args, "files_parser", None)
+    if files is not None and args.database is None and args.queries is None:
+        files.error("the following arguments are required: SCHEMA and QUERIES (or --db URL "
+                    "[QUERIES])")
     try:
         return args.run(args)
     except InputError as err:

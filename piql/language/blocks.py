@@ -3,6 +3,12 @@
 A block is a ``-- name: <queryName>`` line, optional ``-- view: <name>`` and
 ``-- periodic: <interval>`` lines (anywhere before the SQL), then one SQL
 statement. Comments after the statement belong to the next block.
+
+aiosql's names are read as aiosql reads them: a ``-`` in a name is a ``_``, a declaration
+of its parameters (``-- name: by_id(id)^``) is accepted, and the operator suffix is taken
+off (``^`` one row, ``$`` one value: queries like any other);
+the blocks of ``!``, ``<!`` and ``*!`` (INSERT, UPDATE, DELETE statements) and ``#``
+(scripts) are no queries, and are skipped with an info note.
 """
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
+from piql.diagnostics import Diagnostic
 from piql.errors import InputError, Location
 from piql.interval import parse_interval
 from piql.language.scanning import (
@@ -29,6 +36,14 @@ KEY_LINE = re.compile(r"--[^\S\n]*([A-Za-z][A-Za-z_-]*)[^\S\n]*:[^\S\n]*(.*?)[^\
                       re.MULTILINE)
 OPTIONS = ("name", "view", "periodic")
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# An aiosql name: an identifier where '-' stands for '_', an optional declaration of its
+# parameters (``(a, b)``, aiosql 9), and an operator suffix.
+AIOSQL_NAME = re.compile(r"^([A-Za-z_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)[^\S\n]*"
+                         r"(?:\([^\S\n]*(?:[A-Za-z_]\w*[^\S\n]*(?:,[^\S\n]*[A-Za-z_]\w*[^\S\n]*)*)?\))?"
+                         r"[^\S\n]*(\^|\$|!|<!|\*!|#)?$")
+# What aiosql runs for the suffixes of blocks that are no queries.
+NOT_QUERIES = {"!": "statement (INSERT, UPDATE or DELETE)", "<!": "INSERT ... RETURNING statement",
+               "*!": "statement run for many rows", "#": "script"}
 
 
 @dataclass(frozen=True)
@@ -47,23 +62,34 @@ class NamedBlock:
 
 
 def split_blocks(text: str, at: Callable[[int], Location]
-                 ) -> tuple[list[NamedBlock], list[InputError]]:
-    """The blocks of the file, and every mistake in its structure."""
+                 ) -> tuple[list[NamedBlock], list[InputError], list[Diagnostic]]:
+    """The blocks of the file, every mistake in its structure, and the notes on the
+    blocks skipped (aiosql's statements and scripts)."""
     name_lines = [found for found in NAME_LINE.finditer(text) if at_line_start(text, found)]
     boundaries = [line_start(text, found.start()) for found in name_lines] + [len(text)]
     errors = _preamble_errors(text[:boundaries[0]], at)
     chunks: list[NamedBlock] = []
+    skipped: list[Diagnostic] = []
     first_seen: dict[str, Location] = {}
     for named, end in zip(name_lines, boundaries[1:]):
-        name, location = named.group(1), at(named.start(1))
-        if not IDENTIFIER.match(name):
+        written, location = named.group(1), at(named.start(1))
+        aiosql = AIOSQL_NAME.match(written)
+        name = aiosql.group(1).replace("-", "_") if aiosql else written
+        if not aiosql:
             errors.append(InputError(
-                f"expected a query name after '-- name:', found {name!r}", location))
+                f"expected a query name after '-- name:', found {written!r}", location))
         elif name.lower() in first_seen:
             errors.append(InputError(f"duplicate query name '{name}' (first defined at "
                                      f"{first_seen[name.lower()]})", location))
         else:
             first_seen[name.lower()] = location
+        suffix = aiosql.group(2) if aiosql else None
+        if suffix in NOT_QUERIES:
+            skipped.append(Diagnostic(
+                "skipped", "info", f"skipped '{written}': an aiosql {NOT_QUERIES[suffix]}, "
+                "not a query (piql bounds the writes of every table from the schema)",
+                location=location))
+            continue
         body_start = line_end(text, named.start())
         body = text[body_start:end]
         options, sql_start, has_sql, found, spans, code, places = _read_block(body, body_start, at)
@@ -73,7 +99,7 @@ def split_blocks(text: str, at: Callable[[int], Location]
             continue
         chunks.append(NamedBlock(name, location, options, body_start, body, sql_start - body_start,
                              spans, code, places))
-    return chunks, errors
+    return chunks, errors, skipped
 
 
 def _preamble_errors(preamble: str, at: Callable[[int], Location]) -> list[InputError]:

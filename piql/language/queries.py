@@ -16,6 +16,7 @@ in ``all_errors``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -25,6 +26,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, Tokenizer, TokenType
 
 from piql.catalog import Catalog
+from piql.diagnostics import Diagnostic
 from piql.errors import InputError, Location
 from piql.language.blocks import NamedBlock, split_blocks
 from piql.language.placeholders import Source, bind_parameters, prepare
@@ -35,19 +37,38 @@ from piql.language.syntax_errors import empty_list_item, syntax_problem
 from piql.query_block import NamedQuery
 
 
+@dataclass(frozen=True)
+class QueriesFile:
+    """A queries file read: its queries, and what piql says about the file itself (the
+    blocks it skipped)."""
+
+    queries: tuple[NamedQuery, ...]
+    notes: tuple[Diagnostic, ...] = ()
+
+
 def load_queries(path: str | Path, catalog: Catalog) -> tuple[NamedQuery, ...]:
     """Read and resolve the queries file at ``path`` (UTF-8)."""
-    return parse_queries(read_source(path, "queries file"), catalog, str(path))
+    return load_queries_file(path, catalog).queries
+
+
+def load_queries_file(path: str | Path, catalog: Catalog) -> QueriesFile:
+    """Read and resolve the queries file at ``path`` (UTF-8), with its notes."""
+    return parse_queries_file(read_source(path, "queries file"), catalog, str(path))
 
 
 def parse_queries(text: str, catalog: Catalog, file: str = "<queries>") -> tuple[NamedQuery, ...]:
+    """Parse every ``-- name:`` block of ``text`` (see :func:`parse_queries_file`)."""
+    return parse_queries_file(text, catalog, file).queries
+
+
+def parse_queries_file(text: str, catalog: Catalog, file: str = "<queries>") -> QueriesFile:
     """Parse every ``-- name:`` block of ``text``.
 
     Every mistake in the file is collected; the first by position is raised,
     with all of them (itself included) in its ``all_errors`` attribute.
     """
     at = LineIndex(text, file).location
-    chunks, errors = split_blocks(text, at)
+    chunks, errors, notes = split_blocks(text, at)
     queries: list[NamedQuery] = []
     for chunk in chunks:
         try:
@@ -59,7 +80,7 @@ def parse_queries(text: str, catalog: Catalog, file: str = "<queries>") -> tuple
         first = errors[0]
         first.all_errors = errors  # type: ignore[attr-defined]
         raise first
-    return tuple(queries)
+    return QueriesFile(tuple(queries), tuple(notes))
 
 
 def _parse_named(chunk: NamedBlock, in_file: Callable[[int], Location], catalog: Catalog) -> NamedQuery:

@@ -39,10 +39,10 @@ UNSUPPORTED_NODES: dict[type, tuple[str, str]] = {
 
 
 def node_text(node: exp.Expression) -> str:
-    """The SQL of ``node`` for messages, with parameters written ``<name>`` as the user did."""
+    """The SQL of ``node`` for messages, with parameters written as the user did."""
     def as_written(n: exp.Expression) -> exp.Expression:
         if isinstance(n, exp.Placeholder) and n.meta.get("param"):
-            return exp.var(f"<{n.name}>")
+            return exp.var(n.meta.get("written", f"<{n.name}>"))
         return n
     text = node.transform(as_written).sql()
     return text if len(text) <= 80 else text[:77] + "..."

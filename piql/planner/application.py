@@ -8,7 +8,7 @@ so a developer sees why the cheaper levels were out of reach.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from piql.catalog import Catalog
@@ -66,7 +66,9 @@ class Plan:
 
     ``indexes`` are the secondary indexes queries (and view maintenance) read;
     ``check_indexes`` those writes check constraints through; ``writes`` the bound of an
-    insert, a delete and an update of every table."""
+    insert, a delete and an update of every table. ``notes`` are what piql says about the
+    queries' source itself (blocks and statements it skipped), as ``catalog.notes`` are
+    about the schema."""
 
     catalog: Catalog
     queries: tuple[QueryPlan, ...]
@@ -74,6 +76,7 @@ class Plan:
     partitions: int = DEFAULT_PARTITIONS
     check_indexes: tuple[IndexSpec, ...] = ()
     writes: tuple[WriteBound, ...] = ()
+    notes: tuple[Diagnostic, ...] = field(default=(), compare=False)
 
     @property
     def views(self) -> tuple[ViewDef, ...]:
@@ -302,8 +305,8 @@ def replanned(plan: Plan, partitions: int) -> Plan:
     the number is its own)."""
     if partitions == plan.partitions:
         return plan
-    return plan_application(plan.catalog, tuple(q.query for q in plan.queries),
-                            plan.queries_file, partitions)
+    return replace(plan_application(plan.catalog, tuple(q.query for q in plan.queries),
+                                    plan.queries_file, partitions), notes=plan.notes)
 
 
 def _reserve_chosen_names(names: Names, queries: tuple[NamedQuery, ...]) -> None:

@@ -18,6 +18,7 @@ def _escape_property(text: str) -> str:
 
 def render(plan: Plan) -> str:
     lines = [_annotation(d, "piql schema") for d in schema_notes.summarized(plan.catalog)]
+    lines += [_annotation(d, "piql queries") for d in plan.notes]
     for query in plan.queries:
         for d in query.diagnostics:
             lines.append(_annotation(d, f"piql {d.code}: {query.name}"))

@@ -25,6 +25,7 @@ def to_dict(plan: Plan) -> dict[str, Any]:
                    for w in plan.writes],
         "summary": plan.summary,
         "schema_diagnostics": [diagnostic(d) for d in plan.catalog.notes],
+        "queries_diagnostics": [diagnostic(d) for d in plan.notes],
     }
 
 

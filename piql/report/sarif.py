@@ -43,6 +43,12 @@ def render(plan: Plan) -> str:
         if d.location is not None:
             result["locations"] = [_location(d.location)]
         results.append(result)
+    for d in plan.notes:
+        result = {"ruleId": d.code, "level": LEVEL.get(d.severity, "note"),
+                  "message": {"text": d.message}, "properties": {"queries": plan.queries_file}}
+        if d.location is not None:
+            result["locations"] = [_location(d.location)]
+        results.append(result)
     used = sorted({r["ruleId"] for r in results})
     document = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

@@ -29,10 +29,11 @@ def summarized(catalog: Catalog) -> list[Diagnostic]:
     return [summary] + rest
 
 
-def text_lines(catalog: Catalog) -> list[str]:
-    """``file:line:col: info[code] message`` for each summarized note."""
+def text_lines(catalog: Catalog, notes: tuple[Diagnostic, ...] = ()) -> list[str]:
+    """``file:line:col: info[code] message`` for each summarized note of the schema, then
+    for each of ``notes`` (the queries' own)."""
     lines = []
-    for d in summarized(catalog):
+    for d in summarized(catalog) + list(notes):
         where = f"{d.location}: " if d.location is not None else ""
         lines.append(f"{where}{d.severity}[{d.code}] {d.message}")
     return lines

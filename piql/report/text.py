@@ -9,7 +9,7 @@ from piql.report import schema_notes
 def render(plan: Plan) -> str:
     width = max([len(q.name) for q in plan.queries] + [5])
     lines = [_verdict(q, width) for q in plan.queries]
-    details = schema_notes.text_lines(plan.catalog) + \
+    details = schema_notes.text_lines(plan.catalog, plan.notes) + \
         [line for q in plan.queries for line in _diagnostics(q)]
     if details:
         lines += [""] + details

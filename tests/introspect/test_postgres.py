@@ -59,7 +59,7 @@ def test_partitions_views_and_extension_tables_are_left_out(app_url):
     assert "post_stats" not in text and "published_posts" not in text  # views
     assert {t.name for t in catalog_from_database(app_url).tables} == {
         "users", "posts", "comments", "post_tags", "products", "orders", "order_lines",
-        "page_views", "events"}
+        "page_views", "events", "coupons"}
 
 
 def test_lint_of_the_database_uses_its_indexes(app_url):

@@ -644,7 +644,7 @@ def test_pg_dump_of_a_realistic_application_parses() -> None:
     catalog = load_schema(FIXTURES / "pg_dump_app.sql")
     assert {t.name for t in catalog.tables} == {
         "users", "posts", "comments", "post_tags", "products", "orders", "order_lines",
-        "page_views", "events"}  # page_views_2025 is attached as a partition
+        "page_views", "events", "coupons"}  # page_views_2025 is attached as a partition
     users = catalog.table("users")
     assert users is not None and users.primary_key == ("id",) and users.schema == "public"
     assert users.unique_keys == (UniqueKey(("email",), "users_email_key"),)
@@ -666,6 +666,14 @@ def test_pg_dump_of_a_realistic_application_parses() -> None:
             "skipped GRANT", "skipped ALTER TABLE ... OWNER TO", "skipped CREATE SEQUENCE",
             "skipped ALTER SEQUENCE", "skipped CREATE FUNCTION", "skipped CREATE TRIGGER",
             "skipped psql command \\restrict"} <= kinds
+    # The coupons: an identity column, NULLS NOT DISTINCT, a covering index, row-level
+    # security, a policy, extended statistics and default privileges.
+    coupons = catalog.table("coupons")
+    assert coupons is not None and coupons.primary_key == ("id",)
+    assert coupons.unique_keys == (UniqueKey(("code",), "coupons_code_key", nulls_distinct=False),)
+    assert indexes["coupons_order_idx"].columns[:1] == ("order_id",)
+    assert {"skipped CREATE POLICY", "skipped CREATE STATISTICS", "skipped ALTER DEFAULT PRIVILEGES",
+            "skipped ALTER TABLE ... ENABLE ROW LEVEL"} <= kinds
 
 
 def test_migration_style_sqlite_schema_parses() -> None:

@@ -38,7 +38,7 @@ def by_name(items, name):
 
 def test_top_level_keys_are_exactly_the_contract(document):
     assert set(document) == {"format_version", "queries", "indexes", "views", "writes",
-                             "summary", "schema_diagnostics"}
+                             "summary", "schema_diagnostics", "queries_diagnostics"}
     assert document["format_version"] == 1
     assert isinstance(document["queries"], list)
     assert isinstance(document["indexes"], list)
