@@ -196,3 +196,17 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release the store's connections."""
+
+
+def open_store(location: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Store:
+    """The store at ``location``: a PostgreSQL database for a ``postgresql://`` URI (any
+    libpq URI), else a SQLite file (or ``:memory:``)."""
+    from urllib.parse import urlsplit
+
+    if urlsplit(location).scheme in ("postgresql", "postgres"):
+        from piql.runtime.postgres_store import PostgresStore
+
+        return PostgresStore(location, busy_timeout)
+    from piql.runtime.sqlite_store import SQLiteStore
+
+    return SQLiteStore(location, busy_timeout)
