@@ -97,6 +97,10 @@ class StoreFactory:
         self.made.append(location)
         return location
 
+    def scratch(self) -> str:
+        """A fresh store that need not outlive its deployment: in memory for SQLite."""
+        return ":memory:" if self.kind == "sqlite" else self()
+
     def drop(self) -> None:
         if self.kind == "postgres":
             server = self.request.getfixturevalue("postgres_server")
@@ -129,6 +133,18 @@ def new_store(request, tmp_path, closes_deployments):
     """A factory of fresh store locations, for each kind of store (the test runs once per
     kind): ``new_store()`` is a new SQLite file or a new PostgreSQL schema's URI."""
     factory = StoreFactory(request.param, request, tmp_path)
+    yield factory
+    for deployment in closes_deployments:
+        if hasattr(deployment, "store"):
+            deployment.close()
+    factory.drop()
+
+
+@pytest.fixture
+def postgres_stores(request, tmp_path, closes_deployments):
+    """A factory of fresh PostgreSQL stores (URIs of new schemas), for tests that run on
+    PostgreSQL only."""
+    factory = StoreFactory("postgres", request, tmp_path)
     yield factory
     for deployment in closes_deployments:
         if hasattr(deployment, "store"):
