@@ -1,6 +1,8 @@
 """Shared fixtures: the paper's example schema and queries, written once and reused."""
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,6 +79,18 @@ def postgres_url(postgres_server) -> str:
 
 
 STORES = ("sqlite", "postgres")
+# Spark's executors read a PostgreSQL store with psycopg: run them on this interpreter,
+# which has it (a deployment's Spark workers need psycopg installed, see docs/engines.md)
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+def engines_on_stores(engines) -> list:
+    """(engine, store kind) parameters for ``@pytest.mark.parametrize("engine, new_store",
+    ..., indirect=["new_store"])``: every engine on every store; Spark on PostgreSQL is
+    marked slow (a Spark job per refresh over a socket takes minutes)."""
+    return [pytest.param(engine, store, marks=[pytest.mark.slow] if
+                         (engine, store) == ("spark", "postgres") else [])
+            for engine in engines for store in STORES]
 
 
 class StoreFactory:
