@@ -66,7 +66,6 @@ except ImportError as missing:  # pragma: no cover - the extra is part of the de
 
 META, DIRTY = RUNTIME_TABLES  # piql's metadata, and the epochs marked for refresh
 VERSION = "_piql_version"  # a sequence each write transaction bumps
-URL_SCHEMES = ("postgresql", "postgres")
 MIN_SERVER = 150000  # NULLS NOT DISTINCT
 NAME_BYTES = 63  # PostgreSQL truncates longer identifiers
 # The advisory lock (a pair of int4) piql's write transactions take: "piql" and the
@@ -76,11 +75,6 @@ OPS = {"=": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 # psycopg's placeholders are %s and %(name)s; any other % is written %% when values are bound
 _PERCENT = re.compile(r"%(?!\(\w+\)s)")
 _POOL_SIZE = 8
-
-
-def is_url(location: str) -> bool:
-    """Is ``location`` a PostgreSQL URI (rather than a SQLite file)?"""
-    return urlsplit(location).scheme in URL_SCHEMES
 
 
 def _quote(name: str) -> str:
