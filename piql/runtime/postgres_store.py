@@ -59,7 +59,7 @@ try:
     from psycopg import errors as pg_errors
     from psycopg.adapt import Dumper
     from psycopg.types.numeric import NumericLoader
-    from psycopg_pool import ConnectionPool
+    from psycopg_pool import ConnectionPool, PoolTimeout
 except ImportError as missing:  # pragma: no cover - the extra is part of the dev install
     raise DeploymentError("a PostgreSQL store needs psycopg 3 and psycopg_pool: "
                           "pip install 'piql[postgres]'") from missing
@@ -229,6 +229,9 @@ class PostgresStore:
     def refused(self, err: psycopg.Error) -> Exception:
         """What to raise for an error of the database: busy, a refusal, an overflow."""
         text = str(err).strip()
+        if isinstance(err, PoolTimeout):
+            return StoreBusy(f"the store {self.location} is busy: no connection of the pool "
+                             f"({self.pool.max_size}) came free within {self.pool.timeout:g} s")
         if isinstance(err, (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected,
                             pg_errors.SerializationFailure)):
             return StoreBusy(
