@@ -47,7 +47,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from piql import sql_types
-from piql.planner.naming import RUNTIME_TABLES
+from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE, WRITE_LOCK_KEY
 from piql.runtime import sqlvalues
 from piql.runtime.errors import (
     ConstraintError, DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
@@ -65,12 +65,12 @@ except ImportError as missing:  # pragma: no cover - the extra is part of the de
                           "pip install 'piql[postgres]'") from missing
 
 META, DIRTY = RUNTIME_TABLES  # piql's metadata, and the epochs marked for refresh
-VERSION = "_piql_version"  # a sequence each write transaction bumps
+VERSION = VERSION_SEQUENCE  # a sequence each write transaction bumps
 MIN_SERVER = 150000  # NULLS NOT DISTINCT
 NAME_BYTES = 63  # PostgreSQL truncates longer identifiers
-# The advisory lock (a pair of int4) piql's write transactions take: "piql" and the
-# CRC of "write lock"; per database (and schema, see _lock_key).
-WRITE_LOCK = 0x7069716C
+# The advisory lock piql's write transactions take: a pair of int4, piql's key and the
+# hash of the schema (advisory locks are per database already)
+WRITE_LOCK = WRITE_LOCK_KEY
 OPS = {"=": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 # psycopg's placeholders are %s and %(name)s; any other % is written %% when values are bound
 _PERCENT = re.compile(r"%(?!\(\w+\)s)")
@@ -190,11 +190,14 @@ class PostgresStore:
     def _configure(self, connection: psycopg.Connection) -> None:
         connection.adapters.register_dumper(bool, _BoolAsInteger)
         connection.adapters.register_loader("numeric", _Number)
-        connection.prepare_threshold = None  # prepare what is asked to be (bounded work)
+        # every execute says whether to prepare: bounded work is, set-oriented work not
         connection.prepared_max = 1024
         # lock_timeout 0 would mean "wait forever": a zero busy timeout waits 1 ms
         milliseconds = max(1, int(self.busy_timeout * 1000))
-        connection.execute("SELECT set_config('lock_timeout', %s, false)", [f"{milliseconds}ms"])
+        connection.execute("SELECT set_config('lock_timeout', %s, false)", [f"{milliseconds}ms"],
+                           prepare=False)
+        # a bounded statement is a keyed index read whatever its values: plan it once
+        connection.execute("SET plan_cache_mode = force_generic_plan", prepare=False)
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection]:
@@ -336,7 +339,8 @@ class PostgresStore:
             yield
             return
         with self._session(writing=False) as connection:
-            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+                               prepare=False)
             yield
 
     @contextmanager
@@ -360,7 +364,8 @@ class PostgresStore:
             return self._run(f"SELECT last_value FROM {_quote(VERSION)}")[0][0]
         with self._session(writing=False) as connection:
             connection.execute(self._lock_key(), prepare=True)
-            (value,), = connection.execute(f"SELECT last_value FROM {_quote(VERSION)}").fetchall()
+            (value,), = connection.execute(f"SELECT last_value FROM {_quote(VERSION)}",
+                                           prepare=True).fetchall()
             return value
 
     # -- reads ---------------------------------------------------------------
