@@ -32,8 +32,11 @@ class App:
                spark_master: str | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT):
         """Create (or reopen) the store at ``path`` with this plan's tables, indexes and views.
 
+        ``path``: a SQLite file, ``":memory:"``, or a PostgreSQL database's URI
+        (``postgresql://user:password@host:port/dbname``; docs/api.md, the PostgreSQL store).
+
         ``engine`` runs view builds, periodic refreshes and checks: ``duckdb`` (embedded),
-        ``spark`` (``spark_master``, default ``local[*]``), or ``store`` (SQLite itself).
+        ``spark`` (``spark_master``, default ``local[*]``), or ``store`` (the store itself).
         ``busy_timeout``: seconds a write waits while another connection (a load, a refresh,
         a repair, another process) holds the store's write lock, before ``StoreBusy``.
         Processes may deploy the same new store at once: one installs the plan.

@@ -123,7 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _store(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--db", required=True, metavar="PATH", help="the SQLite store file")
+    command.add_argument("--db", required=True, metavar="STORE",
+                         help="the store: a SQLite file, or a PostgreSQL database's URI "
+                              "(postgresql://user:password@host:port/dbname)")
     command.add_argument("--engine", choices=("duckdb", "spark", "store"), default="duckdb",
                          help="engine for view builds, refreshes and checks (default: duckdb)")
     command.add_argument("--spark-master", metavar="URL", default=None,
@@ -213,7 +215,11 @@ def _deploy(args: argparse.Namespace) -> int:
 
     plan = _load(args)
     loads = [_load_option(plan, item) for item in args.load]  # mistakes found before deploying
-    created = args.db != ":memory:" and not Path(args.db).exists()
+    from piql.runtime.store import is_url
+
+    # a new SQLite file is removed again if a load fails (a PostgreSQL store keeps what
+    # the deployment installed: the load itself changed nothing)
+    created = args.db != ":memory:" and not is_url(args.db) and not Path(args.db).exists()
     db = _deployment(args, plan)
     try:
         for table, path in loads:
@@ -225,7 +231,7 @@ def _deploy(args: argparse.Namespace) -> int:
                 Path(args.db + suffix).unlink(missing_ok=True)
         raise
     print(f"deployed {len(plan.catalog.tables)} tables, {len(plan.indexes)} indexes and "
-          f"{len(plan.views)} views into {args.db}")
+          f"{len(plan.views)} views into {db.store.location}")
     print(db.check())
     return EXIT_OK
 

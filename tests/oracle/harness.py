@@ -678,11 +678,12 @@ class Session:
     known: frozenset[str] = KNOWN_DEFECTS
     seed: int = 0
     stats: Stats = field(default_factory=Stats)
+    store: str = ":memory:"  # where to deploy: a SQLite file, or a PostgreSQL URI
 
     def __post_init__(self) -> None:
         self.plan = self.oracle.plan
         self.catalog = self.plan.catalog
-        self.db: Deployment = self.oracle.app.deploy(partitions=self.partitions,
+        self.db: Deployment = self.oracle.app.deploy(self.store, partitions=self.partitions,
                                                      engine=self.engine)
         self.mirror = Mirror(self.catalog)
         self.rng = random.Random(self.seed)

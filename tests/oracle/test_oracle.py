@@ -1,6 +1,10 @@
 """The oracle harness over the project's applications: random histories of writes and
 refreshes, every answer checked against the query's own SQL (see harness.py).
 
+Every profile also runs on PostgreSQL (each history on a new schema of the test server):
+``make test`` runs 3 histories of two applications there, CI (``slow``) the whole short
+profile on every application.
+
 Profiles: ``short`` (the default, part of ``make test``, about a minute: 10 histories
 of 15 steps per application, on DuckDB, and the messaging app on the store engine) and
 ``long`` (the tests marked ``slow``, run by CI after ``make test``, a few minutes: 25
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Callable
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -39,8 +44,8 @@ PROFILES = {
 }
 DEFAULT_PROFILE = PROFILES[os.environ.get("PIQL_ORACLE_PROFILE", "short")]
 
-def machine(oracle: OracleApp, engine: str, profile: Profile,
-            totals: Stats) -> type[RuleBasedStateMachine]:
+def machine(oracle: OracleApp, engine: str, profile: Profile, totals: Stats,
+            stores: Callable[[], str] = lambda: ":memory:") -> type[RuleBasedStateMachine]:
     """A state machine whose rules are the writes and refreshes of one application; each
     history's counts are added to ``totals``."""
     tables = [t.name for t in oracle.plan.catalog.tables]
@@ -53,7 +58,7 @@ def machine(oracle: OracleApp, engine: str, profile: Profile,
         def seed_rows(self, data) -> None:
             partitions = data.draw(st.sampled_from([3, 1, 2, 16]), label="partitions")
             self.session = Session(oracle, engine=engine, partitions=partitions,
-                                   check_every=profile.check_every)
+                                   check_every=profile.check_every, store=stores())
             self.writer = Writer(self.session)
             for name in order:
                 table = self.session.table(name)
@@ -129,10 +134,12 @@ def _parents_first(oracle: OracleApp) -> list[str]:
     return done
 
 
-def run(oracle: OracleApp, engine: str, profile: Profile) -> Stats:
-    """Run the profile's histories; they must have exercised what they claim to check."""
+def run(oracle: OracleApp, engine: str, profile: Profile,
+        stores: Callable[[], str] = lambda: ":memory:") -> Stats:
+    """Run the profile's histories, each on a new store from ``stores`` (in memory by
+    default); they must have exercised what they claim to check."""
     totals = Stats()
-    run_state_machine_as_test(machine(oracle, engine, profile, totals), settings=settings(
+    run_state_machine_as_test(machine(oracle, engine, profile, totals, stores), settings=settings(
         max_examples=profile.examples, stateful_step_count=profile.steps, deadline=None,
         derandomize=profile.derandomize, report_multiple_bugs=False,
         database=None if profile.derandomize else settings.default.database,
@@ -159,6 +166,27 @@ def test_oracle_existing_apps(app):
 @pytest.mark.parametrize("app", ["messaging"])
 def test_oracle_store_engine(app):
     run(oracle_app(app), "store", DEFAULT_PROFILE)
+
+
+# PostgreSQL answers each statement over a socket: `make test` runs fewer histories there,
+# on two applications (the others, and the whole short profile, are marked slow)
+POSTGRES_APPS = ("paper", "messaging")
+POSTGRES_PROFILE = Profile(examples=3, steps=15, check_every=0, derandomize=True)
+
+
+@pytest.mark.parametrize("app", POSTGRES_APPS)
+def test_oracle_postgres(app, postgres_stores):
+    """Histories of the short profile, each on a PostgreSQL store of its own."""
+    oracle = oracle_app(app) if app in NEW_APPS else existing_app(app)
+    run(oracle, "duckdb", POSTGRES_PROFILE, postgres_stores)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("app", NEW_APPS + EXISTING_APPS)
+def test_oracle_postgres_short_profile(app, postgres_stores):
+    """The whole short profile (10 histories), each on a PostgreSQL store of its own."""
+    oracle = oracle_app(app) if app in NEW_APPS else existing_app(app)
+    run(oracle, "duckdb", PROFILES["short"], postgres_stores)
 
 
 @pytest.mark.slow

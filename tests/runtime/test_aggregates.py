@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from piql import App
-from tests.conftest import plan_text
+from tests.conftest import plan_text, engines_on_stores
 from tests.runtime.workload import oracle
 
 ENGINES = ["store", "duckdb", "spark"]
@@ -21,10 +21,10 @@ def exact(rows) -> list[tuple]:
     return [tuple((type(v).__name__, v) for v in row) for row in rows]
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_integer_sums_stay_exact_integers_and_real_sums_stay_real(engine):
+@pytest.mark.parametrize("engine, new_store", engines_on_stores(ENGINES), indirect=["new_store"])
+def test_integer_sums_stay_exact_integers_and_real_sums_stay_real(engine, store_url):
     assert STATS.query("stats").level == "SI-2"
-    db = App(STATS).deploy(engine=engine)
+    db = App(STATS).deploy(store_url, engine=engine)
     db.insert("r", k=1, g=1, v=BIG, w=1.5)
     db.insert("r", k=2, g=1, v=1, w=2)
     db.load("r", [(3, 1, 2, 0.5), (4, 2, 7, 1.0)])  # views rebuilt on the engine
@@ -45,10 +45,10 @@ TOTAL = plan_text(
     "-- name: total\nSELECT COUNT(*) AS n, SUM(v) AS s, AVG(v) AS mean FROM r\n")
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_a_global_aggregate_of_an_empty_table_is_consistent(engine):
+@pytest.mark.parametrize("engine, new_store", engines_on_stores(ENGINES), indirect=["new_store"])
+def test_a_global_aggregate_of_an_empty_table_is_consistent(engine, store_url):
     assert TOTAL.query("total").level == "SI-2"
-    db = App(TOTAL).deploy(engine=engine)
+    db = App(TOTAL).deploy(store_url, engine=engine)
     expected = oracle(db, db.query_plan("total"), {})
     assert expected == [(0, None, None)]
     for _ in ("empty", "emptied"):

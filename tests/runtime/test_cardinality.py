@@ -10,7 +10,7 @@ import pytest
 
 from piql import App
 from piql.runtime.errors import ConstraintError
-from tests.conftest import plan_text
+from tests.conftest import plan_text, engines_on_stores
 
 ACCOUNTS = plan_text(
     "CREATE TABLE accounts (id BIGINT PRIMARY KEY, team VARCHAR, role VARCHAR) "
@@ -27,8 +27,8 @@ def test_the_query_is_bounded_by_both_constraints():
     assert ACCOUNTS.query("members").ops_bound == 8  # 2 roles x 2 ids, fetched through an index
 
 
-def test_a_null_role_is_one_more_role_of_its_team():
-    db = App(ACCOUNTS).deploy()
+def test_a_null_role_is_one_more_role_of_its_team(store_url):
+    db = App(ACCOUNTS).deploy(store_url)
     db.insert("accounts", id=1, team="x", role="admin")
     db.insert("accounts", id=2, team="x", role=None)
     before = state(db)
@@ -38,8 +38,8 @@ def test_a_null_role_is_one_more_role_of_its_team():
     db.insert("accounts", id=3, team="x", role="admin")  # an existing role is fine
 
 
-def test_null_role_rows_are_one_group_for_the_ids_per_role():
-    db = App(ACCOUNTS).deploy()
+def test_null_role_rows_are_one_group_for_the_ids_per_role(store_url):
+    db = App(ACCOUNTS).deploy(store_url)
     accepted = 0
     for number in range(20):
         try:
@@ -54,8 +54,8 @@ def test_null_role_rows_are_one_group_for_the_ids_per_role():
     assert result.ops <= result.bound
 
 
-def test_a_null_per_value_forms_its_own_group():
-    db = App(ACCOUNTS).deploy()
+def test_a_null_per_value_forms_its_own_group(store_url):
+    db = App(ACCOUNTS).deploy(store_url)
     db.insert("accounts", id=1, team=None, role="a")
     db.insert("accounts", id=2, team=None, role="b")
     with pytest.raises(ConstraintError, match=r"\(team=None\) already has 2 role values"):
@@ -63,8 +63,8 @@ def test_a_null_per_value_forms_its_own_group():
     db.insert("accounts", id=3, team="y", role="c")  # another team is another group
 
 
-def test_update_to_null_counts_the_null_too():
-    db = App(ACCOUNTS).deploy()
+def test_update_to_null_counts_the_null_too(store_url):
+    db = App(ACCOUNTS).deploy(store_url)
     db.insert("accounts", id=1, team="x", role="a")
     db.insert("accounts", id=2, team="x", role="b")
     db.insert("accounts", id=3, team="x", role="b")
@@ -77,9 +77,9 @@ def test_update_to_null_counts_the_null_too():
         (1, None), (2, "b"), (3, "b")]
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_load_counts_nulls_as_insert_does(engine):
-    db = App(ACCOUNTS).deploy(engine=engine)
+@pytest.mark.parametrize("engine, new_store", engines_on_stores(ENGINES), indirect=["new_store"])
+def test_load_counts_nulls_as_insert_does(engine, store_url):
+    db = App(ACCOUNTS).deploy(store_url, engine=engine)
     db.insert("accounts", id=1, team="x", role=None)
     db.insert("accounts", id=2, team="x", role=None)
     db.load("accounts", [(3, "y", "a"), (4, "y", None)])  # refused before: counted NULLs

@@ -49,8 +49,8 @@ def start_writer(path, seconds: float, seed: int = 1):
 
 
 @pytest.mark.parametrize("engine", ["store", "duckdb"])
-def test_check_under_concurrent_writes_sees_one_snapshot_and_repair_corrupts_nothing(tmp_path, engine):
-    path = tmp_path / "shared.db"
+def test_check_under_concurrent_writes_sees_one_snapshot_and_repair_corrupts_nothing(tmp_path, engine, store_url):
+    path = store_url
     db = piql.load(PAPER_SCHEMA, PAPER_QUERIES).deploy(path, engine=engine)
     db.load("Documents", [(d, d, f"d{d}") for d in range(1, 41)])
     db.load("Tags", [(d, t, d) for d in range(1, 41) for t in "abc"])
@@ -85,9 +85,9 @@ def deploy_at_once(path: str, barrier, results) -> None:
     db.close()
 
 
-def test_processes_deploying_the_same_new_store_at_once_all_succeed(tmp_path):
+def test_processes_deploying_the_same_new_store_at_once_all_succeed(tmp_path, store_url):
     """Before: "database is locked" or "table _piql_meta already exists" for all but one."""
-    path, racers = str(tmp_path / "new.db"), 6
+    path, racers = store_url, 6
     barrier, results = SPAWN.Barrier(racers), SPAWN.Queue()
     processes = [SPAWN.Process(target=deploy_at_once, args=(path, barrier, results))
                  for _ in range(racers)]
@@ -137,7 +137,7 @@ def test_a_write_waits_for_the_busy_timeout_then_says_the_store_is_busy(tmp_path
         holder.join(60)
 
 
-def test_a_write_committed_while_a_refresh_reads_is_not_lost(tmp_path):
+def test_a_write_committed_while_a_refresh_reads_is_not_lost(tmp_path, store_url):
     """A like lands in an old hour (already marked for refresh) from another connection
     after the refresh read its shares: before, the refresh cleared the hour's mark and the
     like never reached the view; now the mark stays and the next refresh takes it."""
@@ -147,7 +147,7 @@ def test_a_write_committed_while_a_refresh_reads_is_not_lost(tmp_path):
 
     hour = 3_600_000
     app = piql.load(EXAMPLES / "social" / "schema.sql", EXAMPLES / "social" / "queries.sql")
-    path = tmp_path / "social.db"
+    path = store_url
     db = app.deploy(path, engine="store", partitions=2)
     db.load("users", [(u, f"u{u}", f"u{u}@x", 0) for u in (1, 2, 3)])
     db.load("posts", [(10, 1, 0, "hello")])

@@ -14,8 +14,8 @@ APP = piql.load(PAPER_SCHEMA, PAPER_QUERIES)
 
 
 @pytest.fixture
-def db():
-    deployment = APP.deploy()
+def db(store_url):
+    deployment = APP.deploy(store_url)
     deployment.insert("Documents", docId=1, timestamp=10, text="one")
     deployment.insert("Documents", docId=2, timestamp=20, text="two")
     for doc, tag in [(1, "a"), (1, "b"), (2, "a"), (2, "b"), (2, "c")]:
@@ -44,12 +44,12 @@ def test_writes_report_measured_operations_within_their_bounds(db):
     assert db.query("twoTags", tag1="c", tag2="a").rows == ((1,), (2,))
 
 
-def test_cardinality_violation_is_refused_and_changes_nothing():
+def test_cardinality_violation_is_refused_and_changes_nothing(store_url):
     small = paper_schema_text().replace("WITH CARDINALITY (tag, 10)", "WITH CARDINALITY (tag, 2)")
     path = PAPER_SCHEMA.parent / "_small_schema.sql"
     path.write_text(small)
     try:
-        deployment = piql.load(path, PAPER_QUERIES).deploy()
+        deployment = piql.load(path, PAPER_QUERIES).deploy(store_url)
     finally:
         path.unlink()
     deployment.insert("Documents", docId=1, timestamp=1, text="x")
@@ -136,8 +136,8 @@ def test_update_is_delete_then_insert_atomically(db):
     assert db.check().consistent
 
 
-def test_a_store_deployed_with_another_plan_is_refused(tmp_path):
-    path = tmp_path / "app.db"
+def test_a_store_deployed_with_another_plan_is_refused(store_url):
+    path = store_url
     APP.deploy(path).close()
     APP.deploy(path).close()  # the same plan reopens
     other = piql.load(PAPER_SCHEMA, PAPER_SCHEMA.parent / "paper_bounded_queries.sql")
@@ -145,27 +145,30 @@ def test_a_store_deployed_with_another_plan_is_refused(tmp_path):
         other.deploy(path)
 
 
-def test_data_survives_reopening_a_file_store(tmp_path):
-    path = tmp_path / "app.db"
+def test_data_survives_reopening_a_store(store_url):
+    path = store_url
     first = APP.deploy(path)
     first.insert("Documents", docId=1, timestamp=1, text="x")
     first.insert("Tags", docId=1, tag="a", timestamp=1)
     first.close()
     again = APP.deploy(path)
     assert again.query("countTags", tag="a").rows == ((1,),)
-    assert again.store.sql("PRAGMA journal_mode")[0][0] == "wal"
 
 
-def test_unbounded_queries_are_not_run():
+def test_a_file_store_is_in_wal_mode(tmp_path):
+    assert APP.deploy(tmp_path / "app.db").store.sql("PRAGMA journal_mode")[0][0] == "wal"
+
+
+def test_unbounded_queries_are_not_run(store_url):
     app = piql.load(PAPER_SCHEMA, PAPER_SCHEMA.parent / "paper_unbounded_queries.sql")
-    db = app.deploy()
+    db = app.deploy(store_url)
     name = next(q.name for q in app.plan.queries if not q.bounded and q.query.block is not None)
     with pytest.raises(UnboundedQuery, match="unbounded"):
         db.query(name, **{p: 1 for p in app.plan.query(name).query.block.params})
 
 
-def test_bulk_load_builds_views_in_one_pass_and_checks_constraints(tmp_path):
-    db = APP.deploy()
+def test_bulk_load_builds_views_in_one_pass_and_checks_constraints(tmp_path, store_url):
+    db = APP.deploy(store_url)
     db.load("Documents", [{"docId": d, "timestamp": d, "text": f"d{d}"} for d in range(1, 51)])
     csv = tmp_path / "tags.csv"
     csv.write_text("docId,tag,timestamp\n" + "".join(
@@ -181,13 +184,13 @@ def test_bulk_load_builds_views_in_one_pass_and_checks_constraints(tmp_path):
     assert state(db) == before
 
 
-def test_load_parquet(tmp_path):
+def test_load_parquet(tmp_path, store_url):
     import duckdb
 
     path = tmp_path / "docs.parquet"
     duckdb.sql("SELECT range::BIGINT AS docId, range * 10 AS timestamp, 'x' AS text "
                f"FROM range(1, 6)").write_parquet(str(path))
-    db = APP.deploy()
+    db = APP.deploy(store_url)
     assert db.load("Documents", path=path) == 5
     assert len(db.rows("Documents")) == 5
 
@@ -206,8 +209,8 @@ def test_consistency_check_finds_and_repairs_a_corrupted_view(db):
     assert db.query("twoTags", tag1="a", tag2="b").rows == ((1,), (2,))
 
 
-def test_bulk_load_checks_foreign_keys_and_changes_nothing():
-    db = APP.deploy()
+def test_bulk_load_checks_foreign_keys_and_changes_nothing(store_url):
+    db = APP.deploy(store_url)
     db.load("Documents", [{"docId": 1, "timestamp": 1, "text": "d1"}])
     before = state(db)
     with pytest.raises(ConstraintError, match=r"FOREIGN KEY \(docId\) REFERENCES Documents.*docId=2"):
@@ -219,10 +222,10 @@ SOCIAL = piql.load(EXAMPLES / "social" / "schema.sql", EXAMPLES / "social" / "qu
 HOUR = 3_600_000
 
 
-def test_refresh_catches_up_on_writes_to_old_epochs():
+def test_refresh_catches_up_on_writes_to_old_epochs(store_url):
     """Late data: a like in an hour long past shows after the next refresh, written
     one at a time or loaded in bulk."""
-    db = SOCIAL.deploy(partitions=3)
+    db = SOCIAL.deploy(store_url, partitions=3)
     db.load("users", [(u, f"u{u}", f"u{u}@x", 0) for u in (1, 2, 3)])
     db.load("posts", [(10, 1, 0, "hello"), (11, 2, 0, "again")])
     db.load("likes", [(10, 1, 5), (11, 1, 7)])
@@ -238,7 +241,7 @@ def test_refresh_catches_up_on_writes_to_old_epochs():
     assert db.store.sql("SELECT COUNT(*) FROM _piql_dirty_epochs") == [(0,)]
 
 
-def test_count_and_avg_of_a_column_skip_nulls_under_maintenance():
+def test_count_and_avg_of_a_column_skip_nulls_under_maintenance(store_url):
     from piql import App
     from tests.conftest import plan_text
 
@@ -246,7 +249,7 @@ def test_count_and_avg_of_a_column_skip_nulls_under_maintenance():
                      "-- name: stats\nSELECT COUNT(v) AS n, AVG(v) AS mean, SUM(v) AS total, "
                      "COUNT(*) AS rows_ FROM r WHERE g = <g>\n")
     assert plan.query("stats").level == "SI-2"
-    db = App(plan).deploy()
+    db = App(plan).deploy(store_url)
     for k, v in enumerate([4, None, 8, None]):
         db.insert("r", k=k, g=1, v=v)
     assert db.query("stats", g=1).rows == ((2, 6.0, 12, 4),)
@@ -265,8 +268,8 @@ def test_count_and_avg_of_a_column_skip_nulls_under_maintenance():
      r"loading Documents, row 2: Documents.timestamp is BIGINT; got 'noon'"),
     ([{"docId": 1, "colour": "red"}], r"loading Documents, row 1: .*no column 'colour'"),
 ])
-def test_load_refuses_a_malformed_row_naming_it(rows, words):
-    db = APP.deploy()
+def test_load_refuses_a_malformed_row_naming_it(rows, words, store_url):
+    db = APP.deploy(store_url)
     db.load("Documents", [(9, 9, "kept")])
     before = state(db)
     with pytest.raises((ConstraintError, UnknownName), match=words):
@@ -274,10 +277,10 @@ def test_load_refuses_a_malformed_row_naming_it(rows, words):
     assert state(db) == before
 
 
-def test_load_refuses_a_csv_value_of_the_wrong_type_naming_row_and_column(tmp_path):
+def test_load_refuses_a_csv_value_of_the_wrong_type_naming_row_and_column(tmp_path, store_url):
     from piql.runtime.errors import DataFileError
 
-    db = APP.deploy()
+    db = APP.deploy(store_url)
     csv = tmp_path / "docs.csv"
     csv.write_text("docId,timestamp,text\n1,10,one\n2,abc,two\n")
     with pytest.raises(DataFileError, match=r"docs.csv:3:2: Documents.timestamp "
@@ -290,11 +293,11 @@ THREADS = """CREATE TABLE messages (id BIGINT PRIMARY KEY, reply_to BIGINT, body
     FOREIGN KEY (reply_to) REFERENCES messages (id));"""
 
 
-def test_a_row_may_refer_to_itself_through_a_foreign_key():
+def test_a_row_may_refer_to_itself_through_a_foreign_key(store_url):
     from piql import App
     from tests.conftest import plan_text
 
-    db = App(plan_text(THREADS, "-- name: one\nSELECT body FROM messages WHERE id = <id>\n")).deploy()
+    db = App(plan_text(THREADS, "-- name: one\nSELECT body FROM messages WHERE id = <id>\n")).deploy(store_url)
     db.insert("messages", id=1, reply_to=1, body="talking to myself")  # its own parent
     db.insert("messages", id=2, reply_to=1, body="reply")
     before = state(db)
@@ -311,7 +314,7 @@ def test_a_row_may_refer_to_itself_through_a_foreign_key():
     assert db.rows("messages") == []
 
 
-def test_a_not_null_column_refuses_null_on_every_write(tmp_path):
+def test_a_not_null_column_refuses_null_on_every_write(tmp_path, store_url):
     """Bounds rest on NOT NULL (a foreign-key lookup through one drops no row): piql keeps it."""
     from piql import App
     from piql.runtime.errors import ConstraintError as Refused
@@ -320,7 +323,7 @@ def test_a_not_null_column_refuses_null_on_every_write(tmp_path):
     schema = ("CREATE TABLE accounts (id BIGINT PRIMARY KEY, name VARCHAR);"
               "CREATE TABLE events (id BIGINT PRIMARY KEY, account_id BIGINT NOT NULL, "
               "FOREIGN KEY (account_id) REFERENCES accounts (id));")
-    db = App(plan_text(schema, "-- name: q\nSELECT id FROM events WHERE id = <id>\n")).deploy()
+    db = App(plan_text(schema, "-- name: q\nSELECT id FROM events WHERE id = <id>\n")).deploy(store_url)
     db.insert("accounts", id=1, name="a")
     for write in (lambda: db.insert("events", id=1),
                   lambda: db.insert("events", id=1, account_id=None),

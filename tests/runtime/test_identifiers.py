@@ -88,8 +88,8 @@ def assert_answers_equal_their_sql(db) -> None:
 
 
 @pytest.mark.parametrize("engine", ["store", "duckdb"])
-def test_odd_names_through_every_runtime_path(tmp_path, engine):
-    db = APP.deploy(tmp_path / "odd.db", engine=engine, partitions=3)
+def test_odd_names_through_every_runtime_path(tmp_path, engine, store_url):
+    db = APP.deploy(store_url, engine=engine, partitions=3)
     load_everything(db, tmp_path)
     db.insert("order", **{"group": 20, "order": "e", 'gr"oup': 2, "v": 1, "select": HOUR + 1})
     db.insert('li"ne', **{"group": 20, "order": "e", "n": 1, "where": "z"})
@@ -106,10 +106,12 @@ def test_odd_names_through_every_runtime_path(tmp_path, engine):
     db.close()
 
 
-def test_odd_names_on_spark(tmp_path):
+@pytest.mark.parametrize("new_store", ["sqlite", pytest.param("postgres", marks=pytest.mark.slow)],
+                         indirect=True)
+def test_odd_names_on_spark(tmp_path, store_url):
     """Spark's part of the same path (its SQL and its temporary view names): a load with
     its CARDINALITY check and view builds, a refresh, a check and a repair."""
-    path = tmp_path / "odd.db"
+    path = store_url
     loader = APP.deploy(path, engine="store", partitions=3)
     load_everything(loader, tmp_path)
     loader.store.sql('DELETE FROM "li""ne" WHERE "group" = 8')

@@ -10,7 +10,7 @@ import pytest
 import piql
 from piql import App
 from piql.runtime.errors import ConstraintError
-from tests.conftest import EXAMPLES, plan_text
+from tests.conftest import EXAMPLES, plan_text, engines_on_stores
 from tests.runtime.workload import assert_ordered_match, oracle, ordered_oracle
 
 ENGINES = ["store", "duckdb", "spark"]
@@ -54,9 +54,9 @@ def test_the_views_are_keyed_on_nullable_columns():
         "answerCount": "SI-2", "oldestTagged": "SI-2", "newestTagged": "SI-2"}
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_null_groups_and_null_order_values_equal_sql(engine):
-    db = App(FORUM).deploy(engine=engine)
+@pytest.mark.parametrize("engine, new_store", engines_on_stores(ENGINES), indirect=["new_store"])
+def test_null_groups_and_null_order_values_equal_sql(engine, store_url):
+    db = App(FORUM).deploy(store_url, engine=engine)
     for number, asked in enumerate([5, None, 3, None, 9], start=1):
         db.insert("questions", id=number, title=f"q{number}", asked=asked)
         db.insert("tags", qid=number, tag="sql")
@@ -83,7 +83,7 @@ def test_null_groups_and_null_order_values_equal_sql(engine):
 
 def test_a_null_view_key_is_read_and_written_through_the_key_index():
     """Bounded access for key NULL: every statement that touches the view is a keyed search
-    on its key index, never a scan."""
+    on its key index, never a scan (SQLite's plans; PostgreSQL's: test_postgres_store)."""
     db = App(FORUM).deploy()
     db.insert("questions", id=1, title="q", asked=None)
     statements: list[str] = []
@@ -104,8 +104,8 @@ def test_a_null_view_key_is_read_and_written_through_the_key_index():
     assert db.rows("answerCount_view") == [(None, 1, 2, 1)]  # key, COUNT(*), SUM, COUNT(score)
 
 
-def test_null_times_are_staged_and_windows_order_them_as_sql():
-    db = SOCIAL.deploy(partitions=3)
+def test_null_times_are_staged_and_windows_order_them_as_sql(store_url):
+    db = SOCIAL.deploy(store_url, partitions=3)
     db.insert("users", userId=1, name=None, email=None, createdAt=None)
     db.insert("users", userId=2, name="b", email="b@x", createdAt=7)
     for post, created in enumerate([None, 10, None, 30], start=1):
@@ -126,8 +126,8 @@ def test_null_times_are_staged_and_windows_order_them_as_sql():
     assert db.check().consistent
 
 
-def test_a_null_primary_key_is_refused_naming_table_and_column():
-    db = App(FORUM).deploy()
+def test_a_null_primary_key_is_refused_naming_table_and_column(store_url):
+    db = App(FORUM).deploy(store_url)
     before = state(db)
     with pytest.raises(ConstraintError, match=r"a questions row needs its key column 'id' "
                                               r"\(a PRIMARY KEY column cannot be NULL\)"):

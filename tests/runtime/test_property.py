@@ -19,8 +19,10 @@ APPS = {
     "values": OracleApp.files("values", FIXTURES / "values_schema.sql",
                               FIXTURES / "values_queries.sql"),
 }
-SETTINGS = settings(max_examples=100, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# PostgreSQL answers over a socket, each statement a round trip: fewer examples there
+EXAMPLES = {"sqlite": 100, "postgres": 8}
+HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large,
+          HealthCheck.function_scoped_fixture]
 
 
 def apply(session: Session, driver: Driver, op: Op) -> None:
@@ -47,11 +49,11 @@ def assert_consistent(session: Session) -> None:
 
 
 @pytest.mark.parametrize("app", sorted(APPS))
-def test_views_and_queries_match_their_recomputation(app):
-    @SETTINGS
+def test_views_and_queries_match_their_recomputation(app, new_store):
+    @settings(max_examples=EXAMPLES[new_store.kind], deadline=None, suppress_health_check=HEALTH)
     @given(operations(APPS[app].plan.catalog))
     def run(ops: list[Op]) -> None:
-        session = Session(APPS[app], partitions=3)
+        session = Session(APPS[app], partitions=3, store=new_store.scratch())
         try:
             driver = Driver(session.db)
             for op in ops:
@@ -63,12 +65,24 @@ def test_views_and_queries_match_their_recomputation(app):
     run()
 
 
-@pytest.mark.parametrize("app", sorted(APPS))
-@pytest.mark.parametrize("seed", range(3))
-def test_long_random_histories_stay_consistent(app, seed):
+def _histories() -> list:
+    """(app, store, seed): three seeds of every app on SQLite; on PostgreSQL (a round trip
+    per statement) one history of the values app in ``make test``, the rest marked slow."""
+    found = []
+    for app in sorted(APPS):
+        for store in ("sqlite", "postgres"):
+            for seed in range(3):
+                slow = store == "postgres" and (app, seed) != ("values", 0)
+                found.append(pytest.param(app, store, seed,
+                                          marks=[pytest.mark.slow] if slow else []))
+    return found
+
+
+@pytest.mark.parametrize("app, new_store, seed", _histories(), indirect=["new_store"])
+def test_long_random_histories_stay_consistent(app, new_store, seed):
     """Longer histories than hypothesis explores: 400 writes, checked every 100."""
     chooser = random.Random(seed)
-    session = Session(APPS[app], partitions=4)
+    session = Session(APPS[app], partitions=4, store=new_store.scratch())
     driver = Driver(session.db, spread=40)
     tables = [t.name for t in session.catalog.tables]
     for step in range(1, 401):

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 import piql
+from tests.conftest import engines_on_stores
 from tests.planner.test_periodic import BEST_SELLERS, SHOP
 from tests.runtime.workload import ordered_oracle
 
@@ -59,10 +60,11 @@ def assert_equal_to_the_direct_query(db, found: dict[tuple, list]) -> None:
         assert set(rows) <= {row for row, _ in full}, (name, hour, value)
 
 
-@pytest.mark.parametrize("engine", ["store", "duckdb", "spark"])
-def test_join_window_refresh_equals_the_direct_query(tmp_path, engine):
+@pytest.mark.parametrize("engine, new_store", engines_on_stores(["store", "duckdb", "spark"]),
+                         indirect=["new_store"])
+def test_join_window_refresh_equals_the_direct_query(tmp_path, engine, store_url):
     app = shop(tmp_path)
-    db = app.deploy(tmp_path / "shop.db", engine=engine, partitions=4)
+    db = app.deploy(store_url, engine=engine, partitions=4)
     for table, rows in shop_rows(random.Random(7)).items():
         db.load(table, rows)
     reports = db.refresh(now_ms=6 * HOUR + 10)
@@ -71,10 +73,10 @@ def test_join_window_refresh_equals_the_direct_query(tmp_path, engine):
     db.close()
 
 
-def test_partition_reads_count_the_looked_up_tuples(tmp_path):
+def test_partition_reads_count_the_looked_up_tuples(tmp_path, store_url):
     """One order of 3 lines in one partition: 1 staged tuple + 3 lines + 3 items."""
     app = shop(tmp_path)
-    db = app.deploy(engine="store", partitions=1)
+    db = app.deploy(store_url, engine="store", partitions=1)
     db.load("item", [(1, "A"), (2, "A"), (3, "B")])
     db.load("orders", [(1, 5 * HOUR)])
     db.load("order_line", [(1, 1, 1, 2), (1, 2, 2, 1), (1, 3, 3, 1)])
@@ -87,9 +89,9 @@ def test_partition_reads_count_the_looked_up_tuples(tmp_path):
     assert sorted(db.query("boughtWith", item=1, hour=5 * HOUR).rows) == [(1, 2), (2, 1), (3, 1)]
 
 
-def test_lines_written_after_their_order_show_at_the_next_refresh(tmp_path):
+def test_lines_written_after_their_order_show_at_the_next_refresh(tmp_path, store_url):
     app = shop(tmp_path)
-    db = app.deploy(engine="store", partitions=3)
+    db = app.deploy(store_url, engine="store", partitions=3)
     db.load("item", [(1, "A"), (2, "A")])
     db.insert("orders", o_id=1, o_date=5 * HOUR + 5)
     db.refresh(now_ms=5 * HOUR + 10)
@@ -128,10 +130,10 @@ def assert_hot_tags_equal_their_sql(db, hours) -> None:
 
 
 @pytest.mark.parametrize("engine", ["store", "duckdb"])
-def test_retagging_an_old_question_reaches_its_window_at_the_next_refresh(tmp_path, engine):
+def test_retagging_an_old_question_reaches_its_window_at_the_next_refresh(tmp_path, engine, store_url):
     """Writes to the joined table mark the epochs of the windowed rows they join (issue 12
     item 2): before, only writes to the windowed table did, so old hours never changed."""
-    db = qa(tmp_path).deploy(tmp_path / "qa.db", engine=engine, partitions=3)
+    db = qa(tmp_path).deploy(store_url, engine=engine, partitions=3)
     db.load("questions", [(1, "a", HOUR + 5), (2, "b", 2 * HOUR + 1), (3, "c", HOUR + 9)])
     db.load("question_tags", [(1, "x"), (2, "x"), (3, "y")])
     db.refresh(now_ms=3 * HOUR)
@@ -149,8 +151,8 @@ def test_retagging_an_old_question_reaches_its_window_at_the_next_refresh(tmp_pa
     db.close()
 
 
-def test_epoch_marks_are_counted_within_the_write_bound(tmp_path):
-    db = qa(tmp_path).deploy(engine="store", partitions=2)
+def test_epoch_marks_are_counted_within_the_write_bound(tmp_path, store_url):
+    db = qa(tmp_path).deploy(store_url, engine="store", partitions=2)
     db.insert("questions", id=1, title="a", created_at=HOUR)
     report = db.insert("question_tags", question_id=1, tag="x")
     rule = next(r for r in report.rules if "mark" in r[0])
@@ -159,14 +161,14 @@ def test_epoch_marks_are_counted_within_the_write_bound(tmp_path):
     assert db.store.sql("SELECT view, epoch FROM _piql_dirty_epochs") == [("hotTags", HOUR)]
 
 
-def test_an_update_of_a_parent_only_joined_column_is_refused_and_changes_nothing(tmp_path):
+def test_an_update_of_a_parent_only_joined_column_is_refused_and_changes_nothing(tmp_path, store_url):
     """bestSellers joins item only as the parent of order_line: no bounded lookup finds the
     orders of an item, so an update of the subject the query reads is refused; other
     columns, inserts and deletes of items reach no window and are accepted."""
     schema = SHOP.replace("i_subject VARCHAR", "i_subject VARCHAR, i_title VARCHAR")
     (tmp_path / "schema.sql").write_text(schema)
     (tmp_path / "queries.sql").write_text(BEST_SELLERS)
-    db = piql.load(tmp_path / "schema.sql", tmp_path / "queries.sql").deploy(engine="store")
+    db = piql.load(tmp_path / "schema.sql", tmp_path / "queries.sql").deploy(store_url, engine="store")
     db.load("item", [(1, "A", "t1"), (2, "B", "t2")])
     db.load("orders", [(1, 5 * HOUR)])
     db.load("order_line", [(1, 1, 1, 2)])

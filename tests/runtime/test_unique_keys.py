@@ -56,8 +56,8 @@ def test_lookups_by_unique_keys_are_one_row(app):
                       "postBySlug": ("SI-1", 2)}
 
 
-def test_a_second_row_with_the_same_unique_values_is_refused_and_changes_nothing(app):
-    db = app.deploy()
+def test_a_second_row_with_the_same_unique_values_is_refused_and_changes_nothing(app, store_url):
+    db = app.deploy(store_url)
     db.insert("users", id=1, email="a@x", org=1, handle="ann", code=None)
     before = sorted(db.rows("users"))
     with pytest.raises(ConstraintError, match=r"breaks UNIQUE \(email\): a row with "
@@ -76,8 +76,8 @@ def test_a_second_row_with_the_same_unique_values_is_refused_and_changes_nothing
     db.close()
 
 
-def test_bulk_loads_check_unique_keys(app):
-    db = app.deploy()
+def test_bulk_loads_check_unique_keys(app, store_url):
+    db = app.deploy(store_url)
     db.insert("users", id=1, email="a@x", org=1, handle="ann", code="a")
     with pytest.raises(ConstraintError, match=r"loading users breaks UNIQUE \(email\): two rows "
                                                r"have \(email='a@x'\)"):
@@ -90,9 +90,9 @@ def test_bulk_loads_check_unique_keys(app):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_random_writes_keep_answers_equal_to_sql_within_bounds(app, seed):
+def test_random_writes_keep_answers_equal_to_sql_within_bounds(app, seed, store_url):
     chooser = random.Random(seed)
-    db = app.deploy()  # strict: a query or write over its bound raises
+    db = app.deploy(store_url)  # strict: a query or write over its bound raises
     small = [None, "a", "b", "c"]
     for _ in range(300):
         kind = chooser.choice(["insert"] * 4 + ["update", "delete"])

@@ -83,8 +83,8 @@ def test_the_limits_of_the_range_are_kept_exactly(db):
 
 
 @pytest.mark.parametrize("engine", ["store", "duckdb"])
-def test_a_sum_that_would_overflow_is_refused_like_sqls(engine):
-    db = App(STATS).deploy(engine=engine)
+def test_a_sum_that_would_overflow_is_refused_like_sqls(engine, store_url):
+    db = App(STATS).deploy(store_url, engine=engine)
     db.insert("r", k=1, g=1, v=INT64_MAX - 1, w=0.0)
     before = state(db)
     with pytest.raises(ConstraintError, match=r"stats_view\.sum_v .* outside the store's"):
@@ -98,9 +98,9 @@ def test_a_sum_that_would_overflow_is_refused_like_sqls(engine):
 
 
 @pytest.mark.parametrize("engine", ["store", "duckdb"])
-def test_a_time_at_the_end_of_the_range_never_poisons_a_refresh(engine):
+def test_a_time_at_the_end_of_the_range_never_poisons_a_refresh(engine, store_url):
     """``likedAt = 2**63 - 1`` is valid; its epoch's end is past the range."""
-    db = SOCIAL.deploy(engine=engine, partitions=3)
+    db = SOCIAL.deploy(store_url, engine=engine, partitions=3)
     db.insert("users", userId=1, name="a", email="a@x", createdAt=INT64_MAX)
     db.insert("posts", postId=1, author=1, createdAt=INT64_MIN, body="first")
     db.insert("likes", postId=1, userId=1, likedAt=INT64_MAX)
@@ -119,10 +119,10 @@ def test_a_time_at_the_end_of_the_range_never_poisons_a_refresh(engine):
 
 
 @pytest.mark.parametrize("engine", ["store", "duckdb"])
-def test_a_sum_that_fits_is_recomputed_although_a_partial_sum_does_not(engine):
+def test_a_sum_that_fits_is_recomputed_although_a_partial_sum_does_not(engine, store_url):
     """SQLite's SUM overflows on a partial sum in scan order (k = 1, 2: MAX - 1 + 5);
     the sum (MAX - 6) fits, maintenance keeps it, and check and load recompute it."""
-    db = App(STATS).deploy(engine=engine)
+    db = App(STATS).deploy(store_url, engine=engine)
     db.insert("r", k=3, g=1, v=-10, w=0.0)
     db.insert("r", k=1, g=1, v=INT64_MAX - 1, w=0.0)
     db.insert("r", k=2, g=1, v=5, w=0.0)

@@ -128,7 +128,26 @@ def oracle(db: Deployment, query: QueryPlan, params: dict[str, Any]) -> list[tup
 def _run(db: Deployment, block, params: dict[str, Any]) -> list[tuple]:
     """``block`` on the base tables, by SQLite (by DuckDB where SQLite's SUM overflows on
     a partial sum: :func:`tests.oracle.harness.run_sql`)."""
-    return run_sql(db.store.connection, sqlgen.block_sql(block, "sqlite"), params)
+    return run_sql(reference(db), sqlgen.block_sql(block, "sqlite"), params)
+
+
+def reference(db: Deployment):
+    """A SQLite connection holding the deployment's base tables: the store's own on SQLite,
+    else a copy of the base rows in memory (SQLite's SQL is the reference semantics)."""
+    import sqlite3
+
+    if db.store.dialect == "sqlite":
+        return db.store.connection
+    copy = sqlite3.connect(":memory:")
+    for table in db.plan.catalog.tables:
+        shape = db.store.shapes[table.name]
+        columns = ", ".join(f"{sqlgen.identifier(c, 'sqlite')} {t}"
+                            for c, t in zip(shape.columns, shape.types))
+        name = sqlgen.identifier(table.name, "sqlite")
+        copy.execute(f"CREATE TABLE {name} ({columns})")
+        copy.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' for _ in shape.columns)})",
+                         db.store.all_rows(table.name))
+    return copy
 
 
 def ordered_oracle(db: Deployment, query: QueryPlan,

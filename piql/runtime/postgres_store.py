@@ -1,0 +1,596 @@
+"""The server store: a PostgreSQL database (psycopg 3 and a connection pool), with
+operation counts.
+
+:class:`PostgresStore` implements the :class:`~piql.runtime.store.Store` protocol on any
+PostgreSQL >= 15 a libpq URI reaches (``postgresql://user:password@host:port/dbname``;
+``?options=-csearch_path%3Dmyschema`` deploys into another schema than ``public``). It is
+the only module of the runtime that imports psycopg.
+
+How it keeps piql's semantics, which are SQLite's:
+
+- **Types.** Integers (and booleans, kept as 0/1) are ``BIGINT``, REAL types ``DOUBLE
+  PRECISION``, DECIMAL ``NUMERIC`` (read back as an int when integral, else a float, as
+  SQLite's NUMERIC affinity keeps them), text ``TEXT COLLATE "C"`` (compared and ordered
+  by byte, as SQLite does, whatever the database's locale), blobs ``BYTEA``; any other
+  declared type is kept as text.
+- **NULLs sort first** ascending and last descending, as in SQLite: every ORDER BY says
+  so, and every index is declared in that order, so a stop-after reads its index in order
+  and stops (a column of a NOT NULL key needs no such clause: it holds no NULL).
+- **Keys.** A table is keyed by a primary key; a key that may hold NULL (a view's) by a
+  unique index ``NULLS NOT DISTINCT`` (PostgreSQL 15), whose lookups match NULL with NULL.
+  A secondary index holds the access path: its columns, then the rest of the table's key.
+- **One writer at a time.** A write transaction takes a transaction-level advisory lock
+  (:data:`WRITE_LOCK`), as SQLite's ``BEGIN IMMEDIATE`` takes the database's write lock:
+  piql's delta rules read the state without the written tuple, which concurrent writers
+  would break. Waiting longer than ``busy_timeout`` is :class:`StoreBusy`. Readers never
+  wait (MVCC). Each write transaction bumps the sequence ``_piql_version`` (what
+  :meth:`PostgresStore.version` reads).
+- **Threads.** Connections come from a pool: a transaction or snapshot holds one
+  connection for its thread, and a read outside one borrows a connection for that
+  statement. Operation counters are per thread, so concurrent queries count their own.
+- **Statements.** Every identifier is quoted (case kept), every value bound; bounded reads
+  and point writes are prepared once per connection (their text depends only on the
+  access and on which key values are NULL). Bulk rows go through ``COPY``.
+
+Installing the plan is :mod:`piql.runtime.install`'s (through :meth:`create_table`,
+:meth:`create_index`, :meth:`create_bookkeeping`); maintenance runs the runtime's delta
+rules through this protocol in the writing transaction, as on SQLite.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from contextlib import contextmanager
+from decimal import Decimal
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+from piql import sql_types
+from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE, WRITE_LOCK_KEY
+from piql.runtime import sqlvalues
+from piql.runtime.errors import (
+    ConstraintError, DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
+)
+from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Counter, TableShape, Values
+
+try:
+    import psycopg
+    from psycopg import errors as pg_errors
+    from psycopg.adapt import Dumper
+    from psycopg.types.numeric import NumericLoader
+    from psycopg_pool import ConnectionPool, PoolTimeout
+except ImportError as missing:  # pragma: no cover - the extra is part of the dev install
+    raise DeploymentError("a PostgreSQL store needs psycopg 3 and psycopg_pool: "
+                          "pip install 'piql[postgres]'") from missing
+
+META, DIRTY = RUNTIME_TABLES  # piql's metadata, and the epochs marked for refresh
+VERSION = VERSION_SEQUENCE  # a sequence each write transaction bumps
+MIN_SERVER = 150000  # NULLS NOT DISTINCT
+NAME_BYTES = 63  # PostgreSQL truncates longer identifiers
+# The advisory lock piql's write transactions take: a pair of int4, piql's key and the
+# hash of the schema (advisory locks are per database already)
+WRITE_LOCK = WRITE_LOCK_KEY
+OPS = {"=": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+# psycopg's placeholders are %s and %(name)s; any other % is written %% when values are bound
+_PERCENT = re.compile(r"%(?!\(\w+\)s)")
+_POOL_SIZE = 8
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def column_type(declared: str) -> str:
+    """The PostgreSQL type holding what SQLite holds for a column declared ``declared``."""
+    kind = sql_types.family(declared)
+    if kind in (sql_types.TypeFamily.INTEGER, sql_types.TypeFamily.BOOLEAN):
+        return "BIGINT"
+    if kind is sql_types.TypeFamily.REAL:
+        return "DOUBLE PRECISION"
+    if kind is sql_types.TypeFamily.DECIMAL:
+        return "NUMERIC"
+    if sql_types.base_name(declared) in ("BLOB", "BYTEA"):
+        return "BYTEA"
+    return 'TEXT COLLATE "C"'
+
+
+def short_name(name: str) -> str:
+    """An index name PostgreSQL keeps whole: a long one cut, with a hash keeping it unique."""
+    if len(name.encode()) <= NAME_BYTES:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:10]
+    cut = name.encode()[:NAME_BYTES - 11].decode(errors="ignore")
+    return f"{cut}_{digest}"
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+class _BoolAsInteger(Dumper):
+    """Booleans are kept as 0/1 in BIGINT columns, as SQLite keeps them."""
+
+    oid = psycopg.adapters.types["int8"].oid
+
+    def dump(self, obj: bool) -> bytes:
+        return b"1" if obj else b"0"
+
+
+class _Number(NumericLoader):
+    """NUMERIC read as SQLite's NUMERIC affinity reads it: an int when integral, else a
+    float (a SUM of integers is NUMERIC in PostgreSQL and never overflows; piql checks the
+    range of what it keeps)."""
+
+    def load(self, data) -> Any:  # type: ignore[override]
+        return _plain(super().load(data))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        if value.is_finite() and value == value.to_integral_value():
+            return int(value)
+        return float(value)
+    return value
+
+
+class PostgresStore:
+    """A PostgreSQL database (a libpq URI) and the tables piql keeps in it: the
+    :class:`~piql.runtime.store.Store` protocol over a pool of connections."""
+
+    dialect = "postgres"
+
+    def __init__(self, url: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+                 pool_size: int = _POOL_SIZE) -> None:
+        self.url = url
+        self.busy_timeout = busy_timeout
+        self.shapes: dict[str, TableShape] = {}
+        self._local = threading.local()
+        self._check_server()
+        self.pool: ConnectionPool = ConnectionPool(
+            url, min_size=1, max_size=max(1, pool_size), open=True, num_workers=1,
+            kwargs={"autocommit": True}, configure=self._configure,
+            timeout=max(busy_timeout, 1.0), name="piql")
+
+    @property
+    def location(self) -> str:
+        return redacted(self.url)
+
+    @property
+    def counter(self) -> Counter:
+        """This thread's operation counter (threads sharing the store count their own)."""
+        found = getattr(self._local, "counter", None)
+        if found is None:
+            found = self._local.counter = Counter()
+        return found
+
+    # -- connections ---------------------------------------------------------
+    def _check_server(self) -> None:
+        """A clear error when the URI reaches no usable database (before any pool)."""
+        try:
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as connection:
+                version = connection.info.server_version
+                (schema,), = connection.execute("SELECT current_schema()").fetchall()
+        except psycopg.Error as err:
+            raise DeploymentError(f"{self.location}: cannot open the store: "
+                                  f"{str(err).strip()}") from None
+        if version < MIN_SERVER:
+            raise DeploymentError(f"{self.location}: PostgreSQL {version // 10000} is too old "
+                                  "for a piql store (15 or newer: NULLS NOT DISTINCT keys)")
+        if schema is None:
+            raise DeploymentError(f"{self.location}: the search_path names no existing schema; "
+                                  "create it first, or deploy into public")
+
+    def _configure(self, connection: psycopg.Connection) -> None:
+        connection.adapters.register_dumper(bool, _BoolAsInteger)
+        connection.adapters.register_loader("numeric", _Number)
+        # every execute says whether to prepare: bounded work is, set-oriented work not
+        connection.prepared_max = 1024
+        # lock_timeout 0 would mean "wait forever": a zero busy timeout waits 1 ms
+        milliseconds = max(1, int(self.busy_timeout * 1000))
+        connection.execute("SELECT set_config('lock_timeout', %s, false)", [f"{milliseconds}ms"],
+                           prepare=False)
+        # a bounded statement is a keyed index read whatever its values: plan it once
+        connection.execute("SET plan_cache_mode = force_generic_plan", prepare=False)
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        """This thread's transaction's connection, or one borrowed for a statement."""
+        current = getattr(self._local, "connection", None)
+        if current is not None:
+            yield current
+            return
+        try:
+            with self.pool.connection() as connection:
+                yield connection
+        except psycopg.Error as err:
+            raise self.refused(err) from None
+
+    def _run(self, statement: str, values: Sequence[Any] | Mapping[str, Any] | None = None,
+             prepare: bool = True) -> list[tuple]:
+        with self._connection() as connection:
+            try:
+                cursor = connection.execute(statement, values, prepare=prepare)
+                return cursor.fetchall() if cursor.description else []
+            except psycopg.Error as err:
+                raise self.refused(err) from None
+
+    def _count(self, statement: str, values: Sequence[Any]) -> int:
+        """Run a write; the rows it changed."""
+        with self._connection() as connection:
+            try:
+                return connection.execute(statement, values, prepare=True).rowcount
+            except psycopg.Error as err:
+                raise self.refused(err) from None
+
+    def refused(self, err: psycopg.Error) -> Exception:
+        """What to raise for an error of the database: busy, a refusal, an overflow."""
+        text = str(err).strip()
+        if isinstance(err, PoolTimeout):
+            return StoreBusy(f"the store {self.location} is busy: no connection of the pool "
+                             f"({self.pool.max_size}) came free within {self.pool.timeout:g} s")
+        if isinstance(err, (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected,
+                            pg_errors.SerializationFailure)):
+            return StoreBusy(
+                f"the store {self.location} is busy: another connection held its write lock "
+                f"for more than {self.busy_timeout:g} s (a long load, refresh or check "
+                "--repair?); try again, or wait longer with deploy(..., busy_timeout=SECONDS) "
+                "(piql --busy-timeout SECONDS)")
+        if isinstance(err, pg_errors.NumericValueOutOfRange):
+            return StoreOverflow(text)
+        if isinstance(err, (psycopg.IntegrityError, psycopg.DataError)):
+            return StoreRefused(text)
+        if isinstance(err, psycopg.OperationalError):
+            return DeploymentError(f"{self.location}: {text}")
+        return err
+
+    def close(self) -> None:
+        self.pool.close()
+
+    # -- schema and bookkeeping ----------------------------------------------
+    def _lock_key(self) -> str:
+        """The advisory lock of this store: piql's, for the current schema."""
+        return f"SELECT pg_advisory_xact_lock({WRITE_LOCK}, hashtext(current_schema()))"
+
+    def register(self, shape: TableShape) -> None:
+        for name in (shape.name, *shape.columns):
+            if len(name.encode()) > NAME_BYTES:
+                raise DeploymentError(
+                    f"{name!r} ({'table' if name == shape.name else f'column of {shape.name}'}) "
+                    f"is longer than PostgreSQL's {NAME_BYTES}-byte identifiers; rename it")
+        self.shapes[shape.name] = shape
+
+    def create_table(self, shape: TableShape) -> None:
+        self.register(shape)
+        types = shape.types or ("",) * len(shape.columns)
+        columns = [f"{_quote(c)} {column_type(t)}" for c, t in zip(shape.columns, types)]
+        if not shape.nullable_key:
+            columns.append(f"PRIMARY KEY ({', '.join(_quote(c) for c in shape.key)})")
+        self._run(f"CREATE TABLE IF NOT EXISTS {_quote(shape.name)} ({', '.join(columns)})",
+                  prepare=False)
+        if shape.key_index:
+            self._run(f"CREATE UNIQUE INDEX IF NOT EXISTS {_quote(short_name(shape.key_index))} "
+                      f"ON {_quote(shape.name)} ({self._path(shape, shape.key)}) "
+                      "NULLS NOT DISTINCT", prepare=False)
+
+    def create_index(self, name: str, table: str, columns: Sequence[str]) -> None:
+        """An index on the access path: ``columns``, then the rest of the table's key (as a
+        secondary index of SQLite's WITHOUT ROWID tables holds them)."""
+        shape = self.shapes[table]
+        path = tuple(columns) + tuple(c for c in shape.key if c not in columns)
+        self._run(f"CREATE INDEX IF NOT EXISTS {_quote(short_name(name))} ON {_quote(table)} "
+                  f"({self._path(shape, path)})", prepare=False)
+
+    def _path(self, shape: TableShape, columns: Sequence[str]) -> str:
+        return ", ".join(_quote(c) + ("" if self._never_null(shape, c) else " NULLS FIRST")
+                         for c in columns)
+
+    @staticmethod
+    def _never_null(shape: TableShape | None, column: str) -> bool:
+        """A column of a primary key holds no NULL (PostgreSQL's own index on it sorts
+        NULLs last, which is no matter then)."""
+        return shape is not None and not shape.nullable_key and column in shape.key
+
+    def table_names(self) -> set[str]:
+        return {name for (name,) in self._run(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
+
+    def create_bookkeeping(self) -> None:
+        self._run(f"CREATE TABLE IF NOT EXISTS {_quote(META)} (key TEXT COLLATE \"C\" "
+                  "PRIMARY KEY, value TEXT)", prepare=False)
+        self._run(f"CREATE TABLE IF NOT EXISTS {_quote(DIRTY)} (view TEXT COLLATE \"C\", "
+                  "epoch BIGINT, PRIMARY KEY (view, epoch))", prepare=False)
+        self._run(f"CREATE SEQUENCE IF NOT EXISTS {_quote(VERSION)}", prepare=False)
+
+    def get_meta(self, key: str) -> str | None:
+        if META not in self.table_names():
+            return None
+        found = self._run(f"SELECT value FROM {_quote(META)} WHERE key = %s", [key])
+        return found[0][0] if found else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._run(f"INSERT INTO {_quote(META)} VALUES (%s, %s) ON CONFLICT (key) "
+                  "DO UPDATE SET value = EXCLUDED.value", [key, value])
+
+    # -- transactions --------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A write transaction on a connection of its own: takes piql's write lock now
+        (other writers wait for it, up to ``busy_timeout``; then StoreBusy), commits at the
+        end of the block, rolls back if it raises. Inside one, a nested call joins it."""
+        if getattr(self._local, "connection", None) is not None:
+            yield
+            return
+        with self._session(writing=True) as connection:
+            connection.execute(self._lock_key(), prepare=True)
+            yield
+            connection.execute(f"SELECT nextval('{_quote(VERSION)}')", prepare=True)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read transaction: every read in it sees the state of its first read."""
+        if getattr(self._local, "connection", None) is not None:
+            yield
+            return
+        with self._session(writing=False) as connection:
+            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+                               prepare=False)
+            yield
+
+    @contextmanager
+    def _session(self, writing: bool) -> Iterator[psycopg.Connection]:
+        try:
+            with self.pool.connection() as connection:
+                self._local.connection, self._local.writing = connection, writing
+                try:
+                    with connection.transaction():
+                        yield connection
+                finally:
+                    self._local.connection, self._local.writing = None, False
+        except psycopg.Error as err:
+            raise self.refused(err) from None
+
+    def version(self) -> int:
+        """The count of write transactions: bumped by each (under the write lock, before it
+        commits); read outside a transaction under the lock too, so a writer in flight is
+        waited for rather than missed."""
+        if getattr(self._local, "writing", False):
+            return self._run(f"SELECT last_value FROM {_quote(VERSION)}")[0][0]
+        with self._session(writing=False) as connection:
+            connection.execute(self._lock_key(), prepare=True)
+            (value,), = connection.execute(f"SELECT last_value FROM {_quote(VERSION)}",
+                                           prepare=True).fetchall()
+            return value
+
+    # -- reads ---------------------------------------------------------------
+    def scan(self, table: str, columns: Sequence[str], eq: Sequence[tuple[str, Any]] = (),
+             ranges: Sequence[tuple[str, str, Any]] = (), order: Sequence[str] = (),
+             descending: bool = False, limit: int | None = None, index: str | None = None,
+             fetches: bool = False) -> list[tuple]:
+        """Rows of ``table`` with ``eq`` equalities on a key prefix and ``ranges`` on the
+        next column, in ``order`` (NULLs first ascending, last descending); counts max(1,
+        rows) reads, doubled when every index entry needs its base row (``fetches``). The
+        index is PostgreSQL's to choose: the plan's is the one on those columns."""
+        where = [f"{_quote(c)} = %s" for c, _ in eq] + \
+            [f"{_quote(c)} {OPS[op]} %s" for c, op, _ in ranges]
+        values = [v for _, v in eq] + [v for _, _, v in ranges]
+        sql = f"SELECT {', '.join(_quote(c) for c in columns)} FROM {_quote(table)}"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        if order:
+            shape = self.shapes.get(table)
+            sql += " ORDER BY " + ", ".join(self._order(shape, c, descending) for c in order)
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        rows = self._run(sql, values)
+        self.counter.reads += max(1, len(rows)) + (len(rows) if fetches else 0)
+        return rows
+
+    def _order(self, shape: TableShape | None, column: str, descending: bool) -> str:
+        if self._never_null(shape, column):
+            return _quote(column) + (" DESC" if descending else "")
+        return _quote(column) + (" DESC NULLS LAST" if descending else " NULLS FIRST")
+
+    def get(self, table: str, key: Mapping[str, Any]) -> tuple | None:
+        """The row whose ``key`` columns hold these values (NULL matches NULL)."""
+        shape = self.shapes[table]
+        where, values = _identical(key)
+        rows = self._run(f"SELECT {', '.join(_quote(c) for c in shape.columns)} FROM "
+                         f"{_quote(table)} WHERE {where}", values)
+        self.counter.reads += 1
+        return rows[0] if rows else None
+
+    def count_distinct(self, table: str, column: str, eq: Sequence[tuple[str, Any]],
+                       cap: int, exclude: Any) -> int:
+        """Distinct ``column`` values other than ``exclude`` among the rows whose ``eq``
+        columns hold the given values, reading at most ``cap``; NULL is a value here."""
+        where, values = _identical(dict(eq))
+        if exclude is None:
+            other = f"{_quote(column)} IS NOT NULL"
+        else:
+            other = f"({_quote(column)} <> %s OR {_quote(column)} IS NULL)"
+            values.append(exclude)
+        condition = f"{where} AND {other}" if where else other
+        rows = self._run(f"SELECT DISTINCT {_quote(column)} FROM {_quote(table)} WHERE "
+                         f"{condition} LIMIT {int(cap)}", values)
+        self.counter.reads += max(1, len(rows))
+        return len(rows)
+
+    # -- set-oriented work ---------------------------------------------------
+    def all_rows(self, table: str) -> list[tuple]:
+        """Every row in key order (for checks and tests, never for serving): not counted."""
+        return [row for batch in self.read_table(table, 1 << 16) for row in batch]
+
+    def read_table(self, table: str, batch_rows: int) -> Iterator[list[tuple]]:
+        shape = self.shapes[table]
+        order = ", ".join(self._order(shape, c, False) for c in shape.key)
+        rows = self._run(f"SELECT {', '.join(_quote(c) for c in shape.columns)} FROM "
+                         f"{_quote(table)}" + (f" ORDER BY {order}" if order else ""),
+                         prepare=False)
+        for start in range(0, len(rows), batch_rows):
+            yield rows[start:start + batch_rows]
+
+    def sql(self, statement: str, values: Values = ()) -> list[tuple]:
+        """Set-oriented SQL in PostgreSQL's dialect (``%(name)s`` placeholders, as sqlgen
+        renders them): not counted."""
+        if not values:
+            return self._run(statement, None, prepare=False)
+        bound = values if isinstance(values, Mapping) else list(values)
+        return self._run(_PERCENT.sub("%%", statement), bound, prepare=False)
+
+    def _copy(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
+        """Insert ``rows`` with COPY; how many."""
+        count = 0
+        with self._connection() as connection:
+            try:
+                with connection.cursor() as cursor, cursor.copy(
+                        f"COPY {_quote(table)} ({', '.join(_quote(c) for c in columns)}) "
+                        "FROM STDIN") as copy:
+                    for row in rows:
+                        copy.write_row(row)
+                        count += 1
+            except psycopg.Error as err:
+                raise self.refused(err) from None
+        return count
+
+    def replace_rows(self, table: str, rows: Iterable[Sequence[Any]],
+                     where: Mapping[str, Any] | None = None) -> int:
+        """Delete the rows whose columns hold the ``where`` values (all when None) and
+        insert ``rows`` (COPY): not counted."""
+        shape = self.shapes[table]
+        condition = " AND ".join(f"{_quote(c)} = %s" for c in where or {})
+        self._run(f"DELETE FROM {_quote(table)}" + (f" WHERE {condition}" if condition else ""),
+                  list((where or {}).values()), prepare=False)
+        return self._copy(table, shape.columns, rows)
+
+    def stage(self, name: str, like: str, rows: Iterable[Sequence[Any]]) -> None:
+        """A TEMP table (this transaction's only: dropped when it ends) with ``like``'s
+        columns, holding ``rows``."""
+        if getattr(self._local, "connection", None) is None:
+            raise DeploymentError("a staged batch lives in a transaction; open one first")
+        shape = self.shapes[like]
+        self._run(f"CREATE TEMP TABLE {_quote(name)} (LIKE {_quote(like)}) ON COMMIT DROP",
+                  prepare=False)
+        self.shapes[name] = TableShape(name, shape.columns, shape.key, shape.types)
+        self._copy(name, shape.columns, rows)
+
+    def insert_staged(self, staged: str, table: str) -> None:
+        self._run(f"INSERT INTO {_quote(table)} SELECT * FROM pg_temp.{_quote(staged)}",
+                  prepare=False)
+
+    def drop_staged(self, name: str) -> None:
+        self.shapes.pop(name, None)
+        if getattr(self._local, "connection", None) is not None:
+            self._run(f"DROP TABLE IF EXISTS pg_temp.{_quote(name)}", prepare=False)
+        # outside a transaction it is gone already (ON COMMIT DROP, or rolled back)
+
+    # -- epoch marks ---------------------------------------------------------
+    def mark_epochs(self, marks: Iterable[tuple[str, int]]) -> None:
+        for view, epoch in sorted(set(marks)):
+            self._run(f"INSERT INTO {_quote(DIRTY)} VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                      [view, epoch])
+
+    def marked_epochs(self, view: str) -> list[int]:
+        return [e for (e,) in self._run(f"SELECT epoch FROM {_quote(DIRTY)} WHERE view = %s",
+                                        [view])]
+
+    def unmark_epoch(self, view: str, epoch: int) -> None:
+        self._run(f"DELETE FROM {_quote(DIRTY)} WHERE view = %s AND epoch = %s", [view, epoch])
+
+    # -- point writes --------------------------------------------------------
+    def insert(self, table: str, row: Mapping[str, Any]) -> None:
+        columns = list(row)
+        self._count(f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in columns)}) "
+                    f"VALUES ({', '.join('%s' for _ in columns)})", [row[c] for c in columns])
+        self.counter.writes += 1
+
+    def delete(self, table: str, key: Mapping[str, Any]) -> int:
+        """Delete the row with this key (NULL key values match NULL)."""
+        where, values = _identical(key)
+        deleted = self._count(f"DELETE FROM {_quote(table)} WHERE {where}", values)
+        self.counter.writes += 1
+        return deleted
+
+    def add(self, table: str, key: Mapping[str, Any], deltas: Mapping[str, Any],
+            count_column: str, sums: Mapping[str, str] | None = None) -> None:
+        """Add ``deltas`` to the aggregate row at ``key`` (one read, one write); a row whose
+        count drops to zero is removed. ``sums`` maps a SUM column to the COUNT of its
+        argument: with no non-NULL value left, the SUM is NULL."""
+        current = self.get(table, key)
+        shape = self.shapes[table]
+        if current is None:
+            row = dict(key) | {c: 0 for c in shape.columns if c not in key}
+        else:
+            row = dict(zip(shape.columns, current))
+        for column, delta in deltas.items():
+            row[column] = (row[column] or 0) + delta
+            if not sqlvalues.fits(row[column]):
+                raise ConstraintError(
+                    f"the write would make {table}.{column} {row[column]} for "
+                    f"({', '.join(f'{c}={v!r}' for c, v in key.items())}), outside the "
+                    "store's integer range (-2**63 .. 2**63-1), where SQL's SUM overflows too")
+        for column, counted in (sums or {}).items():
+            if row[counted] == 0:
+                row[column] = None
+        where, values = _identical(key)
+        if current is not None and row[count_column] == 0:
+            self._count(f"DELETE FROM {_quote(table)} WHERE {where}", values)
+        elif current is not None:
+            rest = [c for c in shape.columns if c not in key]
+            self._count(f"UPDATE {_quote(table)} SET "
+                        f"{', '.join(f'{_quote(c)} = %s' for c in rest)} WHERE {where}",
+                        [row[c] for c in rest] + values)
+        elif row[count_column] != 0:
+            self._count(f"INSERT INTO {_quote(table)} "
+                        f"({', '.join(_quote(c) for c in shape.columns)}) VALUES "
+                        f"({', '.join('%s' for _ in shape.columns)})",
+                        [row[c] for c in shape.columns])
+        self.counter.writes += 1
+
+    # -- engines -------------------------------------------------------------
+    def reader(self):
+        """A reader opening a connection of its own per call, for an engine's tasks. It is
+        a closure that refers to nothing of piql (Spark ships it to executors by value)."""
+        url = self.url
+
+        def read(statement: str, values: Values) -> list[tuple]:
+            import re
+            from decimal import Decimal
+
+            import psycopg
+
+            if values:
+                statement = re.sub(r"%(?!\(\w+\)s)", "%%", statement)
+            with psycopg.connect(url, autocommit=True) as connection:
+                rows = connection.execute(statement, values or None).fetchall()
+
+            def plain(value):
+                if isinstance(value, Decimal):
+                    integral = value.is_finite() and value == value.to_integral_value()
+                    return int(value) if integral else float(value)
+                return value
+
+            return [tuple(plain(v) for v in row) for row in rows]
+
+        return read
+
+
+def _identical(key: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """A WHERE clause matching exactly the rows with these values, NULLs included, and its
+    values: ``column = %s``, or ``column IS NULL`` for a NULL (both read an index, where
+    ``IS NOT DISTINCT FROM`` would not)."""
+    where, values = [], []
+    for column, value in key.items():
+        if value is None:
+            where.append(f"{_quote(column)} IS NULL")
+        else:
+            where.append(f"{_quote(column)} = %s")
+            values.append(value)
+    return " AND ".join(where), values
+

@@ -1,0 +1,170 @@
+"""What the PostgreSQL store adds to the protocol's behaviour (the rest runs on both stores
+in the other runtime tests): threads sharing a deployment, the write lock, the database's
+own refusals, SQLite's order of values, and bounded statements that read indexes."""
+from __future__ import annotations
+
+import threading
+
+import psycopg
+import pytest
+
+import piql
+from piql import App
+from piql.runtime.errors import ConstraintError, StoreBusy, StoreRefused
+from piql.runtime.postgres_store import redacted, short_name
+from tests.conftest import PAPER_QUERIES, PAPER_SCHEMA, plan_text
+
+APP = piql.load(PAPER_SCHEMA, PAPER_QUERIES)
+
+
+def test_threads_share_one_deployment(postgres_stores):
+    """Eight threads write and query through one Deployment: each query's operations are
+    its own (strict mode would raise on another thread's count), and every view stays
+    equal to its definition."""
+    db = APP.deploy(postgres_stores())
+    db.load("Documents", [(d, d, f"d{d}") for d in range(1, 41)])
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for i in range(15):
+                doc = 1 + (worker * 7 + i) % 40
+                try:
+                    db.insert("Tags", docId=doc, tag=f"t{(worker + i) % 5}", timestamp=i)
+                except ConstraintError:
+                    pass  # the same (doc, tag) from another thread: refused, nothing written
+                result = db.query("twoTags", tag1="t1", tag2="t2")
+                assert result.ops <= result.bound
+                db.query("countTags", tag=f"t{i % 5}")
+        except BaseException as err:  # noqa: BLE001 - reported by the main thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert db.check().consistent
+    tags = db.rows("Tags")
+    assert len(tags) > 20
+    counts = {}
+    for _, tag, _ in tags:
+        counts[tag] = counts.get(tag, 0) + 1
+    assert all(db.query("countTags", tag=t).rows == ((n,),) for t, n in counts.items())
+
+
+def test_a_write_waits_for_the_write_lock_then_is_busy_and_changes_nothing(postgres_stores):
+    url = postgres_stores()
+    holder = APP.deploy(url)
+    impatient = APP.deploy(url, busy_timeout=0.3)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with holder.store.transaction():  # what a long load or repair does
+            holder.store.insert("Documents", {"docId": 999, "timestamp": 1, "text": "held"})
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert held.wait(30)
+        with pytest.raises(StoreBusy, match=r"busy: another connection held its write lock for "
+                                            r"more than 0\.3 s"):
+            impatient.insert("Documents", docId=1, timestamp=1, text="x")
+    finally:
+        release.set()
+        thread.join()
+    assert impatient.rows("Documents") == [(999, 1, "held")]
+    impatient.insert("Documents", docId=1, timestamp=1, text="x")  # the lock is free again
+    assert len(impatient.rows("Documents")) == 2
+
+
+def test_the_databases_own_refusal_is_a_constraint_error_and_rolls_back(postgres_stores):
+    db = APP.deploy(postgres_stores())
+    db.insert("Documents", docId=1, timestamp=1, text="x")
+    with pytest.raises(StoreRefused, match="duplicate key"):
+        with db.store.transaction():
+            db.store.insert("Documents", {"docId": 2, "timestamp": 2, "text": "y"})
+            db.store.insert("Documents", {"docId": 1, "timestamp": 1, "text": "again"})
+    assert db.rows("Documents") == [(1, 1, "x")]
+    with pytest.raises(StoreRefused, match="NUL"):
+        db.store.insert("Documents", {"docId": 3, "timestamp": 1, "text": "a\x00b"})
+
+
+PEOPLE = plan_text(
+    "CREATE TABLE people (id BIGINT PRIMARY KEY, grp BIGINT, name VARCHAR, score DOUBLE, "
+    "amount NUMERIC, active BOOLEAN);\nCREATE INDEX people_by_grp_name ON people (grp, name);",
+    "-- name: firstNames\nSELECT name, id FROM people WHERE grp = <g> ORDER BY name LIMIT 3\n"
+    "-- name: lastNames\nSELECT name, id FROM people WHERE grp = <g> ORDER BY name DESC LIMIT 3\n"
+    "-- name: one\nSELECT id, name, score, amount, active FROM people WHERE id = <id>\n")
+
+
+@pytest.mark.parametrize("order", ["firstNames", "lastNames"])
+def test_text_sorts_by_byte_and_nulls_first_as_on_sqlite(new_store, order):
+    """A stop-after reads its index in SQLite's order of values whatever the database's
+    locale: NULL first ascending (last descending), then text by byte ("B" < "a" < "é")."""
+    db = App(PEOPLE).deploy(new_store())
+    for i, name in enumerate(["a", "B", None, "é", "Z", "b"]):
+        db.insert("people", id=i, grp=1, name=name)
+    expected = {"firstNames": ((None, 2), ("B", 1), ("Z", 4)),
+                "lastNames": (("é", 3), ("b", 5), ("a", 0))}
+    assert db.query(order, g=1).rows == expected[order]
+
+
+def test_values_come_back_as_sqlite_gives_them(new_store):
+    db = App(PEOPLE).deploy(new_store())
+    db.insert("people", id=1, grp=1, name="x", score=2, amount=3, active=True)
+    db.insert("people", id=2, grp=1, name="y", score=2.5, amount=2.5, active=False)
+    first, second = db.query("one", id=1).rows[0], db.query("one", id=2).rows[0]
+    assert first == (1, "x", 2.0, 3, 1) and type(first[2]) is float and type(first[3]) is int
+    assert second == (2, "y", 2.5, 2.5, 0)
+
+
+def test_bounded_statements_read_indexes(postgres_stores, postgres_server):
+    """Every statement the store sent while serving queries and maintained writes (from
+    pg_stat_statements) is planned, with sequential scans disabled, without a Seq Scan of
+    a table, and a stop-after without a Sort: it reads its index in order and stops."""
+    url = postgres_stores()
+    db = APP.deploy(url)
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        connection.execute("SELECT pg_stat_statements_reset()")
+        for d in range(1, 6):
+            db.insert("Documents", docId=d, timestamp=d, text=None)
+            for tag in "abc":
+                db.insert("Tags", docId=d, tag=tag, timestamp=d)
+        db.delete("Tags", docId=1, tag="a")
+        db.update("Documents", docId=2, timestamp=20, text="t")
+        db.query("twoTags", tag1="a", tag2="b")
+        db.query("countTags", tag="a")
+        db.query("tagsOfDoc", doc=2)
+        found = [q for (q,) in connection.execute(
+            "SELECT query FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database "
+            "WHERE datname = current_database()) AND query ~ '^(SELECT|DELETE|UPDATE) .* WHERE'")
+            if "pg_" not in q and "_piql_" not in q]
+        assert len(found) >= 8, found
+        connection.execute("SET enable_seqscan = off")
+        for statement in found:
+            (plan,) = connection.execute(
+                "EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + statement).fetchone()
+            nodes = list(_nodes(plan[0]["Plan"]))
+            assert not [n for n in nodes if n["Node Type"] == "Seq Scan"], (statement, nodes)
+            if "LIMIT" in statement:
+                assert not [n for n in nodes if "Sort" in n["Node Type"]], (statement, nodes)
+
+
+def _nodes(node: dict):
+    yield node
+    for child in node.get("Plans", ()):
+        yield from _nodes(child)
+
+
+def test_long_index_names_are_cut_uniquely_and_passwords_never_shown():
+    long = "idx_" + "x" * 80
+    assert len(short_name(long).encode()) <= 63 and short_name(long) != short_name(long + "y")
+    assert short_name("idx_short") == "idx_short"
+    assert redacted("postgresql://me:s3cret@db.example:5432/app") == \
+        "postgresql://me:***@db.example:5432/app"
+    assert redacted("postgresql://me@db/app") == "postgresql://me@db/app"
