@@ -2,20 +2,36 @@
 
 >>> import piql
 >>> app = piql.load("schema.sql", "queries.sql")   # plan: levels, views, rules
->>> db = app.deploy("app.db")                      # SQLite store, creates everything
+>>> with app.deploy("app.db") as db:               # SQLite store, creates everything
+...     db.query("userById", userId=1).dicts()
+
+Every error piql raises on purpose is a :class:`PiqlError`; the specific ones are
+exported here (``piql.ConstraintError``, ``piql.ParameterError``, ...).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from typing import Sequence
+
 from piql.errors import InputError, PiqlError
-from piql.language.loader import load_plan
+from piql.language.loader import Source, load_plan
 from piql.planner.application import Plan, replanned
 from piql.planner.periodic import DEFAULT_PARTITIONS
+from piql.runtime.errors import (
+    BoundExceeded, ConstraintError, DataFileError, DeploymentClosed, DeploymentError,
+    ParameterError, StoreBusy, StoreOverflow, StoreRefused, UnboundedQuery, UnknownName,
+)
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT
+from piql.version import VERSION as __version__
 
-__all__ = ["App", "InputError", "PiqlError", "load"]
+__all__ = [
+    "App", "BoundExceeded", "ConstraintError", "DataFileError", "DeploymentClosed",
+    "DeploymentError", "InputError", "ParameterError", "PiqlError", "StoreBusy",
+    "StoreOverflow", "StoreRefused", "UnboundedQuery", "UnknownName", "__version__", "load",
+    "loads",
+]
 
 
 @dataclass(frozen=True)
@@ -52,7 +68,27 @@ class App:
     def levels(self) -> dict[str, str]:
         return {q.name: q.level for q in self.plan.queries}
 
+    def __repr__(self) -> str:
+        summary = ", ".join(f"{level} {n}" for level, n in self.plan.summary.items() if n)
+        return (f"<piql.App {len(self.plan.queries)} queries ({summary}) from "
+                f"{self.plan.queries_file}>")
 
-def load(schema: str | Path, queries: str | Path) -> App:
-    """Parse and plan an application (raises InputError on a mistake in either file)."""
+
+def load(schema: str | Path, queries: str | Path | Sequence[str | Path], *,
+         text: bool = False) -> App:
+    """Parse and plan an application (raises InputError on a mistake in either).
+
+    ``schema`` and ``queries`` are paths (``queries`` may be a list of files), or, with
+    ``text=True``, the SQL itself (as :func:`loads`)."""
+    if text:
+        if not isinstance(schema, str) or not isinstance(queries, str):
+            raise InputError("load(..., text=True) expects the schema and queries as strings")
+        return loads(schema, queries)
     return App(load_plan(schema, queries))
+
+
+def loads(schema_sql: str, queries_sql: str, *, schema_name: str = "<schema>",
+          queries_name: str = "<queries>") -> App:
+    """Parse and plan an application given as text; locations in errors name the text
+    ``schema_name`` and ``queries_name``."""
+    return App(load_plan(Source(schema_sql, schema_name), Source(queries_sql, queries_name)))

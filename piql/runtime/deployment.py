@@ -63,6 +63,26 @@ class Result:
     def dicts(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row)) for row in self.rows]
 
+    def to_arrow(self):
+        """The rows as a ``pyarrow.Table`` (columns typed by Arrow from the values)."""
+        import pyarrow
+
+        return pyarrow.Table.from_pylist(self.dicts(), schema=None) if self.rows else \
+            pyarrow.table({name: pyarrow.array([], pyarrow.null()) for name in self.columns})
+
+    def to_pandas(self):
+        """The rows as a ``pandas.DataFrame``; pandas is optional (``pip install pandas``)."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError("Result.to_pandas() needs pandas, which is not installed: "
+                              "pip install pandas (or use .to_arrow(), .dicts(), .rows)") from None
+        return pandas.DataFrame.from_records(list(self.rows), columns=list(self.columns))
+
+    def __repr__(self) -> str:
+        return (f"<piql.Result {len(self.rows)} rows x {len(self.columns)} columns "
+                f"({', '.join(self.columns)}), {self.ops} ops (bound {self.bound})>")
+
 
 class Deployment:
     """A plan's tables, indexes and views on one store, and its bounded entry points."""
@@ -93,6 +113,18 @@ class Deployment:
         self.epoch_windows = epoch_windows(self.views)
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
                                      plan.writes, strict, self.epoch_windows)
+
+    def __enter__(self) -> "Deployment":
+        self._open()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return (f"<piql.Deployment {self.store.location} {state}, "
+                f"{len(self.plan.queries)} queries, engine {self.engine_name}>")
 
     def fingerprint(self) -> str:
         """Identifies the plan a store was deployed with."""
@@ -181,6 +213,7 @@ class Deployment:
 
     def query_plan(self, name: str) -> QueryPlan:
         """The planned query called ``name`` (UnknownName if there is none)."""
+        self._open()
         query = self.plan.query(name)
         if query is None:
             known = ", ".join(q.name for q in self.plan.queries)
