@@ -82,7 +82,9 @@ def read(path: str | Path) -> LintConfig:
 
 def _settings(table: dict[str, Any], text: str, shown: str, base: Path) -> LintConfig:
     def where(key: str) -> Location:
-        found = re.search(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=", text, re.MULTILINE)
+        original = spelled.get(key, key)
+        found = re.search(rf"^[ \t]*[\"']?{re.escape(original)}[\"']?[ \t]*=", text,
+                          re.MULTILINE)
         line = text.count("\n", 0, found.start()) + 1 if found else 1
         return Location(shown, line, 1)
 
@@ -90,8 +92,10 @@ def _settings(table: dict[str, Any], text: str, shown: str, base: Path) -> LintC
         return InputError(f"{key}: {message}", where(key))
 
     values: dict[str, Any] = {}
+    spelled: dict[str, str] = {}  # a setting's name as the file writes it (fail_on)
     for key, value in table.items():
         name = key.replace("_", "-")
+        spelled[name] = key
         if name not in KEYS:
             raise fail(key, f"unknown setting (settings: {', '.join(KEYS)})")
         values[name] = value
@@ -119,7 +123,7 @@ def _settings(table: dict[str, Any], text: str, shown: str, base: Path) -> LintC
         try:
             settings["fail_on"] = Severity(values["fail-on"])
         except ValueError:
-            raise fail("fail-on", f"expected error, warning or info, got "
+            raise fail(spelled["fail-on"], f"expected error, warning or info, got "
                                   f"{values['fail-on']!r}") from None
     if "partitions" in values:
         partitions = values["partitions"]
