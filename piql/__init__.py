@@ -24,7 +24,6 @@ from piql.runtime.errors import (
     ParameterError, StoreBusy, StoreOverflow, StoreRefused, UnboundedQuery, UnknownName,
 )
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT
-from piql.version import VERSION as __version__
 
 __all__ = [
     "App", "BoundExceeded", "ConstraintError", "DataFileError", "DeploymentClosed",
@@ -92,3 +91,11 @@ def loads(schema_sql: str, queries_sql: str, *, schema_name: str = "<schema>",
     """Parse and plan an application given as text; locations in errors name the text
     ``schema_name`` and ``queries_name``."""
     return App(load_plan(Source(schema_sql, schema_name), Source(queries_sql, queries_name)))
+
+
+def __getattr__(name: str) -> str:
+    if name == "__version__":  # read on first use (importlib.metadata is slow to import)
+        from piql.version import version
+
+        return version()
+    raise AttributeError(f"module 'piql' has no attribute {name!r}")

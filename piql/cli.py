@@ -20,7 +20,7 @@ from piql.report import ddl, explain
 from piql.report.colour import Palette, wanted
 from piql.sql_types import base_name, from_text
 from piql.sqlgen import DIALECTS
-from piql.version import VERSION
+from piql.version import version
 from piql.cli_help import EPILOGS
 
 FORMATS = lint_command.FORMATS
@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="piql", description="Prove that every query and write stays bounded as data grows.",
         epilog=EPILOGS["piql"], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"piql {VERSION}")
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     lint_command.add_lint(commands)
@@ -119,6 +119,19 @@ def build_parser() -> argparse.ArgumentParser:
     tpcw.add_argument("--out", default="bench-results", help="output directory")
     tpcw.set_defaults(run=_bench_tpcw)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed version, read only when asked (it is slow to read)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print piql's version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"piql {version()}")
+        parser.exit()
 
 
 def _command(commands: argparse._SubParsersAction, name: str, help: str

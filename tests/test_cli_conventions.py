@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from piql.cli import build_parser, main
-from piql.version import VERSION
+from piql.version import version
 from tests.conftest import FIXTURES, PAPER_SCHEMA
 
 UNBOUNDED = FIXTURES / "paper_unbounded_queries.sql"
@@ -50,10 +50,10 @@ def on_a_terminal(*argv, env: dict[str, str] | None = None) -> str:
 
 def test_version():
     done = piql("--version")
-    assert done.returncode == 0 and done.stdout.strip() == f"piql {VERSION}"
+    assert done.returncode == 0 and done.stdout.strip() == f"piql {version()}"
     import piql as package
 
-    assert package.__version__ == VERSION and VERSION[0].isdigit()
+    assert package.__version__ == version() and version()[0].isdigit()
 
 
 def test_colour_on_a_terminal_off_with_no_color():

@@ -15,7 +15,7 @@ from piql.errors import Location
 from piql.lint.findings import Findings, as_findings
 from piql.planner.application import Plan
 from piql.rules import RULES
-from piql.version import VERSION
+from piql.version import version
 
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 _INDEX = {r.code: i for i, r in enumerate(RULES)}
@@ -41,7 +41,7 @@ def render(report: Plan | Findings) -> str:
         "runs": [{
             "tool": {"driver": {
                 "name": "piql",
-                "version": VERSION,
+                "version": version(),
                 "informationUri": RULES[0].help_uri.split("#")[0],
                 "rules": [_rule(r) for r in RULES],
             }},
