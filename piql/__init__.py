@@ -43,7 +43,8 @@ class App:
 
     def deploy(self, path: str | Path = ":memory:", *, strict: bool = True,
                partitions: int = DEFAULT_PARTITIONS, engine: str = "duckdb",
-               spark_master: str | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT):
+               spark_master: str | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+               quiet: bool = False):
         """Create (or reopen) the store at ``path`` with this plan's tables, indexes and views.
 
         ``engine`` runs view builds, periodic refreshes and checks: ``duckdb`` (embedded),
@@ -52,6 +53,10 @@ class App:
         a repair, another process) holds the store's write lock, before ``StoreBusy``.
         Processes may deploy the same new store at once: one installs the plan.
         ``partitions``: staging partitions of SI-3 views; the plan is made for that many.
+        On a terminal, long steps (bulk loads, view builds, refreshes, engine start-up)
+        show a status line on standard error with the time they took; ``quiet=True``
+        silences it (it is silent off a terminal anyway). Use the deployment as a context
+        manager (``with app.deploy(...) as db:``) or ``close()`` it.
         """
         from piql.runtime.deployment import Deployment
         from piql.runtime.errors import DeploymentError
@@ -61,7 +66,7 @@ class App:
         if partitions not in self._replanned:
             self._replanned[partitions] = replanned(self.plan, partitions)
         return Deployment(self._replanned[partitions], str(path), strict=strict, engine=engine,
-                          spark_master=spark_master, busy_timeout=busy_timeout)
+                          spark_master=spark_master, busy_timeout=busy_timeout, quiet=quiet)
 
     @property
     def levels(self) -> dict[str, str]:

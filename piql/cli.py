@@ -52,7 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     _files(deploy)
     _store(deploy)
     deploy.add_argument("--load", action="append", default=[], metavar="TABLE=FILE",
-                        help="bulk-load a CSV or Parquet file into TABLE (repeatable)")
+                        help="bulk-load a CSV or Parquet file into TABLE (repeatable; all "
+                             "or nothing across the files)")
+    deploy.add_argument("--no-check", action="store_true",
+                        help="skip the final consistency check of the views")
     deploy.set_defaults(run=_deploy)
 
     query = _command(commands, "query", help="run a named query on a deployed store")
@@ -151,6 +154,8 @@ def _store(command: argparse.ArgumentParser) -> None:
     command.add_argument("--busy-timeout", type=float, default=None, metavar="SECONDS",
                          help="how long a write waits while another process holds the "
                               "store's write lock (default: 30)")
+    command.add_argument("--quiet", "-q", action="store_true",
+                         help="no status lines for long steps (shown on a terminal only)")
 
 
 def _files(command: argparse.ArgumentParser) -> None:
@@ -190,7 +195,8 @@ def _deployment(args: argparse.Namespace, plan: Plan | None = None):
 
     timeout = DEFAULT_BUSY_TIMEOUT if args.busy_timeout is None else args.busy_timeout
     return Deployment(plan or _load(args), args.db, engine=args.engine,
-                      spark_master=args.spark_master, busy_timeout=timeout)
+                      spark_master=args.spark_master, busy_timeout=timeout,
+                      quiet=getattr(args, "quiet", False))
 
 
 def _deploy(args: argparse.Namespace) -> int:
@@ -201,8 +207,9 @@ def _deploy(args: argparse.Namespace) -> int:
     created = args.db != ":memory:" and not Path(args.db).exists()
     db = _deployment(args, plan)
     try:
-        for table, path in loads:
-            print(f"loaded {db.load(table, path=path)} rows into {table}")
+        if loads:  # all or nothing: one refused file leaves every table as it was
+            for (table, _), count in zip(loads, db.load_many(loads)):
+                print(f"loaded {count} rows into {table}")
     except BaseException:
         db.close()
         if created:  # a failed load leaves no half-made store behind
@@ -211,8 +218,11 @@ def _deploy(args: argparse.Namespace) -> int:
         raise
     print(f"deployed {len(plan.catalog.tables)} tables, {len(plan.indexes)} indexes and "
           f"{len(plan.views)} views into {args.db}")
-    print(db.check())
-    return EXIT_OK
+    if args.no_check:
+        return EXIT_OK
+    report = db.check()
+    print(report)
+    return EXIT_OK if report.consistent else EXIT_UNBOUNDED
 
 
 def _load_option(plan: Plan, item: str) -> tuple[str, str]:

@@ -34,6 +34,7 @@ from piql.runtime.errors import (
 from piql.runtime.evaluate import finish
 from piql.runtime.executor import execute
 from piql.runtime.partitions import partition_of
+from piql.runtime.progress import Progress
 from piql.runtime.refresh import RefreshReport, refresh_view
 from piql.runtime.rows import check_params, complete_row, key_of, read_rows
 from piql.runtime.schedule import RefreshSchedule
@@ -89,7 +90,7 @@ class Deployment:
 
     def __init__(self, plan: Plan, path: str = ":memory:", *, strict: bool = True,
                  engine: str = "duckdb", spark_master: str | None = None,
-                 busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+                 busy_timeout: float = DEFAULT_BUSY_TIMEOUT, quiet: bool = False) -> None:
         if not busy_timeout >= 0:
             raise DeploymentError("busy_timeout must be zero or more seconds")
         if engine not in ENGINES + ("store",):
@@ -97,6 +98,7 @@ class Deployment:
                                   f"{', '.join(ENGINES)} or store")
         self.engine_name = engine
         self.spark_master = spark_master
+        self.progress = Progress(quiet)  # status lines of long steps, on a terminal
         self._engine: Engine | None = None
         self.lock = threading.RLock()  # one transaction at a time (scheduled refreshes too)
         self.plan = plan
@@ -153,7 +155,8 @@ class Deployment:
         if self.engine_name == "store":
             return None
         if self._engine is None:
-            self._engine = make_engine(self.engine_name, spark_master=self.spark_master)
+            with self.progress.step(f"starting {self.engine_name}"):
+                self._engine = make_engine(self.engine_name, spark_master=self.spark_master)
         return self._engine
 
     def recomputed(self, view: ViewDef) -> list[tuple]:
@@ -185,7 +188,8 @@ class Deployment:
             for view in self.views:
                 if view.kind in (ViewKind.IMV, ViewKind.STAGING) and (
                         wanted is None or any(view.reads(t) for t in wanted)):
-                    self._rebuild(view)
+                    with self.progress.step(f"building view {view.name}"):
+                        self._rebuild(view)
                     built.append(view.name)
         return built
 
@@ -265,11 +269,33 @@ class Deployment:
         in one pass. All or nothing."""
         self._open()
         definition = self._table(table)
-        records = list(read_rows(definition, rows, path))
-        with self.lock:
-            bulk_load.load(self.store, definition, records, self.views, self.engine(),
-                           self.epoch_windows, self._rebuild)
+        with self.progress.step(f"loading {definition.name}" + (f" from {path}" if path else "")):
+            records = list(read_rows(definition, rows, path))
+            engine = self.engine()
+            with self.lock:
+                bulk_load.load(self.store, definition, records, self.views, engine,
+                               self.epoch_windows, self._rebuild)
         return len(records)
+
+    def load_many(self, loads: Sequence[tuple[str, Any]] | dict[str, Any]) -> list[int]:
+        """Several bulk loads as one: ``(table, source)`` pairs in order (parents first),
+        each source a CSV or Parquet path or an iterable of rows. All or nothing: one
+        refused row leaves every table as it was. Returns the rows loaded per pair."""
+        self._open()
+        pairs = list(loads.items()) if isinstance(loads, dict) else list(loads)
+        batches = []
+        for table, source in pairs:
+            definition = self._table(table)
+            is_path = isinstance(source, (str, Path))
+            with self.progress.step(f"reading {source}" if is_path else f"reading {table}"):
+                batches.append((definition, list(read_rows(
+                    definition, None if is_path else source, source if is_path else None))))
+        with self.progress.step(f"loading {', '.join(t.name for t, _ in batches)}"):
+            engine = self.engine()
+            with self.lock:
+                bulk_load.load_tables(self.store, batches, self.views, engine,
+                                      self.epoch_windows, self._rebuild)
+        return [len(records) for _, records in batches]
 
     # -- periodic views and checks ------------------------------------------
     def refresh(self, now_ms: int | None = None) -> list[RefreshReport]:
@@ -279,10 +305,15 @@ class Deployment:
                                    or not sqlvalues.fits(now_ms)):
             raise ParameterError(f"now_ms is a time in milliseconds, an integer in the "
                                  f"store's range (-2**63 .. 2**63-1); got {now_ms!r}")
-        with self.lock:
-            return [refresh_view(self.store, view.refresh, now_ms, self.strict, self.engine())
-                    for view in self.views
-                    if view.kind == ViewKind.PERIODIC and view.refresh is not None]
+        reports = []
+        with self.lock:  # the views refreshed together, as one step for other writers
+            for view in self.views:
+                if view.kind == ViewKind.PERIODIC and view.refresh is not None:
+                    engine = self.engine()
+                    with self.progress.step(f"refreshing {view.name}"):
+                        reports.append(refresh_view(self.store, view.refresh, now_ms,
+                                                    self.strict, engine))
+        return reports
 
     def run_refresh_every(self, seconds: float) -> RefreshSchedule:
         """Refresh the periodic views every ``seconds`` in a background thread until
