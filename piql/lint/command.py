@@ -53,7 +53,7 @@ exit status:
 def add_lint(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     lint = commands.add_parser(
         "lint", help="classify every query (SI-0..SI-3 or unbounded)",
-        description="Classify every query of the queries files against the schema: its "
+        description="Classify every query of the queries files against the schema: its\n"
                     "level, its worst-case operations, what it needs, and why.",
         epilog=LINT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     lint.add_argument("files", nargs="*", metavar="FILE",
@@ -87,7 +87,7 @@ def add_lint(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def add_rules(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     rules = commands.add_parser(
         "rules", help="list the diagnostic codes, or explain one",
-        description="The codes lint reports. Words and PQ ids are both accepted by "
+        description="The codes lint reports. Words and PQ ids are both accepted by\n"
                     "--select, --ignore and -- noqa.",
         epilog=RULES_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     rules.add_argument("code", nargs="?", metavar="CODE", help="a word code or id to explain")
