@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, Sequence
+from typing import Sequence
 
 from piql.errors import InputError, PiqlError
 from piql.language.loader import load_plan
