@@ -2,21 +2,36 @@
 
 >>> import piql
 >>> app = piql.load("schema.sql", "queries.sql")   # plan: levels, views, rules
->>> db = app.deploy("app.db")                      # SQLite store, creates everything
+>>> with app.deploy("app.db") as db:               # SQLite store, creates everything
+...     db.query("userById", userId=1).dicts()
 >>> app = piql.App.from_database("postgresql://app@db/app")  # schema and queries of a database
+
+Every error piql raises on purpose is a :class:`PiqlError`; the specific ones are
+exported here (``piql.ConstraintError``, ``piql.ParameterError``, ...).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from typing import Sequence
+
 from piql.errors import InputError, PiqlError
-from piql.language.loader import load_plan
+from piql.language.loader import Source, load_plan
 from piql.planner.application import Plan, replanned
 from piql.planner.periodic import DEFAULT_PARTITIONS
+from piql.runtime.errors import (
+    BoundExceeded, ConstraintError, DataFileError, DeploymentClosed, DeploymentError,
+    ParameterError, StoreBusy, StoreOverflow, StoreRefused, UnboundedQuery, UnknownName,
+)
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT
 
-__all__ = ["App", "InputError", "PiqlError", "load"]
+__all__ = [
+    "App", "BoundExceeded", "ConstraintError", "DataFileError", "DeploymentClosed",
+    "DeploymentError", "InputError", "ParameterError", "PiqlError", "StoreBusy",
+    "StoreOverflow", "StoreRefused", "UnboundedQuery", "UnknownName", "__version__", "load",
+    "loads",
+]
 
 
 @dataclass(frozen=True)
@@ -29,7 +44,8 @@ class App:
 
     def deploy(self, path: str | Path = ":memory:", *, strict: bool = True,
                partitions: int = DEFAULT_PARTITIONS, engine: str = "duckdb",
-               spark_master: str | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT):
+               spark_master: str | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+               quiet: bool = False):
         """Create (or reopen) the store at ``path`` with this plan's tables, indexes and views.
 
         ``path``: a SQLite file, ``":memory:"``, or a PostgreSQL database's URI
@@ -41,6 +57,10 @@ class App:
         a repair, another process) holds the store's write lock, before ``StoreBusy``.
         Processes may deploy the same new store at once: one installs the plan.
         ``partitions``: staging partitions of SI-3 views; the plan is made for that many.
+        On a terminal, long steps (bulk loads, view builds, refreshes, engine start-up)
+        show a status line on standard error with the time they took; ``quiet=True``
+        silences it (it is silent off a terminal anyway). Use the deployment as a context
+        manager (``with app.deploy(...) as db:``) or ``close()`` it.
         """
         from piql.runtime.deployment import Deployment
         from piql.runtime.errors import DeploymentError
@@ -50,7 +70,7 @@ class App:
         if partitions not in self._replanned:
             self._replanned[partitions] = replanned(self.plan, partitions)
         return Deployment(self._replanned[partitions], str(path), strict=strict, engine=engine,
-                          spark_master=spark_master, busy_timeout=busy_timeout)
+                          spark_master=spark_master, busy_timeout=busy_timeout, quiet=quiet)
 
     @classmethod
     def from_database(cls, url: str, queries: str | Path | None = None, *,
@@ -69,7 +89,35 @@ class App:
     def levels(self) -> dict[str, str]:
         return {q.name: q.level for q in self.plan.queries}
 
+    def __repr__(self) -> str:
+        summary = ", ".join(f"{level} {n}" for level, n in self.plan.summary.items() if n)
+        return (f"<piql.App {len(self.plan.queries)} queries ({summary}) from "
+                f"{self.plan.queries_file}>")
 
-def load(schema: str | Path, queries: str | Path) -> App:
-    """Parse and plan an application (raises InputError on a mistake in either file)."""
+
+def load(schema: str | Path, queries: str | Path | Sequence[str | Path], *,
+         text: bool = False) -> App:
+    """Parse and plan an application (raises InputError on a mistake in either).
+
+    ``schema`` and ``queries`` are paths (``queries`` may be a list of files), or, with
+    ``text=True``, the SQL itself (as :func:`loads`)."""
+    if text:
+        if not isinstance(schema, str) or not isinstance(queries, str):
+            raise InputError("load(..., text=True) expects the schema and queries as strings")
+        return loads(schema, queries)
     return App(load_plan(schema, queries))
+
+
+def loads(schema_sql: str, queries_sql: str, *, schema_name: str = "<schema>",
+          queries_name: str = "<queries>") -> App:
+    """Parse and plan an application given as text; locations in errors name the text
+    ``schema_name`` and ``queries_name``."""
+    return App(load_plan(Source(schema_sql, schema_name), Source(queries_sql, queries_name)))
+
+
+def __getattr__(name: str) -> str:
+    if name == "__version__":  # read on first use (importlib.metadata is slow to import)
+        from piql.version import version
+
+        return version()
+    raise AttributeError(f"module 'piql' has no attribute {name!r}")

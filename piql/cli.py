@@ -9,61 +9,63 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, Sequence
+from typing import Sequence
 
 from piql.errors import InputError, PiqlError
 from piql.language.loader import load_plan
+from piql.lint import command as lint_command
 from piql.planner.application import Plan
 from piql.planner.periodic import DEFAULT_PARTITIONS
-from piql.report import ddl, explain, github, json_report, sarif, text
+from piql.report import ddl, explain
+from piql.report.colour import Palette, wanted
 from piql.sql_types import base_name, from_text
 from piql.sqlgen import DIALECTS
+from piql.version import version
+from piql.cli_help import EPILOGS
 
-FORMATS: dict[str, Callable[[Plan], str]] = {
-    "text": text.render, "json": json_report.render,
-    "sarif": sarif.render, "github": github.render,
-}
+FORMATS = lint_command.FORMATS
 EXIT_OK, EXIT_UNBOUNDED, EXIT_INPUT = 0, 1, 2
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="piql", description="Prove that every query and write stays bounded as data grows.")
+        prog="piql", description="Prove that every query and write stays bounded as data grows.",
+        epilog=EPILOGS["piql"], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    lint = commands.add_parser("lint", help="classify every query (SI-0..SI-3 or unbounded)")
-    _files(lint, database=True)
-    lint.add_argument("--format", choices=sorted(FORMATS), default="text",
-                      help="output format (default: text)")
-    lint.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE")
-    lint.set_defaults(run=_lint)
+    lint_command.add_lint(commands)
+    lint_command.add_rules(commands)
 
-    show = commands.add_parser("explain", help="show one query's plan, bounds and reasoning")
+    show = _command(commands, "explain", help="show one query's plan, bounds and reasoning")
     _files(show, database=True)
     show.add_argument("name", metavar="NAME", help="the query's -- name:")
     show.set_defaults(run=_explain)
 
-    plan = commands.add_parser("plan", help="print the DDL of indexes and views and the rules' SQL")
+    plan = _command(commands, "plan", help="print the DDL of indexes and views and the rules' SQL")
     _files(plan, database=True)
     plan.add_argument("--dialect", choices=DIALECTS, default="sqlite",
                       help="SQL dialect (default: sqlite)")
     plan.set_defaults(run=_plan)
 
-    deploy = commands.add_parser("deploy", help="create (or reopen) a store and load data into it")
+    deploy = _command(commands, "deploy", help="create (or reopen) a store and load data into it")
     _files(deploy)
     _store(deploy)
     deploy.add_argument("--load", action="append", default=[], metavar="TABLE=FILE",
-                        help="bulk-load a CSV or Parquet file into TABLE (repeatable)")
+                        help="bulk-load a CSV or Parquet file into TABLE (repeatable; all "
+                             "or nothing across the files)")
+    deploy.add_argument("--no-check", action="store_true",
+                        help="skip the final consistency check of the views")
     deploy.set_defaults(run=_deploy)
 
-    query = commands.add_parser("query", help="run a named query on a deployed store")
+    query = _command(commands, "query", help="run a named query on a deployed store")
     _files(query)
     _store(query)
     query.add_argument("name", metavar="NAME", help="the query's -- name:")
     query.add_argument("params", nargs="*", metavar="PARAM=VALUE", help="parameter values")
     query.set_defaults(run=_query)
 
-    refresh = commands.add_parser("refresh", help="recompute the SI-3 periodic views")
+    refresh = _command(commands, "refresh", help="recompute the SI-3 periodic views")
     _files(refresh)
     _store(refresh)
     refresh.add_argument("--every", metavar="INTERVAL", default=None,
@@ -72,13 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
                          help="with --every: stop after N refreshes")
     refresh.set_defaults(run=_refresh)
 
-    check = commands.add_parser("check", help="recompute maintained views and diff them (paper §7)")
+    check = _command(commands, "check", help="recompute maintained views and diff them (paper §7)")
     _files(check)
     _store(check)
     check.add_argument("--repair", action="store_true", help="replace views that differ")
     check.set_defaults(run=_check)
 
-    bench = commands.add_parser("bench", help="benchmarks (they print figures, write JSON and PNG)")
+    bench = _command(commands, "bench", help="benchmarks (they print figures, write JSON and PNG)")
     benches = bench.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
     refresh_bench = benches.add_parser("refresh", help="SI-3 periodic refresh vs data size, "
                                                        "partitions and engine")
@@ -122,6 +124,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed version, read only when asked (it is slow to read)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print piql's version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"piql {version()}")
+        parser.exit()
+
+
+def _command(commands: argparse._SubParsersAction, name: str, help: str
+             ) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with an example and its exit statuses."""
+    return commands.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".",
+                               epilog=EPILOGS[name],
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def _store(command: argparse.ArgumentParser) -> None:
     command.add_argument("--db", required=True, metavar="STORE",
                          help="the store: a SQLite file, or a PostgreSQL database's URI "
@@ -133,6 +156,8 @@ def _store(command: argparse.ArgumentParser) -> None:
     command.add_argument("--busy-timeout", type=float, default=None, metavar="SECONDS",
                          help="how long a write waits while another process holds the "
                               "store's write lock (default: 30)")
+    command.add_argument("--quiet", "-q", action="store_true",
+                         help="no status lines for long steps (shown on a terminal only)")
 
 
 def _files(command: argparse.ArgumentParser, database: bool = False) -> None:
@@ -170,21 +195,6 @@ def _load(args: argparse.Namespace) -> Plan:
     return load_plan(args.schema, args.queries, args.partitions)
 
 
-def _lint(args: argparse.Namespace) -> int:
-    plan = _load(args)
-    report = FORMATS[args.format](plan)
-    if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as out:
-                out.write(report)
-        except OSError as err:
-            raise InputError(f"--output {args.output}: cannot write the report: "
-                             f"{err.strerror or err}") from None
-    else:
-        sys.stdout.write(report)
-    return EXIT_OK if all(q.bounded for q in plan.queries) else EXIT_UNBOUNDED
-
-
 def _explain(args: argparse.Namespace) -> int:
     plan = _load(args)
     query = plan.query(args.name)
@@ -207,7 +217,8 @@ def _deployment(args: argparse.Namespace, plan: Plan | None = None):
 
     timeout = DEFAULT_BUSY_TIMEOUT if args.busy_timeout is None else args.busy_timeout
     return Deployment(plan or _load(args), args.db, engine=args.engine,
-                      spark_master=args.spark_master, busy_timeout=timeout)
+                      spark_master=args.spark_master, busy_timeout=timeout,
+                      quiet=getattr(args, "quiet", False))
 
 
 def _deploy(args: argparse.Namespace) -> int:
@@ -222,8 +233,9 @@ def _deploy(args: argparse.Namespace) -> int:
     created = args.db != ":memory:" and not is_url(args.db) and not Path(args.db).exists()
     db = _deployment(args, plan)
     try:
-        for table, path in loads:
-            print(f"loaded {db.load(table, path=path)} rows into {table}")
+        if loads:  # all or nothing: one refused file leaves every table as it was
+            for (table, _), count in zip(loads, db.load_many(loads)):
+                print(f"loaded {count} rows into {table}")
     except BaseException:
         db.close()
         if created:  # a failed load leaves no half-made store behind
@@ -232,8 +244,11 @@ def _deploy(args: argparse.Namespace) -> int:
         raise
     print(f"deployed {len(plan.catalog.tables)} tables, {len(plan.indexes)} indexes and "
           f"{len(plan.views)} views into {db.store.location}")
-    print(db.check())
-    return EXIT_OK
+    if args.no_check:
+        return EXIT_OK
+    report = db.check()
+    print(report)
+    return EXIT_OK if report.consistent else EXIT_UNBOUNDED
 
 
 def _load_option(plan: Plan, item: str) -> tuple[str, str]:
@@ -395,7 +410,10 @@ def _scales(text: str) -> tuple["Scale", ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the usage of the command that was given the flag, not piql's
+        _parser_of(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     files = getattr(args, "files_parser", None)
     if files is not None and args.database is None and args.queries is None:
         files.error("the following arguments are required: SCHEMA and QUERIES (or --db URL "
@@ -404,11 +422,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.run(args)
     except InputError as err:
         for error in getattr(err, "all_errors", [err]):
-            print(f"piql: error: {error}", file=sys.stderr)
+            _error(str(error))
         return EXIT_INPUT
     except PiqlError as err:  # the store refused: a bad parameter, a broken constraint, ...
-        print(f"piql: error: {err}", file=sys.stderr)
+        _error(str(err))
         return EXIT_INPUT
+
+
+def _parser_of(parser: argparse.ArgumentParser, args: argparse.Namespace
+               ) -> argparse.ArgumentParser:
+    """The (sub)command parser ``args`` were parsed by."""
+    for dest in ("command", "bench"):
+        name = getattr(args, dest, None)
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if name is None or not actions:
+            break
+        parser = actions[0].choices[name]
+    return parser
+
+
+def _error(message: str) -> None:
+    label = Palette(wanted(sys.stderr)).severity("error", "error")
+    print(f"piql: {label}: {message}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -236,6 +236,17 @@ class Unsupported:
 
 
 @dataclass(frozen=True)
+class Suppression:
+    """What a block's ``-- noqa`` comments suppress: ``codes`` (words), or everything."""
+
+    codes: frozenset[str] | None  # None: every code
+    location: Location  # of the first noqa comment
+
+    def covers(self, code: str) -> bool:
+        return self.codes is None or code in self.codes
+
+
+@dataclass(frozen=True)
 class NamedQuery:
     """One ``-- name:`` block of a queries file."""
 
@@ -247,6 +258,7 @@ class NamedQuery:
     periodic: str | None = None
     view_name: str | None = None
     view_location: Location | None = field(default=None, compare=False)  # of the -- view: name
+    noqa: Suppression | None = None  # what its -- noqa comments suppress
 
 
 def rename_alias(block: QueryBlock, old: str, new: str, columns: tuple[str, ...] | None = None,

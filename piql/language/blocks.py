@@ -19,6 +19,8 @@ from typing import Callable, NamedTuple
 from piql.diagnostics import Diagnostic
 from piql.errors import InputError, Location
 from piql.interval import parse_interval
+from piql.language.noqa import find_suppression
+from piql.query_block import Suppression
 from piql.language.scanning import (
     COMMENT_KINDS, Span, at_line_start, blank, line_comment_at, line_end, line_start, scan,
     unclosed,
@@ -59,6 +61,7 @@ class NamedBlock:
     spans: list[Span]  # the comments and quoted text of ``body``
     code: str  # ``body`` with its comments blanked
     places: dict[str, Location]  # where each option's value is
+    noqa: Suppression | None = None  # what its -- noqa comments suppress
 
 
 def split_blocks(text: str, at: Callable[[int], Location]
@@ -94,11 +97,13 @@ def split_blocks(text: str, at: Callable[[int], Location]
         body = text[body_start:end]
         options, sql_start, has_sql, found, spans, code, places = _read_block(body, body_start, at)
         errors += found
+        noqa, mistakes = find_suppression(body, spans, body_start, at)
+        errors += mistakes
         if not has_sql:
             errors.append(InputError(f"query '{name}' has no SQL", location))
             continue
         chunks.append(NamedBlock(name, location, options, body_start, body, sql_start - body_start,
-                             spans, code, places))
+                             spans, code, places, noqa))
     return chunks, errors, skipped
 
 

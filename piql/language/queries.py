@@ -97,7 +97,7 @@ def _parse_named(chunk: NamedBlock, in_file: Callable[[int], Location], catalog:
         block = None
     return NamedQuery(chunk.name, shown, chunk.location, block,
                       tuple(resolver.unsupported), chunk.options.get("periodic"),
-                      chunk.options.get("view"), chunk.places.get("view"))
+                      chunk.options.get("view"), chunk.places.get("view"), chunk.noqa)
 
 
 def _parse_statement(source: Source, chunk: NamedBlock, at: Callable[[int], Location]

@@ -2,6 +2,8 @@
 catalog, with the constructs outside piql's subset collected as Unsupported."""
 from __future__ import annotations
 
+import difflib
+
 from sqlglot import exp
 
 from piql.catalog import Catalog
@@ -161,7 +163,10 @@ class Resolver:
             table = self.catalog.table(item.name)
             if table is None:
                 known = ", ".join(t.name for t in self.catalog.tables)
-                raise self.error(item, f"unknown table '{item.name}' (known tables: {known})")
+                close = _closest(item.name, [t.name for t in self.catalog.tables])
+                meant = f"; did you mean '{close}'?" if close else ""
+                raise self.error(item, f"unknown table '{item.name}'{meant} (known tables: "
+                                       f"{known})")
             alias = item.alias or table.name
             return Relation(alias, table.column_names, table=table.name)
         if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Query):
@@ -187,7 +192,8 @@ class Resolver:
         found = [(r, c) for r in candidates for c in r.columns if c.lower() == name.lower()]
         if not found:
             where = f"relation '{qualifier}'" if qualifier else "any relation of the query"
-            raise self.error(column, f"unknown column '{name}' in {where}")
+            raise self.error(column, f"unknown column '{name}' in {where}"
+                             f"{_closest_column(name, candidates, bool(qualifier))}")
         if len(found) > 1:
             options = ", ".join(f"{r.alias}.{c}" for r, c in found)
             raise self.error(column, f"ambiguous column '{name}': could be {options}")
@@ -393,3 +399,21 @@ def _unique_names(items: list[SelectItem]) -> tuple[SelectItem, ...]:
             seen[key] = 1
         result.append(item)
     return tuple(result)
+
+
+def _closest(name: str, options: list[str]) -> str | None:
+    """The option ``name`` was most likely meant to be (case aside), if one is close."""
+    lowered = {o.lower(): o for o in options}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    return lowered[close[0]] if close else None
+
+
+def _closest_column(name: str, relations: list[Relation], qualified: bool) -> str:
+    """``; did you mean 'c'?`` (``'r.c'`` when the query has several relations), or ``''``."""
+    spelled = {}
+    for relation in relations:
+        for column in relation.columns:
+            shown = column if qualified or len(relations) == 1 else f"{relation.alias}.{column}"
+            spelled.setdefault(column, shown)
+    close = _closest(name, list(spelled))
+    return f"; did you mean '{spelled[close]}'?" if close else ""

@@ -74,9 +74,37 @@ def parse_schema(text: str, file: str = "<schema>") -> Catalog:
 
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
-    """The lark parser, built once (building the LALR tables is the slow part)."""
-    return Lark(_grammar_text(), parser="lalr", lexer="contextual", propagate_positions=True,
-                start=["start", "annotation"])
+    """The lark parser, built once per process (building the LALR tables is the slow part:
+    most of a short ``piql lint``), and kept between processes in the user's cache."""
+    grammar = _grammar_text()
+    options: dict = {}
+    cache = _cache_file(grammar)
+    if cache is not None:
+        options["cache"] = cache
+    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True,
+                start=["start", "annotation"], **options)
+
+
+def _cache_file(grammar: str) -> str | None:
+    """Where lark keeps the built parser: a directory of the user's own (lark's default is
+    the shared temporary directory, where another user could plant the pickle it loads).
+    None when there is no such directory to write."""
+    import hashlib
+    import os
+    import sys
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    directory = os.path.join(base, "piql")
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        if not os.access(directory, os.W_OK) or (hasattr(os, "getuid") and
+                                                 os.stat(directory).st_uid != os.getuid()):
+            return None
+    except OSError:
+        return None
+    digest = hashlib.sha256(grammar.encode()).hexdigest()[:16]
+    return os.path.join(directory, f"schema-parser-{digest}-py{sys.version_info[0]}"
+                                   f"{sys.version_info[1]}.lark")
 
 
 def _grammar_text() -> str:

@@ -58,6 +58,10 @@ class QueryPlan:
     def bounded(self) -> bool:
         return self.level != Level.UNBOUNDED
 
+    def __repr__(self) -> str:
+        bound = f"ops <= {self.ops_bound}" if self.ops_bound is not None else "no bound"
+        return f"<piql.QueryPlan {self.name}: {self.level}, {bound}>"
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -77,6 +81,12 @@ class Plan:
     check_indexes: tuple[IndexSpec, ...] = ()
     writes: tuple[WriteBound, ...] = ()
     notes: tuple[Diagnostic, ...] = field(default=(), compare=False)
+
+    def __repr__(self) -> str:
+        # The dataclass repr would print every view, rule and physical plan (100k+ chars).
+        return (f"<piql.Plan {len(self.queries)} queries, {len(self.indexes)} indexes, "
+                f"{len(self.views)} views, {self.partitions} partitions, "
+                f"from {self.queries_file}>")
 
     @property
     def views(self) -> tuple[ViewDef, ...]:

@@ -1,9 +1,16 @@
-"""``piql lint --format github``: workflow commands that annotate the pull request."""
+"""``piql lint --format github``: workflow commands that annotate the pull request.
+
+Only findings are printed: errors and warnings (and info when ``--fail-on info`` makes
+them fail the run), never notices for queries that are fine, nor what ``-- noqa``
+suppressed. The summary goes to standard error (see :func:`summary`).
+"""
 from __future__ import annotations
 
 from piql.diagnostics import Diagnostic
+from piql.lint.findings import Findings, as_findings
 from piql.planner.application import Plan
 from piql.report import schema_notes
+from piql.rules import Severity
 
 COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -16,15 +23,35 @@ def _escape_property(text: str) -> str:
     return _escape(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render(plan: Plan) -> str:
-    lines = [_annotation(d, "piql schema") for d in schema_notes.summarized(plan.catalog)]
-    lines += [_annotation(d, "piql queries") for d in plan.notes]
-    for query in plan.queries:
-        for d in query.diagnostics:
-            lines.append(_annotation(d, f"piql {d.code}: {query.name}"))
-    summary = ", ".join(f"{k} {v}" for k, v in plan.summary.items())
-    lines.append(f"piql: {len(plan.queries)} queries: {summary}")
-    return "\n".join(lines) + "\n"
+def render(report: Plan | Findings) -> str:
+    found = as_findings(report)
+    lines = [_annotation(d, _title(d)) for d in found.errors]
+    lines += [_annotation(d, _title(d, "schema")) for d in schema_notes.summarized(found.schema)
+              if _shown(d, found)]
+    lines += [_annotation(d, _title(d, "queries")) for d in found.notes if _shown(d, found)]
+    for query in found.queries:
+        lines += [_annotation(d, _title(d, query.name)) for d in query.diagnostics
+                  if _shown(d, found)]
+    return "".join(line + "\n" for line in lines)
+
+
+def summary(report: Plan | Findings) -> str:
+    """``piql: N queries: SI-0 a, ...`` and what was suppressed, for the log."""
+    found = as_findings(report)
+    counts = ", ".join(f"{k} {v}" for k, v in found.summary.items())
+    line = f"piql: {len(found.queries)} queries: {counts}"
+    if found.suppressed_count:
+        line += f"; {found.suppressed_count} suppressed by -- noqa"
+    return line
+
+
+def _shown(d: Diagnostic, found: Findings) -> bool:
+    """A finding: a warning or error, or anything that fails the run."""
+    return d.severity in (Severity.ERROR, Severity.WARNING) or found.failing(d)
+
+
+def _title(d: Diagnostic, subject: str | None = None) -> str:
+    return f"piql {d.code} ({d.rule_id})" + (f": {subject}" if subject else "")
 
 
 def _annotation(d: Diagnostic, title: str) -> str:

@@ -5,31 +5,37 @@ import json
 from typing import Any
 
 from piql.diagnostics import Diagnostic
-from piql.planner.application import Plan, QueryPlan
+from piql.lint.findings import Findings, QueryFindings, as_findings
+from piql.planner.application import Plan
 
 FORMAT_VERSION = 1
 
 
-def render(plan: Plan) -> str:
-    return json.dumps(to_dict(plan), indent=2) + "\n"
+def render(report: Plan | Findings) -> str:
+    return json.dumps(to_dict(report), indent=2) + "\n"
 
 
-def to_dict(plan: Plan) -> dict[str, Any]:
+def to_dict(report: Plan | Findings) -> dict[str, Any]:
+    found = as_findings(report)
+    plan = found.plan
     return {
         "format_version": FORMAT_VERSION,
-        "queries": [_query(q) for q in plan.queries],
+        "queries": [_query(q) for q in found.queries],
         "indexes": [{"name": i.name, "table": i.table, "columns": list(i.columns)}
-                    for i in plan.indexes],
-        "views": [view.to_json() for view in plan.views],
+                    for i in plan.indexes] if plan else [],
+        "views": [view.to_json() for view in plan.views] if plan else [],
         "writes": [{"table": w.table, "event": w.event, "ops_bound": w.ops_bound}
-                   for w in plan.writes],
-        "summary": plan.summary,
-        "schema_diagnostics": [diagnostic(d) for d in plan.catalog.notes],
-        "queries_diagnostics": [diagnostic(d) for d in plan.notes],
+                   for w in plan.writes] if plan else [],
+        "summary": found.summary,
+        "schema_diagnostics": [diagnostic(d) for d in found.schema],
+        "queries_diagnostics": [diagnostic(d) for d in found.notes],
+        "errors": [diagnostic(d) for d in found.errors],
+        "exit_code": found.exit_code,
     }
 
 
-def _query(query: QueryPlan) -> dict[str, Any]:
+def _query(found: QueryFindings) -> dict[str, Any]:
+    query = found.plan
     return {
         "name": query.name,
         "level": query.level,
@@ -37,14 +43,16 @@ def _query(query: QueryPlan) -> dict[str, Any]:
         "indexes": [i.name for i in query.indexes],
         "views": list(query.views),
         "rewritten_sql": query.rewritten_sql,
-        "diagnostics": [diagnostic(d) for d in query.diagnostics],
+        "diagnostics": [diagnostic(d) for d in found.diagnostics],
+        "suppressed": [diagnostic(d) for d in found.suppressed],
     }
 
 
 def diagnostic(d: Diagnostic) -> dict[str, Any]:
     where = d.location
     return {
-        "code": d.code, "severity": d.severity, "message": d.message, "hint": d.hint,
+        "code": d.code, "id": d.rule_id, "severity": d.severity, "message": d.message,
+        "hint": d.hint,
         "file": where.file if where else None,
         "line": where.line if where else None,
         "column": where.column if where else None,

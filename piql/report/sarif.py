@@ -1,67 +1,89 @@
-"""``piql lint --format sarif``: SARIF 2.1.0 for code-scanning tools."""
+"""``piql lint --format sarif``: SARIF 2.1.0 for code-scanning tools.
+
+Every rule of the registry is listed with its explanation and a ``helpUri`` into
+docs/rules.md. A finding ``-- noqa`` waived is kept with an in-source suppression, which
+code-scanning tools show as dismissed. Input errors are results of rule ``input`` and
+make the invocation unsuccessful.
+"""
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from piql.diagnostics import Diagnostic
 from piql.errors import Location
+from piql.lint.findings import Findings, as_findings
 from piql.planner.application import Plan
+from piql.rules import RULES
+from piql.version import version
 
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
-RULES = {
-    "unbounded": "The query has no plan whose work is bounded as data grows.",
-    "unsupported": "The query uses SQL outside piql's supported subset.",
-    "hotspot": "Writes would concentrate on one partition or row: an index or view keyed "
-               "first on a TEMPORAL column, or a single-row aggregate view.",
-    "index": "The query needs a secondary index.",
-    "view": "The query is answered from a view piql maintains (SI-2) or refreshes (SI-3), "
-            "and why it needs one.",
-    "view-rejected": "No view answers the query within the scale-independence invariants.",
-    "periodic": "The query is answered from a periodically refreshed view (SI-3).",
-    "renamed": "A generated view or index name was taken, so piql chose another.",
-    "skipped": "A schema statement that does not affect bounds was skipped.",
-    "schema": "What piql makes of a schema declaration (an index it does not read, a key).",
-}
+_INDEX = {r.code: i for i, r in enumerate(RULES)}
 
 
-def render(plan: Plan) -> str:
-    results: list[dict[str, Any]] = []
-    for query in plan.queries:
+def render(report: Plan | Findings) -> str:
+    found = as_findings(report)
+    results: list[dict[str, Any]] = [_result(d, d.message, {}) for d in found.errors]
+    for query in found.queries:
+        facts = {"query": query.name, "level": query.plan.level}
         for d in query.diagnostics:
-            result: dict[str, Any] = {
-                "ruleId": d.code, "level": LEVEL.get(d.severity, "note"),
-                "message": {"text": f"{query.name}: {d.message}"
-                                    + (f" Hint: {d.hint}" if d.hint else "")},
-                "properties": {"query": query.name, "level": query.level},
-            }
-            if d.location is not None:
-                result["locations"] = [_location(d.location)]
+            results.append(_result(d, _text(query.name, d), facts))
+        for d in query.suppressed:
+            result = _result(d, _text(query.name, d), facts)
+            result["suppressions"] = [{"kind": "inSource", "justification": "-- noqa"}]
             results.append(result)
-    for d in plan.catalog.notes:
-        result = {"ruleId": d.code, "level": LEVEL.get(d.severity, "note"),
-                  "message": {"text": d.message}, "properties": {"schema": plan.catalog.source}}
-        if d.location is not None:
-            result["locations"] = [_location(d.location)]
-        results.append(result)
-    for d in plan.notes:
-        result = {"ruleId": d.code, "level": LEVEL.get(d.severity, "note"),
-                  "message": {"text": d.message}, "properties": {"queries": plan.queries_file}}
-        if d.location is not None:
-            result["locations"] = [_location(d.location)]
-        results.append(result)
-    used = sorted({r["ruleId"] for r in results})
+    source = found.plan.catalog.source if found.plan else None
+    for d in found.schema:
+        results.append(_result(d, d.message, {"schema": source}))
+    queries_file = found.plan.queries_file if found.plan else None
+    for d in found.notes:
+        results.append(_result(d, d.message, {"queries": queries_file}))
     document = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {
                 "name": "piql",
-                "rules": [{"id": r, "shortDescription": {"text": RULES.get(r, r)}} for r in used],
+                "version": version(),
+                "informationUri": RULES[0].help_uri.split("#")[0],
+                "rules": [_rule(r) for r in RULES],
             }},
+            "invocations": [{"executionSuccessful": not found.errors,
+                             "exitCode": found.exit_code}],
             "results": results,
         }],
     }
     return json.dumps(document, indent=2) + "\n"
+
+
+def _text(query: str, d: Diagnostic) -> str:
+    return f"{query}: {d.message}" + (f" Hint: {d.hint}" if d.hint else "")
+
+
+def _result(d: Diagnostic, text: str, properties: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "ruleId": d.code, "level": LEVEL.get(d.severity, "note"), "message": {"text": text},
+        "properties": dict(properties, id=d.rule_id),
+    }
+    if d.code in _INDEX:
+        result["ruleIndex"] = _INDEX[d.code]
+    if d.location is not None:
+        result["locations"] = [_location(d.location)]
+    return result
+
+
+def _rule(r) -> dict[str, Any]:
+    return {
+        "id": r.code,
+        "name": r.id,
+        "shortDescription": {"text": r.summary},
+        "fullDescription": {"text": r.explanation},
+        "help": {"text": f"{r.explanation}\n\nFix: {r.fix}",
+                 "markdown": f"{r.explanation}\n\n**Example**\n\n```sql\n{r.example}\n```\n\n"
+                             f"**Fix**: {r.fix}"},
+        "helpUri": r.help_uri,
+        "defaultConfiguration": {"level": LEVEL[r.severity.value]},
+    }
 
 
 def _location(where: Location) -> dict[str, Any]:

@@ -1,22 +1,32 @@
 """``piql lint`` for people: a line per query, then diagnostics with file:line:col."""
 from __future__ import annotations
 
-from piql.planner.application import Plan, QueryPlan
+from piql.lint.findings import Findings, QueryFindings, as_findings
+from piql.planner.application import Plan
 from piql.planner.levels import LEVELS, Level
 from piql.report import schema_notes
+from piql.report.colour import PLAIN, Palette
 
 
-def render(plan: Plan) -> str:
-    width = max([len(q.name) for q in plan.queries] + [5])
-    lines = [_verdict(q, width) for q in plan.queries]
-    details = schema_notes.text_lines(plan.catalog, plan.notes) + \
-        [line for q in plan.queries for line in _diagnostics(q)]
+def render(report: Plan | Findings, palette: Palette = PLAIN) -> str:
+    found = as_findings(report)
+    plan = found.plan
+    assert plan is not None, "text reports input errors on standard error"
+    width = max([len(q.name) for q in found.queries] + [5])
+    lines = [_verdict(q, width, palette) for q in found.queries]
+    details = schema_notes.text_lines(found.schema, palette, found.notes) + \
+        [line for q in found.queries for line in _diagnostics(q, palette)]
     if details:
         lines += [""] + details
     counts = plan.summary
     total = len(plan.queries)
     lines += ["", f"{total} {'query' if total == 1 else 'queries'}: "
               + ", ".join(f"{level} {counts[level]}" for level in LEVELS)]
+    if found.suppressed_count:
+        waived = [q.name for q in found.queries if q.suppressed]
+        lines.append(f"suppressed by -- noqa: {found.suppressed_count} "
+                     f"{'finding' if found.suppressed_count == 1 else 'findings'} "
+                     f"({', '.join(waived)})")
     if plan.indexes:
         lines.append("indexes: " + ", ".join(
             f"{i.name} on {i.table}({', '.join(i.columns)})" for i in plan.indexes))
@@ -37,20 +47,27 @@ def write_lines(plan: Plan, tables: list[str]) -> list[str]:
     return lines
 
 
-def _verdict(query: QueryPlan, width: int) -> str:
+def _verdict(found: QueryFindings, width: int, palette: Palette) -> str:
+    query = found.plan
     bound = f"ops <= {query.ops_bound}" if query.ops_bound is not None else "no bound"
     needs = [f"index {i.name}" for i in query.indexes] + [f"view {v}" for v in query.views]
     tail = f"  needs {', '.join(needs)}" if needs else ""
-    return f"{query.name:<{width}}  {query.level:<9}  {bound}{tail}"
+    if found.suppressed:
+        codes = sorted({d.code for d in found.suppressed})
+        tail += f"  (noqa: {', '.join(codes)})"
+    level = palette.level(query.level, f"{query.level:<9}")
+    return f"{query.name:<{width}}  {level}  {bound}{tail}"
 
 
-def _diagnostics(query: QueryPlan) -> list[str]:
+def _diagnostics(found: QueryFindings, palette: Palette) -> list[str]:
+    query = found.plan
     lines = []
-    for d in query.diagnostics:
+    for d in found.diagnostics:
         if d.severity == "info" and query.level != Level.UNBOUNDED and d.code == "index":
             continue  # the verdict line already names the index
         where = f"{d.location}: " if d.location else ""
-        lines.append(f"{where}{d.severity}[{d.code}] {query.name}: {d.message}")
+        label = palette.severity(d.severity, f"{d.severity}[{d.code}]")
+        lines.append(f"{where}{label} {query.name}: {d.message}")
         if d.hint:
             lines.append(f"    hint: {d.hint}")
     return lines

@@ -8,7 +8,7 @@ is rebuilt from the data, all in one transaction: all or nothing.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from sqlglot import exp
 
@@ -30,24 +30,51 @@ def load(store: Store, table: Table, records: list[tuple], views: tuple[ViewDef,
          rebuild: Callable[[ViewDef], None]) -> None:
     """Check and insert ``records`` (complete rows of ``table``) and ``rebuild`` every
     maintained view that reads the table, in one transaction of ``store``."""
-    staged = f"{LOAD_PREFIX}{table.name}"
+    load_tables(store, [(table, records)], views, engine, epoch_windows, rebuild)
+
+
+def load_tables(store: Store, batches: Sequence[tuple[Table, list[tuple]]],
+                views: tuple[ViewDef, ...], engine: Engine | None,
+                epoch_windows: dict[str, list[EpochWindow]],
+                rebuild: Callable[[ViewDef], None]) -> None:
+    """Load every batch, in order (parents before the children their foreign keys name),
+    then rebuild each maintained view reading any of the tables once: all in one
+    transaction, so a batch refused leaves every table as it was."""
+    staged: list[str] = []
+    current = ""
     try:
         with store.transaction():
-            store.stage(staged, table.name, records)
-            _key_checks(store, table, staged)
-            _unique_checks(store, table, staged)
-            _cardinality_checks(store, engine, table, staged)
-            store.insert_staged(staged, table.name)
-            # after the insert, so a self-referencing batch may hold its own parents
-            _foreign_key_checks(store, table, staged)
-            _mark_loaded(store, table, staged, views, epoch_windows)
+            for table, records in batches:
+                current = table.name
+                name = f"{LOAD_PREFIX}{table.name}"
+                if name in staged:  # the same table twice: each batch checked on its own
+                    store.drop_staged(name)
+                else:
+                    staged.append(name)
+                _load_batch(store, table, records, name, views, engine, epoch_windows)
+            loaded = [table.name for table, _ in batches]
             for view in views:
-                if view.kind in (ViewKind.IMV, ViewKind.STAGING) and view.reads(table.name):
+                if view.kind in (ViewKind.IMV, ViewKind.STAGING) and \
+                        any(view.reads(t) for t in loaded):
                     rebuild(view)
     except StoreRefused as err:
-        raise ConstraintError(f"the store refused the load into {table.name}: {err}") from None
+        raise ConstraintError(f"the store refused the load into {current}: {err}") from None
     finally:
-        store.drop_staged(staged)
+        for name in staged:
+            store.drop_staged(name)
+
+
+def _load_batch(store: Store, table: Table, records: list[tuple], staged: str,
+                views: tuple[ViewDef, ...], engine: Engine | None,
+                epoch_windows: dict[str, list[EpochWindow]]) -> None:
+    store.stage(staged, table.name, records)
+    _key_checks(store, table, staged)
+    _unique_checks(store, table, staged)
+    _cardinality_checks(store, engine, table, staged)
+    store.insert_staged(staged, table.name)
+    # after the insert, so a self-referencing batch may hold its own parents
+    _foreign_key_checks(store, table, staged)
+    _mark_loaded(store, table, staged, views, epoch_windows)
 
 
 def _mark_loaded(store: Store, table: Table, staged: str, views: tuple[ViewDef, ...],

@@ -34,6 +34,7 @@ from piql.runtime.errors import (
 from piql.runtime.evaluate import finish
 from piql.runtime.executor import execute
 from piql.runtime.partitions import partition_of
+from piql.runtime.progress import Progress
 from piql.runtime.refresh import RefreshReport, refresh_view
 from piql.runtime.rows import check_params, complete_row, key_of, read_rows
 from piql.runtime.schedule import RefreshSchedule
@@ -62,13 +63,33 @@ class Result:
     def dicts(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row)) for row in self.rows]
 
+    def to_arrow(self):
+        """The rows as a ``pyarrow.Table`` (columns typed by Arrow from the values)."""
+        import pyarrow
+
+        return pyarrow.Table.from_pylist(self.dicts(), schema=None) if self.rows else \
+            pyarrow.table({name: pyarrow.array([], pyarrow.null()) for name in self.columns})
+
+    def to_pandas(self):
+        """The rows as a ``pandas.DataFrame``; pandas is optional (``pip install pandas``)."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError("Result.to_pandas() needs pandas, which is not installed: "
+                              "pip install pandas (or use .to_arrow(), .dicts(), .rows)") from None
+        return pandas.DataFrame.from_records(list(self.rows), columns=list(self.columns))
+
+    def __repr__(self) -> str:
+        return (f"<piql.Result {len(self.rows)} rows x {len(self.columns)} columns "
+                f"({', '.join(self.columns)}), {self.ops} ops (bound {self.bound})>")
+
 
 class Deployment:
     """A plan's tables, indexes and views on one store, and its bounded entry points."""
 
     def __init__(self, plan: Plan, path: str = ":memory:", *, strict: bool = True,
                  engine: str = "duckdb", spark_master: str | None = None,
-                 busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+                 busy_timeout: float = DEFAULT_BUSY_TIMEOUT, quiet: bool = False) -> None:
         if not busy_timeout >= 0:
             raise DeploymentError("busy_timeout must be zero or more seconds")
         if engine not in ENGINES + ("store",):
@@ -76,6 +97,7 @@ class Deployment:
                                   f"{', '.join(ENGINES)} or store")
         self.engine_name = engine
         self.spark_master = spark_master
+        self.progress = Progress(quiet)  # status lines of long steps, on a terminal
         self._engine: Engine | None = None
         self.lock = threading.RLock()  # one transaction at a time (scheduled refreshes too)
         self.plan = plan
@@ -92,6 +114,18 @@ class Deployment:
         self.epoch_windows = epoch_windows(self.views)
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
                                      plan.writes, strict, self.epoch_windows)
+
+    def __enter__(self) -> "Deployment":
+        self._open()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return (f"<piql.Deployment {self.store.location} {state}, "
+                f"{len(self.plan.queries)} queries, engine {self.engine_name}>")
 
     def fingerprint(self) -> str:
         """Identifies the plan a store was deployed with."""
@@ -120,7 +154,8 @@ class Deployment:
         if self.engine_name == "store":
             return None
         if self._engine is None:
-            self._engine = make_engine(self.engine_name, spark_master=self.spark_master)
+            with self.progress.step(f"starting {self.engine_name}"):
+                self._engine = make_engine(self.engine_name, spark_master=self.spark_master)
         return self._engine
 
     def recomputed(self, view: ViewDef) -> list[tuple]:
@@ -152,7 +187,8 @@ class Deployment:
             for view in self.views:
                 if view.kind in (ViewKind.IMV, ViewKind.STAGING) and (
                         wanted is None or any(view.reads(t) for t in wanted)):
-                    self._rebuild(view)
+                    with self.progress.step(f"building view {view.name}"):
+                        self._rebuild(view)
                     built.append(view.name)
         return built
 
@@ -180,6 +216,7 @@ class Deployment:
 
     def query_plan(self, name: str) -> QueryPlan:
         """The planned query called ``name`` (UnknownName if there is none)."""
+        self._open()
         query = self.plan.query(name)
         if query is None:
             known = ", ".join(q.name for q in self.plan.queries)
@@ -231,11 +268,33 @@ class Deployment:
         in one pass. All or nothing."""
         self._open()
         definition = self._table(table)
-        records = list(read_rows(definition, rows, path))
-        with self.lock:
-            bulk_load.load(self.store, definition, records, self.views, self.engine(),
-                           self.epoch_windows, self._rebuild)
+        with self.progress.step(f"loading {definition.name}" + (f" from {path}" if path else "")):
+            records = list(read_rows(definition, rows, path))
+            engine = self.engine()
+            with self.lock:
+                bulk_load.load(self.store, definition, records, self.views, engine,
+                               self.epoch_windows, self._rebuild)
         return len(records)
+
+    def load_many(self, loads: Sequence[tuple[str, Any]] | dict[str, Any]) -> list[int]:
+        """Several bulk loads as one: ``(table, source)`` pairs in order (parents first),
+        each source a CSV or Parquet path or an iterable of rows. All or nothing: one
+        refused row leaves every table as it was. Returns the rows loaded per pair."""
+        self._open()
+        pairs = list(loads.items()) if isinstance(loads, dict) else list(loads)
+        batches = []
+        for table, source in pairs:
+            definition = self._table(table)
+            is_path = isinstance(source, (str, Path))
+            with self.progress.step(f"reading {source}" if is_path else f"reading {table}"):
+                batches.append((definition, list(read_rows(
+                    definition, None if is_path else source, source if is_path else None))))
+        with self.progress.step(f"loading {', '.join(t.name for t, _ in batches)}"):
+            engine = self.engine()
+            with self.lock:
+                bulk_load.load_tables(self.store, batches, self.views, engine,
+                                      self.epoch_windows, self._rebuild)
+        return [len(records) for _, records in batches]
 
     # -- periodic views and checks ------------------------------------------
     def refresh(self, now_ms: int | None = None) -> list[RefreshReport]:
@@ -245,10 +304,15 @@ class Deployment:
                                    or not sqlvalues.fits(now_ms)):
             raise ParameterError(f"now_ms is a time in milliseconds, an integer in the "
                                  f"store's range (-2**63 .. 2**63-1); got {now_ms!r}")
-        with self.lock:
-            return [refresh_view(self.store, view.refresh, now_ms, self.strict, self.engine())
-                    for view in self.views
-                    if view.kind == ViewKind.PERIODIC and view.refresh is not None]
+        reports = []
+        with self.lock:  # the views refreshed together, as one step for other writers
+            for view in self.views:
+                if view.kind == ViewKind.PERIODIC and view.refresh is not None:
+                    engine = self.engine()
+                    with self.progress.step(f"refreshing {view.name}"):
+                        reports.append(refresh_view(self.store, view.refresh, now_ms,
+                                                    self.strict, engine))
+        return reports
 
     def run_refresh_every(self, seconds: float) -> RefreshSchedule:
         """Refresh the periodic views every ``seconds`` in a background thread until

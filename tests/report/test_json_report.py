@@ -12,7 +12,7 @@ from tests.conftest import paper_mixed_plan
 
 SEVERITIES = {"error", "warning", "info"}
 QUERY_KEYS = {"name", "level", "ops_bound", "indexes", "views", "rewritten_sql", "diagnostics"}
-DIAGNOSTIC_KEYS = {"code", "severity", "message", "hint", "file", "line", "column"}
+DIAGNOSTIC_KEYS = {"code", "id", "severity", "message", "hint", "file", "line", "column"}
 VIEW_KEYS = {"name", "kind", "for", "key", "sql", "storage_bound", "rules"}
 RULE_KEYS = {"event", "table", "alias", "sql", "level", "ops_bound"}
 ALIAS_COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
@@ -38,7 +38,8 @@ def by_name(items, name):
 
 def test_top_level_keys_are_exactly_the_contract(document):
     assert set(document) == {"format_version", "queries", "indexes", "views", "writes",
-                             "summary", "schema_diagnostics", "queries_diagnostics"}
+                             "summary", "schema_diagnostics", "queries_diagnostics", "errors",
+                             "exit_code"}
     assert document["format_version"] == 1
     assert isinstance(document["queries"], list)
     assert isinstance(document["indexes"], list)

@@ -6,6 +6,8 @@ import json
 import pytest
 
 from piql.cli import main
+from piql.lint.findings import Policy, findings
+from piql.rules import Severity
 from piql.report import github, json_report, sarif, schema_notes, text
 from tests.conftest import FIXTURES, plan_text
 
@@ -52,7 +54,7 @@ def test_json_lists_every_schema_note(plan):
     assert [(n["code"], n["line"], n["column"]) for n in notes] == [
         ("skipped", 1, 1), ("skipped", 2, 1), ("skipped", 4, 1), ("schema", 6, 14),
         ("skipped", 7, 1)]
-    assert notes[0] == {"code": "skipped", "severity": "info",
+    assert notes[0] == {"code": "skipped", "id": "PQ401", "severity": "info",
                         "message": "skipped SET: does not affect bounds", "hint": "",
                         "file": "schema.sql", "line": 1, "column": 1}
 
@@ -68,11 +70,13 @@ def test_sarif_has_a_note_result_per_schema_note(plan):
     assert {"skipped", "schema"} <= {rule["id"] for rule in run["tool"]["driver"]["rules"]}
 
 
-def test_github_annotates_the_schema_with_notices(plan):
-    lines = github.render(plan).splitlines()
-    assert lines[0].startswith("::notice file=schema.sql,line=1,col=1,title=piql schema::"
-                               "skipped 4 statements")
-    assert lines[1].startswith("::notice file=schema.sql,line=6,col=14,title=piql schema::")
+def test_github_annotates_the_schema_with_notices_when_info_fails(plan):
+    assert github.render(plan) == ""  # notes are not findings
+    lines = github.render(findings(plan, Policy(fail_on=Severity.INFO))).splitlines()
+    assert lines[0].startswith("::notice file=schema.sql,line=1,col=1,"
+                               "title=piql skipped (PQ401)%3A schema::skipped 4 statements")
+    assert lines[1].startswith("::notice file=schema.sql,line=6,col=14,"
+                               "title=piql schema (PQ402)%3A schema::")
 
 
 def test_lint_of_a_pg_dump_reports_notes_and_exits_by_the_queries_alone(capsys, tmp_path):
