@@ -153,8 +153,8 @@ def _plan(args: argparse.Namespace, settings: project.LintConfig, partitions: in
     from piql.introspect import plan_from_database
 
     if len(args.files) > 1:
-        raise InputError(f"--db reads the schema from the database: give at most one "
-                         f"queries file, not {' '.join(args.files)}")
+        raise InputError("--db reads the schema from the database: give only the queries "
+                         f"file (one), not {' '.join(args.files)}")
     return plan_from_database(args.database, args.files[0] if args.files else None, partitions)
 
 
