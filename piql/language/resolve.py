@@ -7,10 +7,12 @@ from sqlglot import exp
 from piql.catalog import Catalog
 from piql.errors import InputError, Location
 from piql.language.positions import Places
+from dataclasses import replace
+
 from piql.query_block import (
     default_name, Aggregate, Attr, Call, Case, Compare, Condition, Epoch, Expr, Func, InList,
-    Junction, Like, Literal, Negation, NullTest, Operand, OrderItem, Param, Predicate,
-    QueryBlock, Relation, Scalar, SelectItem, Unsupported, normalized_predicate,
+    JoinKind, Junction, Like, Literal, Negation, NullTest, Operand, OrderItem, Param, Predicate,
+    QueryBlock, Relation, Scalar, SelectItem, Unsupported, aliases_in, normalized_predicate,
 )
 
 INT64 = (-2**63, 2**63 - 1)
@@ -23,7 +25,6 @@ AGGREGATES = {
 COMPARISON_NODES = {exp.EQ: "=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 UNSUPPORTED_NODES: dict[type, tuple[str, str]] = {
     exp.ILike: ("ILIKE", "write LOWER(column) LIKE LOWER(<pattern>)"),
-    exp.Exists: ("EXISTS", "rewrite the subquery as a join"),
     exp.Window: ("window function", "use GROUP BY, or ORDER BY ... LIMIT"),
     exp.Union: ("UNION", "split the query into one query per branch"),
     exp.Intersect: ("INTERSECT", "rewrite as a join"),
@@ -61,6 +62,8 @@ class Resolver:
         self.catalog = catalog
         self.places = places
         self.limit_maxima = {k.lower(): v for k, v in (limit_maxima or {}).items()}
+        self._semi: set[int] = set()  # ids of the EXISTS / IN (SELECT) read as semi-joins
+        self._inner: Relation | None = None  # a semi-join subquery's table: its names first
         self.unsupported: list[Unsupported] = []
         self._refused: set[int] = set()  # ids of the nodes already reported
 
@@ -96,13 +99,23 @@ class Resolver:
             construct = UNSUPPORTED_NODES.get(type(node), (type(node).__name__.upper(), ""))
             self.refuse(node, *construct)
             return QueryBlock(relations=())
+        where = node.args["where"].this if node.args.get("where") else None
+        semi_nodes = _semi_join_conjuncts(where) if where is not None else []
+        self._semi |= {id(n) for n in semi_nodes}
         self._refuse_clauses(node)
         relations, join_conditions = self._relations(node)
         predicates: list[Predicate] = []
         filters: list[Condition] = []
-        for condition in join_conditions + ([node.args["where"].this] if node.args.get("where") else []):
+        conditions = join_conditions + ([where] if where is not None else [])
+        for condition in conditions:
             for found in self._conjuncts(condition, relations):
                 (predicates if isinstance(found, Predicate) else filters).append(found)
+        # A condition on a LEFT-joined relation holds after its rows are NULL-extended: a
+        # filter on the joined rows, never a key to read that relation (or another) by.
+        outer = {r.alias for r in relations if r.join == JoinKind.LEFT}
+        for pred in [p for p in predicates if p.aliases() & outer]:
+            predicates.remove(pred)
+            filters.append(pred)
         select = self._select(node, relations)
         group_by = self._group_by(node, relations)
         order_by = tuple(self._order(o, relations, select)
@@ -112,6 +125,12 @@ class Resolver:
             having = [c for c in (self._condition(node.args["having"].this, relations,
                                                   aggregates=True),) if c is not None]
         limit, limit_param = self._limit(node)
+        # semi-joins last: their tables are not visible outside their subqueries
+        visible = list(relations)
+        for semi in semi_nodes:
+            joined = self._semi_join(semi, visible)
+            if joined is not None:
+                relations.append(joined)
         return QueryBlock(tuple(relations), tuple(predicates), select, group_by,
                           tuple(o for o in order_by if o is not None), limit,
                           filters=tuple(filters), having=tuple(having),
@@ -126,14 +145,79 @@ class Resolver:
             if found is node:
                 continue
             self.refuse(found, *UNSUPPORTED_NODES[type(found)])
-        for found in node.find_all(exp.In):
-            if found.args.get("query") is not None:
-                self.refuse(found, "IN (SELECT ...)", "rewrite the subquery as a join")
+        for found in node.find_all(exp.In, exp.Exists):
+            if id(found) in self._semi or self._inside_semi(found):
+                continue
+            if isinstance(found, exp.Exists):
+                self.refuse(found, "EXISTS", "make EXISTS (...) a condition of the WHERE "
+                            "clause's top-level AND, or rewrite the subquery as a join")
+            elif found.args.get("query") is not None:
+                self.refuse(found, "NOT IN (SELECT ...)" if isinstance(found.parent, exp.Not)
+                            else "IN (SELECT ...)",
+                            "write NOT EXISTS (SELECT ... WHERE ...)" if isinstance(
+                                found.parent, exp.Not) else
+                            "make IN (SELECT ...) a condition of the WHERE clause's top-level "
+                            "AND, or rewrite the subquery as a join")
         for sub in node.find_all(exp.Subquery, exp.Select):
             if sub is node or isinstance(sub.parent, exp.Subquery) or _inside_from(sub, node):
                 continue  # the Subquery around a Select is the one reported; FROM is resolved
+            if self._inside_semi(sub):
+                continue
             if not self._inside_reported(sub):  # e.g. IN (SELECT ...) is reported as IN
                 self.refuse(sub, "subquery outside FROM", "rewrite it as a join")
+
+    def _inside_semi(self, node: exp.Expression) -> bool:
+        parent = node.parent
+        while parent is not None:
+            if id(parent) in self._semi:
+                return True
+            parent = parent.parent
+        return False
+
+    def _semi_join(self, node: exp.Expression, relations: list[Relation]) -> Relation | None:
+        """``[NOT] EXISTS (SELECT ... FROM t WHERE ...)`` or ``x IN (SELECT c FROM t WHERE
+        ...)`` as a semi-join (anti-join) with ``t``: its conditions (and ``x = t.c``) are
+        the join's, so the probe of each outer row stops at its first match."""
+        negated = isinstance(node, exp.Not)
+        core = node.this if negated else node
+        query = core.this if isinstance(core, exp.Exists) else core.args["query"].this
+        while isinstance(query, exp.Subquery):
+            query = query.this
+        shape = _semi_join_shape(query)
+        if shape:
+            self.refuse(core, f"{'NOT ' if negated else ''}"
+                        f"{'EXISTS' if isinstance(core, exp.Exists) else 'IN (SELECT ...)'} "
+                        f"with {shape}", "a semi-join reads one table: "
+                        "EXISTS (SELECT 1 FROM t WHERE t.key = outer.column AND ...)")
+            return None
+        table_node = (query.args.get("from_") or query.args.get("from")).this
+        inner = self._relation(table_node)
+        if inner is None:
+            return None
+        if any(r.alias.lower() == inner.alias.lower() for r in relations):
+            self.refuse(table_node, f"a subquery table with the alias '{inner.alias}' of an "
+                        "outer table", "give the subquery's table its own alias")
+            return None
+        scope = relations + [inner]
+        self._inner = inner
+        try:
+            on: list[Condition] = []
+            where = query.args.get("where")
+            if where is not None:
+                on += self._conjuncts(where.this, scope)
+            if isinstance(core, exp.In):
+                (column,) = query.expressions
+                left = self._simple(core.this, relations)
+                right = self._simple(column.unalias() if isinstance(column, exp.Alias)
+                                     else column, scope)
+                if left is None or right is None:
+                    self.refuse(core, f"IN (SELECT ...) of '{node_text(core.this)}'",
+                                "compare a column with the subquery's column")
+                    return None
+                on.append(normalized_predicate(right, "=", left, self.where(core)))
+        finally:
+            self._inner = None
+        return replace(inner, join=JoinKind.ANTI if negated else JoinKind.SEMI, on=tuple(on))
 
     def _inside_reported(self, node: exp.Expression) -> bool:
         parent = node.parent
@@ -148,24 +232,31 @@ class Resolver:
         if node.args.get("from_") or node.args.get("from"):
             items.append((node.args.get("from_") or node.args.get("from")).this)
         conditions: list[exp.Expression] = []
+        left_on: dict[int, exp.Expression] = {}  # position in items -> a LEFT JOIN's ON
         for join in node.args.get("joins") or []:
             side, kind = (join.side or "").upper(), (join.kind or "").upper()
-            if side in ("LEFT", "RIGHT", "FULL") or kind in ("OUTER", "ANTI", "SEMI"):
+            if side == "LEFT" and kind in ("", "OUTER") and join.args.get("on") is not None:
+                left_on[len(items)] = join.args["on"]
+            elif side in ("LEFT", "RIGHT", "FULL") or kind in ("OUTER", "ANTI", "SEMI"):
                 self.refuse(join, f"{side or kind} OUTER JOIN".replace("OUTER OUTER", "OUTER"),
-                            "only inner joins are supported")
+                            "write LEFT JOIN ... ON, or an inner join")
+            elif join.args.get("on"):
+                conditions.append(join.args["on"])
             if join.args.get("using"):
                 self.refuse(join, "JOIN ... USING", "write the join condition with ON")
-            if join.args.get("on"):
-                conditions.append(join.args["on"])
             items.append(join.this)
         relations: list[Relation] = []
-        for item in items:
+        for position, item in enumerate(items):
             relation = self._relation(item)
             if relation is None:
                 continue
             if any(r.alias.lower() == relation.alias.lower() for r in relations):
                 raise self.error(item, f"duplicate relation alias '{relation.alias}'; "
                                        "give each occurrence its own alias")
+            if position in left_on:
+                # ON sees the relations to its left and this one (SQL's scope of a LEFT JOIN)
+                on = self._conjuncts(left_on[position], relations + [relation])
+                relation = replace(relation, join=JoinKind.LEFT, on=tuple(on))
             relations.append(relation)
         if not relations and not self.unsupported:
             self.refuse(node, "SELECT without FROM", "")
@@ -199,6 +290,9 @@ class Resolver:
             candidates = matches
         else:
             candidates = relations
+            if self._inner is not None and any(c.lower() == name.lower()
+                                               for c in self._inner.columns):
+                candidates = [self._inner]  # a subquery's own columns hide the outer ones
         found = [(r, c) for r in candidates for c in r.columns if c.lower() == name.lower()]
         if not found:
             where = f"relation '{qualifier}'" if qualifier else "any relation of the query"
@@ -261,6 +355,8 @@ class Resolver:
                 pending.append(current.this)
             elif isinstance(current, exp.And):
                 pending += [current.expression, current.this]
+            elif id(current) in self._semi:
+                continue  # a semi-join: a relation of the block, not a condition
             elif isinstance(current, exp.Between):
                 low = exp.GTE(this=current.this.copy(), expression=current.args["low"].copy())
                 high = exp.LTE(this=current.this.copy(), expression=current.args["high"].copy())
@@ -527,6 +623,41 @@ class Resolver:
             raise self.error(node, f"integer {number} is outside the 64-bit range SQL stores "
                                    f"({INT64[0]} to {INT64[1]})")
         return number
+
+
+def _semi_join_conjuncts(where: exp.Expression) -> list[exp.Expression]:
+    """The ``[NOT] EXISTS (...)`` and ``x IN (SELECT ...)`` conditions of the WHERE clause's
+    top-level AND (elsewhere, under OR or NOT, they are not semi-joins)."""
+    found, pending = [], [where]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, exp.Paren):
+            pending.append(current.this)
+        elif isinstance(current, exp.And):
+            pending += [current.expression, current.this]
+        elif isinstance(current, exp.Exists) or (
+                isinstance(current, exp.Not) and isinstance(current.this, exp.Exists)) or (
+                isinstance(current, exp.In) and current.args.get("query") is not None):
+            found.append(current)
+    return found
+
+
+def _semi_join_shape(query: exp.Expression) -> str:
+    """What keeps a semi-join subquery from being one bounded probe, or ''."""
+    if not isinstance(query, exp.Select):
+        return f"a {type(query).__name__.upper()}"
+    if query.args.get("joins"):
+        return "a join inside"
+    for key, what in (("group", "GROUP BY"), ("having", "HAVING"), ("limit", "LIMIT"),
+                      ("order", "ORDER BY"), ("with_", "WITH"), ("offset", "OFFSET")):
+        if query.args.get(key):
+            return what
+    source = query.args.get("from_") or query.args.get("from")
+    if source is None or not isinstance(source.this, exp.Table):
+        return "no table"
+    if any(isinstance(e, exp.AggFunc) for s in query.expressions for e in s.walk()):
+        return "an aggregate"
+    return ""
 
 
 def _flatten(node: exp.Expression) -> list[exp.Expression]:

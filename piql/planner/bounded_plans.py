@@ -25,8 +25,8 @@ from piql.planner.physical import (
     AccessPath, Access, AnyOf, IndexSpec, NullKey, Operator, PhysicalPlan,
 )
 from piql.query_block import (
-    Attr, Condition, InList, Literal, NullTest, Param, Predicate, QueryBlock, Relation,
-    aliases_in, attrs_in,
+    Attr, Condition, InList, JoinKind, Literal, NullTest, Param, Predicate, QueryBlock,
+    Relation, aliases_in, attrs_in,
 )
 
 MAX_JOIN_ORDERS = 5040  # all orders of up to 7 relations
@@ -100,9 +100,12 @@ class _Search:
                         tuple(self.hotspots))
                 self.subplans[rel.alias] = sub.plan
         derived = [r for r in self.block.relations if not r.is_base]
-        base = [r for r in self.block.relations if r.is_base]
+        base = [r for r in self.block.relations if r.is_base and r.join == JoinKind.INNER]
+        # LEFT, semi- and anti-joins after the inner joins, as written: their conditions
+        # only see the relations before them
+        outer = tuple(r for r in self.block.relations if r.is_base and r.join != JoinKind.INNER)
         for order in islice(permutations(base), MAX_JOIN_ORDERS):
-            self._extend(tuple(derived) + order, 0, 1, (), None)
+            self._extend(tuple(derived) + order + outer, 0, 1, (), None)
         if self.best is None:
             return Phase0Result(None, self._best_failure(), tuple(self.hotspots))
         return Phase0Result(self.best[1], None, tuple(self.hotspots))
@@ -137,6 +140,8 @@ class _Search:
         mine: list[Condition] = [p for p in self.block.predicates
                                  if rel.alias in p.aliases() and p.aliases() <= earlier | {rel.alias}]
         mine += [f for f in self.block.filters if _placed_here(f, rel.alias, earlier)]
+        if rel.join != JoinKind.INNER:
+            return self._outer_candidates(rel, earlier, card, mine)
         if not rel.is_base:
             sub = self.subplans[rel.alias]
             access = Access(rel.alias, None, AccessPath.DERIVED, (), (), residual=tuple(mine),
@@ -153,6 +158,60 @@ class _Search:
         if not found:
             self.failures.append(self._failure(table, rel, bindings, reasons, len(earlier)))
         return found
+
+    def _outer_candidates(self, rel: Relation, earlier: set[str], card: int,
+                          after: list[Condition]) -> list[tuple[Access, int, bool]]:
+        """A LEFT join reads like an inner join by its ON conditions, and keeps an outer
+        row with NULLs when nothing matches (max(1, rows) rows per outer row). A semi- or
+        anti-join only tests for a match: without other conditions it stops after the
+        first row it reads (one per probe), else it reads the rows its key bounds."""
+        table = self.catalog.table(rel.table or "")
+        assert table is not None
+        bindings = _Bindings.of(rel.alias, list(rel.on))
+        found: list[tuple[Access, int, bool]] = []
+        reasons: list[str] = []
+        for path, index in self._paths(table, rel, bindings):
+            for access, _, _ in self._bounded_accesses(table, rel, bindings, list(rel.on), path,
+                                                       index, (), earlier, card, False, reasons):
+                access = replace(access, join=rel.join, post=tuple(after))
+                rows = access.rows_per_probe
+                if rel.join == JoinKind.LEFT:
+                    found.append((access, card * access.fanout * max(1, rows), False))
+                else:
+                    found.append((access, card, False))
+            if rel.join != JoinKind.LEFT:
+                probe = self._match_probe(table, rel, bindings, path, index, card, after)
+                if probe is not None:
+                    found.append((probe, card, False))
+        if not found:
+            self.failures.append(self._failure(table, rel, bindings, reasons, len(earlier)))
+        return found
+
+    def _match_probe(self, table: Table, rel: Relation, bindings: "_Bindings",
+                     path: tuple[str, ...], index: IndexSpec | None, card: int,
+                     after: list[Condition]) -> Access | None:
+        """A semi- or anti-join probe that stops after one row: every condition of the
+        subquery is on the key prefix or the range the path reads."""
+        prefix = []
+        for column in path:
+            if column not in bindings.eq:
+                break
+            prefix.append(column)
+        rest = path[len(prefix):]
+        ranged = bindings.ranges.get(rest[0], ()) if rest else ()
+        used = {id(bindings.eq_predicate[c]) for c in prefix} | {id(p) for p in ranged}
+        if any(id(c) not in used for c in rel.on):
+            return None
+        covering = index is None or self.needed.get(rel.alias, set()) <= set(path)
+        values = tuple(bindings.eq[c] for c in prefix)
+        fanout = 1
+        for bound in values:
+            if isinstance(bound, AnyOf):
+                fanout *= len(bound.values)
+        return Access(rel.alias, table.name, AccessPath.INDEX if index else AccessPath.PRIMARY,
+                      tuple(prefix), values, order_columns=rest, range=tuple(ranged),
+                      index=index, covering=covering, stop_after=1, rows_per_probe=1,
+                      probes=card, fanout=fanout, join=rel.join, post=tuple(after))
 
     def _paths(self, table: Table, rel: Relation,
                bindings: "_Bindings") -> list[tuple[tuple[str, ...], IndexSpec | None]]:
@@ -265,6 +324,17 @@ class _Search:
                     "so LIMIT cannot stop it early")
         placed = set(earlier) | {rel.alias}
         for other in later:
+            if other.join in (JoinKind.SEMI, JoinKind.ANTI):
+                return f"the {other.join.value}-join with {other.alias} may drop rows"
+            if other.join == JoinKind.LEFT:
+                table = self.catalog.table(other.table or "")
+                keys = _Bindings.of(other.alias, list(other.on)).eq
+                if table is None or max_rows(table, frozenset(keys)) != 1 or len(keys) < len(
+                        other.on) or any(other.alias in aliases_in(f) for f in self.block.filters):
+                    return (f"the LEFT JOIN with {other.alias} may add or drop rows (it is not "
+                            "a lookup of one row by key)")
+                placed.add(other.alias)
+                continue
             why = self._why_filtering(other, placed)
             if why:
                 return why

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from piql.planner.levels import Level
-from piql.query_block import Condition, Operand, Predicate, QueryBlock
+from piql.query_block import Condition, JoinKind, Operand, Predicate, QueryBlock
 
 
 class AccessPath(StrEnum):
@@ -81,7 +81,9 @@ class Access:
     ``stop_after`` is the per-probe limit taken from the query's LIMIT (plus OFFSET).
     ``fanout`` is how many key probes one outer tuple makes (the product of the sizes of
     the :class:`AnyOf` key values). ``residual`` holds the conditions checked on the rows
-    read (filters: ``<>``, LIKE, functions, ...), which never widen the read.
+    read (filters: ``<>``, LIKE, functions, ...), which never widen the read; for a
+    non-inner ``join`` they are the rest of its ON (or subquery) conditions, and ``post``
+    holds the WHERE conditions checked after a LEFT join extends the row.
     """
 
     alias: str
@@ -100,6 +102,8 @@ class Access:
     probes: int = 1
     subplan: "PhysicalPlan | None" = None
     fanout: int = 1
+    join: JoinKind = JoinKind.INNER  # LEFT: NULL-extended; SEMI / ANTI: a match test only
+    post: tuple[Condition, ...] = ()  # WHERE conditions on a LEFT join's extended rows
 
     @property
     def point_lookup(self) -> bool:

@@ -11,7 +11,7 @@ from itertools import product
 from typing import Any
 
 from piql.planner.physical import Access, AccessPath, AnyOf, NullKey, PhysicalPlan
-from piql.query_block import FLIPPED, Attr, OrderItem
+from piql.query_block import FLIPPED, Attr, JoinKind, OrderItem
 from piql.runtime import sqlvalues
 from piql.runtime.evaluate import Binding, finish, holds, sort_rows, value
 from piql.runtime.store import IS_NULL, Store
@@ -29,9 +29,16 @@ def bind(store: Store, plan: PhysicalPlan, params: dict[str, Any]) -> list[Bindi
     for position, access in enumerate(plan.accesses):
         joined: list[Binding] = []
         for outer in bindings:
-            for row in _probe(store, access, outer, params):
-                if all(holds(p, row, params) for p in access.residual):
-                    joined.append(row)
+            matches = [row for row in _probe(store, access, outer, params)
+                       if all(holds(p, row, params) for p in access.residual)]
+            if access.join == JoinKind.INNER:
+                joined += matches
+            elif access.join == JoinKind.LEFT:
+                extended = matches or [outer | {(access.alias, c): None
+                                                for c in store.shapes[access.table].columns}]
+                joined += [r for r in extended if all(holds(p, r, params) for p in access.post)]
+            elif bool(matches) == (access.join == JoinKind.SEMI):
+                joined.append(outer)
         if position == plan.merge_at and plan.block.fetch is not None:
             joined = _merge(joined, plan.block.order_by, params)[: plan.block.fetch]
         bindings = joined

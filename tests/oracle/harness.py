@@ -602,7 +602,8 @@ def param_sources(plan: Plan, query: QueryPlan) -> dict[str, list[ParamSource]]:
     found: dict[str, list[ParamSource]] = {}
     assert query.query.block is not None
     for block in blocks(query.query.block):
-        comparisons = list(block.predicates)
+        comparisons = list(block.predicates) + [c for r in block.relations for c in r.on
+                                                if isinstance(c, Predicate)]
         for condition in walk([block.filters, [r.on for r in block.relations]]):
             if isinstance(condition, InList):  # IN (<a>, <b>): values of the column
                 comparisons += [Predicate(condition.arg, "=", v) for v in condition.values]

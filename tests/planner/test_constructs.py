@@ -162,3 +162,57 @@ def test_views_refuse_constructs_they_do_not_maintain():
     assert query.level == "unbounded"
     messages = [d.message for d in query.diagnostics if d.code == "view-rejected"]
     assert "no scale-independent view: HAVING is not supported in view maintenance" in messages
+
+
+def test_left_join_by_key_is_bounded_like_the_inner_join():
+    query = planned("SELECT p.id, u.name FROM posts p LEFT JOIN users u ON u.id = p.author "
+                    "WHERE p.id = <a>")
+    assert (query.level, query.ops_bound) == ("SI-0", 2)
+    left = query.physical.accesses[1]
+    assert left.join == "left" and left.key_columns == ("id",) and left.rows_per_probe == 1
+
+
+def test_left_join_conditions_in_on_and_in_where_are_kept_apart():
+    query = planned("SELECT u.id FROM users u LEFT JOIN posts p ON p.author = u.id "
+                    "WHERE u.id = <a> AND p.id IS NULL")
+    assert (query.level, query.ops_bound) == ("SI-1", 5)
+    left = query.physical.accesses[1]
+    assert [str(c) for c in left.post] == ["p.id IS NULL"] and left.residual == ()
+
+
+def test_exists_is_a_semi_join_that_stops_after_the_first_match():
+    query = planned("SELECT id FROM posts p WHERE author = <a> AND "
+                    "EXISTS (SELECT 1 FROM comments c WHERE c.post = p.id)")
+    assert (query.level, query.ops_bound) == ("SI-1", 8)  # 4 posts + 4 probes of one row
+    semi = query.physical.accesses[1]
+    assert semi.join == "semi" and semi.stop_after == 1 and semi.probes == 4
+
+
+def test_not_exists_and_in_select_are_anti_and_semi_joins():
+    anti = planned("SELECT id FROM posts p WHERE author = <a> AND NOT EXISTS "
+                   "(SELECT * FROM comments WHERE post = p.id AND id > 2)")
+    assert (anti.level, anti.ops_bound) == ("SI-1", 8)
+    assert anti.physical.accesses[1].join == "anti"
+    semi = planned("SELECT id FROM posts WHERE id = <a> AND author IN "
+                   "(SELECT id FROM users WHERE team = 'a')")
+    assert (semi.level, semi.ops_bound) == ("SI-0", 2)
+
+
+def test_a_semi_join_with_a_filter_on_unbounded_rows_is_unbounded():
+    query = planned("SELECT id FROM posts p WHERE author = <a> AND "
+                    "EXISTS (SELECT 1 FROM comments c WHERE c.post = p.id AND c.body <> 'x')")
+    assert query.level == "unbounded"
+
+
+@pytest.mark.parametrize("sql, construct", [
+    ("SELECT id FROM posts WHERE id = <a> AND author NOT IN (SELECT id FROM users)",
+     "NOT IN (SELECT ...)"),
+    ("SELECT id FROM posts WHERE id = <a> OR EXISTS (SELECT 1 FROM users)", "EXISTS"),
+    ("SELECT id FROM posts p WHERE id = <a> AND EXISTS (SELECT 1 FROM comments c "
+     "JOIN users u ON u.id = c.author WHERE c.post = p.id)", "EXISTS with a join inside"),
+])
+def test_semi_joins_outside_their_shape_are_refused_with_a_fix(sql, construct):
+    query = planned(sql)
+    assert query.level == "unbounded"
+    assert any(d.message == f"{construct} is not supported by piql" and d.hint
+               for d in query.diagnostics), query.diagnostics

@@ -52,13 +52,15 @@ def test_every_construct_query_is_bounded(session):
 @pytest.mark.parametrize("name", [
     "residualFilters", "arithmeticFilter", "functionFilter", "expressions", "commentText",
     "distinctTopics", "distinctJoined", "busyTopics", "noTopic", "userWithoutEmail", "postsIn",
-    "postsOfTwo", "newestComments", "secondPage", "commentsPage",
+    "postsOfTwo", "newestComments", "secondPage", "commentsPage", "postWithAuthor",
+    "userAndGoodPosts", "usersWithoutPosts", "commentedPosts", "postsWithoutLateComments",
+    "postsByTeam",
 ])
 def test_answers_equal_the_querys_own_sql(session, name):
     query = session.plan.query(name)
     domains = {
         "a": [1, 2, 3, 0, 99], "b": [2, 1, 13], "c": [10, 10, 21],
-        "p": [10, 11, 99], "q": [11, 10, 10], "i": [1, 3, 5, 6], "n": [0, 1, 3],
+        "p": [10, 11, 99], "q": [11, 10, 10], "i": [1, 3, 5, 6], "n": [0, 1, 3], "u": [1, 3, 9],
     }
     names = query.query.block.params
     for round_ in range(4):
@@ -84,3 +86,16 @@ def test_a_limit_parameter_beyond_its_maximum_is_refused(session):
         session.db.query("commentsPage", p=10, n=4)
     with pytest.raises(ParameterError, match="declared maximum 3"):
         session.db.query("commentsPage", p=10, n=-1)
+
+
+def test_left_joins_and_semi_joins_answer_as_sql(session):
+    for name, params in [("postWithAuthor", {"a": 30}), ("postWithAuthor", {"a": 10}),
+                         ("userAndGoodPosts", {"u": 3}), ("userAndGoodPosts", {"u": 1}),
+                         ("usersWithoutPosts", {"a": 3, "b": 1}),
+                         ("commentedPosts", {"a": 1}), ("postsWithoutLateComments", {"a": 1}),
+                         ("postsByTeam", {"a": 10, "b": 20})]:
+        session.assert_query(session.plan.query(name), params)
+    assert session.db.query("postWithAuthor", a=30).rows == ((30, "a", None, None),)
+    assert session.db.query("usersWithoutPosts", a=3, b=1).rows == ((3,),)
+    assert sorted(session.db.query("commentedPosts", a=1).rows) == [(10, "Cab"), (11, "c z")]
+    assert sorted(session.db.query("postsWithoutLateComments", a=1).rows) == [(11,), (12,), (13,)]

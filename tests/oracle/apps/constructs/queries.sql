@@ -64,3 +64,35 @@ SELECT id, score FROM posts WHERE author = <a> ORDER BY score DESC LIMIT 2 OFFSE
 -- name: commentsPage
 -- max: n 3
 SELECT id, body FROM comments WHERE post = <p> ORDER BY id LIMIT <n>;
+
+-- name: postWithAuthor
+-- LEFT JOIN by key: a post without an author (NULL) keeps its row, NULL-extended.
+SELECT p.id, p.title, u.name, u.team
+FROM posts p LEFT JOIN users u ON u.id = p.author
+WHERE p.id = <a>;
+
+-- name: userAndGoodPosts
+-- LEFT JOIN with a condition in ON (it decides what matches, not which users stay).
+SELECT u.id, p.id AS post, p.score
+FROM users u LEFT JOIN posts p ON p.author = u.id AND p.score > 1
+WHERE u.id = <u>;
+
+-- name: usersWithoutPosts
+-- The anti-join spelled with LEFT JOIN ... IS NULL (a filter after the extension).
+SELECT u.id FROM users u LEFT JOIN posts p ON p.author = u.id
+WHERE u.id IN (<a>, <b>) AND p.id IS NULL;
+
+-- name: commentedPosts
+-- EXISTS: a semi-join that stops after the first comment of each post (any number exist).
+SELECT id, title FROM posts p
+WHERE author = <a> AND EXISTS (SELECT 1 FROM comments c WHERE c.post = p.id);
+
+-- name: postsWithoutLateComments
+-- NOT EXISTS with a range on the key: an anti-join that also stops after one row.
+SELECT id FROM posts p
+WHERE author = <a> AND NOT EXISTS (SELECT * FROM comments WHERE post = p.id AND id > 2);
+
+-- name: postsByTeam
+-- IN (SELECT ...): a semi-join by the users key, checked on the one row it finds.
+SELECT id, title FROM posts
+WHERE id IN (<a>, <b>) AND author IN (SELECT id FROM users WHERE team = 'a');
