@@ -13,6 +13,7 @@ from typing import Iterator, Union
 from piql.errors import Location
 
 COMPARISONS = ("=", "<", "<=", ">", ">=")
+UNION_ALIAS = ""  # the alias of a UNION's output columns
 FLIPPED = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
@@ -377,6 +378,10 @@ class QueryBlock:
     distinct: bool = False
     offset: int = 0
     limit_param: Param | None = None  # LIMIT <n>; ``limit`` is then its declared maximum
+    # UNION [ALL]: the branches in order, each with whether it is joined by UNION ALL (the
+    # first's flag is unused). Such a block has no relations of its own: its select items
+    # and ORDER BY name the output columns (Attr(UNION_ALIAS, name)).
+    unions: tuple[tuple["QueryBlock", bool], ...] = ()
 
     @property
     def fetch(self) -> int | None:
@@ -393,6 +398,11 @@ class QueryBlock:
             if what not in found:
                 found.append(what)
 
+        if self.unions:
+            add("UNION")
+        for branch, _ in self.unions:
+            for what in branch.extensions:
+                add(what)
         for rel in self.relations:
             if rel.join != JoinKind.INNER:
                 add({JoinKind.LEFT: "LEFT JOIN", JoinKind.SEMI: "EXISTS / IN (SELECT ...)",
@@ -437,6 +447,8 @@ class QueryBlock:
     def params(self) -> tuple[str, ...]:
         """Parameter names in order of first appearance, subqueries included."""
         names: list[str] = []
+        for branch, _ in self.unions:
+            names += [n for n in branch.params if n not in names]
         for rel in self.relations:
             if rel.subquery is not None:
                 names += [n for n in rel.subquery.params if n not in names]

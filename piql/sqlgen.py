@@ -100,6 +100,8 @@ def select(block: QueryBlock, paper: bool = True) -> exp.Select:
 
     Columns are qualified by their alias only when the block reads several relations.
     """
+    if block.unions:
+        return _union(block, paper)  # type: ignore[return-value]
     q = len(block.relations) > 1
     items = [_select_item(item.name, item.expr, paper, q) for item in block.select]
     query = exp.select(*items) if items and not _selects_all(block) else exp.select(exp.Star())
@@ -121,6 +123,22 @@ def select(block: QueryBlock, paper: bool = True) -> exp.Select:
     if block.limit is not None:
         query = query.limit(block.limit)
     return query
+
+
+def _union(block: QueryBlock, paper: bool) -> exp.Expression:
+    """A UNION [ALL] block: its branches, then ORDER BY / LIMIT / OFFSET of the whole."""
+    node: exp.Expression = select(block.unions[0][0], paper)
+    for branch, all_ in block.unions[1:]:
+        node = exp.Union(this=node, expression=select(branch, paper), distinct=not all_)
+    if block.order_by:
+        node.set("order", exp.Order(expressions=[
+            exp.Ordered(this=column_ref(o.expr.column), desc=o.desc or None,  # type: ignore[union-attr]
+                        nulls_first=not o.desc) for o in block.order_by]))
+    if block.limit is not None:
+        node.set("limit", exp.Limit(expression=exp.Literal.number(block.limit)))
+    if block.offset:
+        node.set("offset", exp.Offset(expression=exp.Literal.number(block.offset)))
+    return node
 
 
 def _selects_all(block: QueryBlock) -> bool:

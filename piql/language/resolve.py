@@ -12,7 +12,8 @@ from dataclasses import replace
 from piql.query_block import (
     default_name, Aggregate, Attr, Call, Case, Compare, Condition, Epoch, Expr, Func, InList,
     JoinKind, Junction, Like, Literal, Negation, NullTest, Operand, OrderItem, Param, Predicate,
-    QueryBlock, Relation, Scalar, SelectItem, Unsupported, aliases_in, normalized_predicate,
+    QueryBlock, Relation, Scalar, SelectItem, UNION_ALIAS, Unsupported, aliases_in,
+    normalized_predicate,
 )
 
 INT64 = (-2**63, 2**63 - 1)
@@ -26,7 +27,6 @@ COMPARISON_NODES = {exp.EQ: "=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GT
 UNSUPPORTED_NODES: dict[type, tuple[str, str]] = {
     exp.ILike: ("ILIKE", "write LOWER(column) LIKE LOWER(<pattern>)"),
     exp.Window: ("window function", "use GROUP BY, or ORDER BY ... LIMIT"),
-    exp.Union: ("UNION", "split the query into one query per branch"),
     exp.Intersect: ("INTERSECT", "rewrite as a join"),
     exp.Except: ("EXCEPT", "not supported"),
 }
@@ -95,6 +95,8 @@ class Resolver:
             # only add "unknown table" errors.
             self.refuse(cte, "WITH (common table expression)", "inline the subquery in FROM")
             return QueryBlock(relations=())
+        if isinstance(node, exp.Union):
+            return self._union(node)
         if not isinstance(node, exp.Select):
             construct = UNSUPPORTED_NODES.get(type(node), (type(node).__name__.upper(), ""))
             self.refuse(node, *construct)
@@ -165,6 +167,48 @@ class Resolver:
                 continue
             if not self._inside_reported(sub):  # e.g. IN (SELECT ...) is reported as IN
                 self.refuse(sub, "subquery outside FROM", "rewrite it as a join")
+
+    def _union(self, node: exp.Union) -> QueryBlock:
+        """``a UNION [ALL] b ...``: each branch a block of its own; ORDER BY, LIMIT and
+        OFFSET apply to the whole and name output columns."""
+        branches: list[tuple[exp.Expression, bool]] = []
+        current: exp.Expression = node
+        while isinstance(current, exp.Union) and (current is node or not (
+                current.args.get("order") or current.args.get("limit"))):
+            branches.insert(0, (current.expression, not current.args.get("distinct")))
+            current = current.this
+        branches.insert(0, (current, True))
+        blocks = []
+        for branch, all_ in branches:
+            while isinstance(branch, exp.Subquery):
+                branch = branch.this
+            if isinstance(branch, exp.Select) and (branch.args.get("order")
+                                                   or branch.args.get("limit")):
+                self.refuse(branch, "ORDER BY or LIMIT inside a UNION branch",
+                            "order and limit the whole UNION, after its last branch")
+            blocks.append((self.block(branch), all_))
+        if self.unsupported:
+            return QueryBlock(relations=())
+        names = tuple(item.name for item in blocks[0][0].select)
+        for branch, _ in blocks[1:]:
+            if len(branch.select) != len(names):
+                raise self.error(node, f"the branches of this UNION select {len(names)} and "
+                                       f"{len(branch.select)} columns; they must select as many")
+        select = tuple(SelectItem(n, Attr(UNION_ALIAS, n)) for n in names)
+        order = []
+        for item in node.args["order"].expressions if node.args.get("order") else []:
+            target = item.this
+            named = [n for n in names if isinstance(target, exp.Column) and not target.table
+                     and n.lower() == target.name.lower()]
+            if not named:
+                self.refuse(item, f"ORDER BY {node_text(target)} of a UNION",
+                            "order a UNION by the names of its output columns")
+                continue
+            order.append(OrderItem(Attr(UNION_ALIAS, named[0]), bool(item.args.get("desc"))))
+        limit, limit_param = self._limit(node)  # type: ignore[arg-type]
+        return QueryBlock((), select=select, order_by=tuple(order), limit=limit,
+                          offset=self._offset(node), limit_param=limit_param,  # type: ignore[arg-type]
+                          unions=tuple(blocks))
 
     def _inside_semi(self, node: exp.Expression) -> bool:
         parent = node.parent

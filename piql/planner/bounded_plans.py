@@ -70,7 +70,41 @@ def plan_query(catalog: Catalog, block: QueryBlock, *, avoid_hotspots: bool = Tr
 
     ``names`` names the secondary indexes the plan creates (default: ``idx_<table>_<cols>``
     as it comes, for a plan of its own)."""
+    if block.unions:
+        return _plan_union(catalog, block, avoid_hotspots, names)
     return _Search(catalog, block, avoid_hotspots, names).run()
+
+
+def _plan_union(catalog: Catalog, block: QueryBlock, avoid_hotspots: bool,
+                names: Names | None) -> Phase0Result:
+    """UNION [ALL]: every branch's own plan, run one after the other; the bound is the sum
+    of theirs, and removing duplicates, ordering and limiting are local work."""
+    plans: list[PhysicalPlan] = []
+    hotspots: list[Hotspot] = []
+    for number, (branch, _) in enumerate(block.unions, start=1):
+        result = plan_query(catalog, branch, avoid_hotspots=avoid_hotspots, names=names)
+        hotspots += [h for h in result.hotspots if h not in hotspots]
+        if result.plan is None:
+            failure = result.failure or Failure("", "no bounded plan")
+            return Phase0Result(None, replace(
+                failure, message=f"in branch {number} of the UNION: {failure.message}"),
+                tuple(hotspots))
+        plans.append(result.plan)
+    rows = sum(p.rows_bound for p in plans)
+    kinds = " ".join("UNION ALL" if all_ else "UNION" for _, all_ in block.unions[1:])
+    tree = Operator("Union", kinds, rows, 0, tuple(p.root for p in plans))
+    if block.order_by:
+        tree = Operator("Sort", ", ".join(o.expr.column + (" DESC" if o.desc else "")  # type: ignore[union-attr]
+                                          for o in block.order_by), rows, 0, (tree,))
+    if block.fetch is not None:
+        rows = min(rows, block.fetch)
+        tree = Operator("StopAfter", str(block.fetch), rows, 0, (tree,))
+    if block.offset:
+        rows = max(0, rows - block.offset)
+        tree = Operator("Offset", str(block.offset), rows, 0, (tree,))
+    plan = PhysicalPlan(block, (), tree, sum(p.ops_bound for p in plans), rows,
+                        branches=tuple(plans))
+    return Phase0Result(plan, None, tuple(hotspots))
 
 
 class _Search:

@@ -47,6 +47,8 @@ def param_specs(catalog: Catalog, block: QueryBlock) -> tuple[ParamSpec, ...]:
 
 
 def _collect(catalog: Catalog, block: QueryBlock, found: dict[str, ParamSpec]) -> None:
+    for branch, _ in block.unions:
+        _collect(catalog, branch, found)
     for relation in block.relations:
         if relation.subquery is not None:
             _collect(catalog, relation.subquery, found)

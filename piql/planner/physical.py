@@ -150,10 +150,13 @@ class PhysicalPlan:
     rows_bound: int
     merge_at: int | None = None  # position of a bounded-outer merge join, if any
     notes: tuple[str, ...] = field(default=())
+    branches: tuple["PhysicalPlan", ...] = ()  # a UNION's branches, run one after the other
 
     @property
     def indexes(self) -> tuple[IndexSpec, ...]:
         found: list[IndexSpec] = []
+        for branch in self.branches:
+            found += [i for i in branch.indexes if i not in found]
         for access in self.accesses:
             if access.index is not None and access.index not in found:
                 found.append(access.index)

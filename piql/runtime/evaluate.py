@@ -144,6 +144,32 @@ def finish(block: QueryBlock, bindings: list[Binding], params: dict[str, Any]) -
     return [tuple(row[item.name] for item in block.select) for row in rows]
 
 
+def finish_union(block: QueryBlock, parts: list[list[tuple]],
+                 params: dict[str, Any]) -> list[tuple]:
+    """``UNION [ALL]`` of the branches' rows, left to right (a UNION removes the duplicates
+    of everything so far), then ORDER BY, OFFSET and LIMIT over the output columns."""
+    limit = row_limit(block, params)
+    rows: list[tuple] = []
+    for (_, all_), part in zip(block.unions, parts):
+        rows += part
+        if not all_:
+            seen: set[tuple] = set()
+            unique = []
+            for row in rows:
+                key = tuple(_distinct_key(v) for v in row)
+                if key not in seen:
+                    seen.add(key)
+                    unique.append(row)
+            rows = unique
+    names = [item.name for item in block.select]
+    for item in reversed(block.order_by):
+        at = names.index(item.expr.column)  # type: ignore[union-attr]
+        rows = sorted(rows, key=lambda r: sqlvalues.sort_key(r[at]), reverse=item.desc)
+    if block.offset:
+        rows = rows[block.offset:]
+    return rows if limit is None else rows[:limit]
+
+
 def _distinct_key(found: Any) -> tuple:
     """Values DISTINCT keeps one of: NULLs together, 1 and 1.0 together (SQL's =)."""
     return sqlvalues.sort_key(found)

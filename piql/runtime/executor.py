@@ -13,12 +13,15 @@ from typing import Any
 from piql.planner.physical import Access, AccessPath, AnyOf, NullKey, PhysicalPlan
 from piql.query_block import FLIPPED, Attr, JoinKind, OrderItem
 from piql.runtime import sqlvalues
-from piql.runtime.evaluate import Binding, finish, holds, sort_rows, value
+from piql.runtime.evaluate import Binding, finish, finish_union, holds, sort_rows, value
 from piql.runtime.store import IS_NULL, Store
 
 
 def execute(store: Store, plan: PhysicalPlan, params: dict[str, Any]) -> list[tuple]:
     """The rows of ``plan`` for ``params``; operations accumulate on ``store.counter``."""
+    if plan.branches:
+        return finish_union(plan.block, [execute(store, b, params) for b in plan.branches],
+                            params)
     bindings = bind(store, plan, params)
     return finish(plan.block, bindings, params)
 

@@ -199,6 +199,8 @@ def relation_columns(block: QueryBlock, expr: object) -> set[tuple[str, str]]:
 
 def blocks(block: QueryBlock) -> Iterable[QueryBlock]:
     yield block
+    for branch, _ in block.unions:
+        yield from blocks(branch)
     for rel in block.relations:
         if rel.subquery is not None:
             yield from blocks(rel.subquery)
@@ -439,7 +441,7 @@ class OwnSQL:
 def compiled(sql: str) -> OwnSQL:
     """``sql`` (a query's text with ``:name`` parameters) in every form the checks run."""
     parsed = sqlglot.parse_one(sql, read="sqlite")
-    assert isinstance(parsed, exp.Select), sql
+    assert isinstance(parsed, (exp.Select, exp.Union)), sql
     select = exact_means(parsed)
     if select != parsed:
         sql = select.sql(dialect="sqlite")
@@ -490,6 +492,19 @@ def _resolved(select: exp.Select, node: exp.Expression) -> exp.Expression:
 
 def with_order_columns(select: exp.Select) -> tuple[exp.Select, int]:
     """``select`` without LIMIT, its ORDER BY values appended as hidden columns."""
+    if isinstance(select, exp.Union):  # ordered by output names: order the union's rows
+        inner = select.copy()
+        order = inner.args.get("order")
+        for key in ("order", "limit", "offset"):
+            inner.set(key, None)
+        outer = exp.select(exp.Star()).from_(exp.Subquery(this=inner, alias="_oracle_union"))
+        hidden = [exp.alias_(item.this.copy(), f"_oracle_order{n}")
+                  for n, item in enumerate(order.expressions if order else ())]
+        for column in hidden:
+            outer.append("expressions", column)
+        if order is not None:
+            outer.set("order", order.copy())
+        return outer, len(hidden)
     full = select.copy()
     order = full.args.get("order")
     hidden = []

@@ -216,3 +216,21 @@ def test_semi_joins_outside_their_shape_are_refused_with_a_fix(sql, construct):
     assert query.level == "unbounded"
     assert any(d.message == f"{construct} is not supported by piql" and d.hint
                for d in query.diagnostics), query.diagnostics
+
+
+def test_union_is_the_sum_of_its_branches_bounds():
+    union = planned("SELECT id, title FROM posts WHERE id = <a> "
+                    "UNION SELECT id, title FROM posts WHERE author = <b>")
+    assert (union.level, union.ops_bound) == ("SI-1", 9)  # 1 + (4 index entries + 4 rows)
+    assert len(union.physical.branches) == 2 and union.physical.rows_bound == 5
+    paged = planned("SELECT id FROM posts WHERE id IN (<a>, <b>) UNION ALL "
+                    "SELECT id FROM users WHERE id = <c> ORDER BY id DESC LIMIT 2 OFFSET 1")
+    assert (paged.level, paged.ops_bound, paged.physical.rows_bound) == ("SI-0", 3, 2)
+
+
+def test_an_unbounded_union_branch_is_named():
+    query = planned("SELECT id FROM posts WHERE id = <a> UNION SELECT id FROM posts "
+                    "WHERE title = 'x'")
+    assert query.level == "unbounded"
+    (reason,) = [d for d in query.diagnostics if d.code == "unbounded"]
+    assert reason.message.startswith("no bounded plan: in branch 2 of the UNION: ")

@@ -54,7 +54,7 @@ def test_every_construct_query_is_bounded(session):
     "distinctTopics", "distinctJoined", "busyTopics", "noTopic", "userWithoutEmail", "postsIn",
     "postsOfTwo", "newestComments", "secondPage", "commentsPage", "postWithAuthor",
     "userAndGoodPosts", "usersWithoutPosts", "commentedPosts", "postsWithoutLateComments",
-    "postsByTeam",
+    "postsByTeam", "postOrAuthored", "titlesAndName", "unionPage",
 ])
 def test_answers_equal_the_querys_own_sql(session, name):
     query = session.plan.query(name)
@@ -99,3 +99,14 @@ def test_left_joins_and_semi_joins_answer_as_sql(session):
     assert session.db.query("usersWithoutPosts", a=3, b=1).rows == ((3,),)
     assert sorted(session.db.query("commentedPosts", a=1).rows) == [(10, "Cab"), (11, "c z")]
     assert sorted(session.db.query("postsWithoutLateComments", a=1).rows) == [(11,), (12,), (13,)]
+
+
+def test_unions_answer_as_sql(session):
+    for name, params in [("postOrAuthored", {"a": 20, "b": 1}), ("postOrAuthored", {"a": 10, "b": 1}),
+                         ("titlesAndName", {"a": 1}), ("titlesAndName", {"a": 3}),
+                         ("unionPage", {"a": 10, "b": 13, "c": 1}),
+                         ("unionPage", {"a": 11, "b": 30, "c": 3})]:
+        session.assert_query(session.plan.query(name), params)
+    # ORDER BY label DESC over 'Cab', 'Z z', 'Ann': skip 'Z z', keep two
+    assert session.db.query("unionPage", a=10, b=13, c=1).rows == ((10, "Cab"), (1, "Ann"))
+    assert len(session.db.query("titlesAndName", a=1).rows) == 5  # 4 titles (one NULL), a name

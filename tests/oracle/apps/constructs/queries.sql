@@ -96,3 +96,22 @@ WHERE author = <a> AND NOT EXISTS (SELECT * FROM comments WHERE post = p.id AND 
 -- IN (SELECT ...): a semi-join by the users key, checked on the one row it finds.
 SELECT id, title FROM posts
 WHERE id IN (<a>, <b>) AND author IN (SELECT id FROM users WHERE team = 'a');
+
+-- name: postOrAuthored
+-- UNION: a key lookup and an index read, duplicates removed (bound 1 + 8).
+SELECT id, title FROM posts WHERE id = <a>
+UNION
+SELECT id, title FROM posts WHERE author = <b>;
+
+-- name: titlesAndName
+-- UNION ALL over two tables keeps every row.
+SELECT title FROM posts WHERE author = <a>
+UNION ALL
+SELECT name FROM users WHERE id = <a>;
+
+-- name: unionPage
+-- ORDER BY ... LIMIT ... OFFSET of a whole UNION, by an output column.
+SELECT id, title AS label FROM posts WHERE id IN (<a>, <b>)
+UNION
+SELECT id, name FROM users WHERE id = <c>
+ORDER BY label DESC LIMIT 2 OFFSET 1;
