@@ -464,7 +464,7 @@ class Resolver:
             if inner is None:
                 return None
             if isinstance(inner, (NullTest, InList, Like)):
-                return type(inner)(**{**inner.__dict__, "negated": not inner.negated})
+                return replace(inner, negated=not inner.negated)
             return Negation(inner)
         if not self.reported(node):
             self.refuse(node, f"condition '{node_text(node)}'",

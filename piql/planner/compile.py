@@ -795,8 +795,9 @@ def _refuse_extensions(plan: PhysicalPlan, query: QueryBlock) -> None:
         if access.fanout > 1 or any(not isinstance(v, (Attr, Param, Literal))
                                     for v in access.key_values):
             raise UncompilablePlan("not compiled yet: a key bound by IN (list) or IS NULL")
-        if any(not isinstance(c, Predicate) for c in access.residual):
-            raise UncompilablePlan(f"not compiled yet: the condition {access.residual[0]}")
+        filters = [c for c in access.residual if not isinstance(c, Predicate)]
+        if filters or access.join != "inner":
+            raise UncompilablePlan(f"not compiled yet: {filters[0] if filters else access.join}")
         if access.subplan is not None:
             _refuse_extensions(access.subplan, access.subplan.block)
 
