@@ -627,13 +627,25 @@ def _assemble(block: QueryBlock, accesses: tuple[Access, ...], card: int,
         else:
             merged = position == merge_at
             keep = block.fetch
-            running = min(running * access.fanout * access.rows_per_probe, keep) \
-                if merged and keep else running * access.fanout * access.rows_per_probe
-            name = "MergeJoin" if merged else "IndexLookupJoin"
+            found = access.fanout * access.rows_per_probe
+            if access.join == JoinKind.LEFT:
+                found = access.fanout * max(1, access.rows_per_probe)
+            elif access.join != JoinKind.INNER:
+                found = 1  # a semi- or anti-join keeps or drops the outer row
+            running = min(running * found, keep) if merged and keep else running * found
+            name = {JoinKind.LEFT: "LeftLookupJoin", JoinKind.SEMI: "SemiJoin",
+                    JoinKind.ANTI: "AntiJoin"}.get(access.join, "MergeJoin" if merged
+                                                   else "IndexLookupJoin")
             detail = f"{access.alias} (bounded outer, keep {keep})" if merged else access.alias
+            if access.join in (JoinKind.SEMI, JoinKind.ANTI):
+                ons = " AND ".join(map(str, access.residual))
+                detail += f" (on {ons})" if ons else " (stop after the first match)"
             tree = Operator(name, detail, running, 0, (tree, leaf))
-        if access.residual:
-            tree = Operator("Select", " AND ".join(map(str, access.residual)), running, 0, (tree,))
+        if access.residual and access.join not in (JoinKind.SEMI, JoinKind.ANTI):
+            what = "Select" if access.join == JoinKind.INNER else "Match"
+            tree = Operator(what, " AND ".join(map(str, access.residual)), running, 0, (tree,))
+        if access.post:
+            tree = Operator("Select", " AND ".join(map(str, access.post)), running, 0, (tree,))
     assert tree is not None
     rows = card
     if block.aggregates or block.group_by or block.having:
