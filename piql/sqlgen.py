@@ -14,9 +14,16 @@ import re
 from sqlglot import exp
 
 from piql.query_block import (
-    Aggregate, Attr, Epoch, Literal, Operand, OrderItem, Param, Predicate, QueryBlock, Ratio,
-    default_name,
+    Aggregate, Attr, Call, Case, Compare, Epoch, Func, InList, JoinKind, Junction, Like, Literal,
+    Negation, NullTest, Operand, OrderItem, Param, Predicate, QueryBlock, Ratio, default_name,
 )
+
+BINARY = {Func.ADD: exp.Add, Func.SUB: exp.Sub, Func.MUL: exp.Mul, Func.DIV: exp.Div,
+          Func.MOD: exp.Mod, Func.CONCAT: exp.DPipe, Func.NULLIF: exp.Nullif}
+UNARY = {Func.LOWER: exp.Lower, Func.UPPER: exp.Upper, Func.LENGTH: exp.Length}
+CAST_TYPES = {Func.CAST_INTEGER: "INTEGER", Func.CAST_REAL: "REAL", Func.CAST_TEXT: "TEXT"}
+COMPARE_NODES = {"=": exp.EQ, "<>": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT,
+                 ">=": exp.GTE}
 
 DIALECTS = ("sqlite", "duckdb", "spark", "postgres")
 AGGREGATE_NODES = {
@@ -84,12 +91,55 @@ def expression(value: object, paper: bool = True, qualify: bool = True) -> exp.E
     if isinstance(value, Ratio):
         return exp.Div(this=expression(value.numerator, paper, qualify),
                        expression=expression(value.denominator, paper, qualify))
+    if isinstance(value, Call):
+        args = [expression(a, paper, qualify) for a in value.args]
+        if value.func == Func.DIV:  # SQLite's: integer division of integers
+            return exp.paren(exp.Div(this=args[0], expression=args[1], typed=True))
+        if value.func in BINARY:
+            return exp.paren(BINARY[value.func](this=args[0], expression=args[1]))
+        if value.func in UNARY:
+            return UNARY[value.func](this=args[0])
+        if value.func == Func.NEG:
+            return exp.Neg(this=args[0])
+        if value.func == Func.COALESCE:
+            return exp.Coalesce(this=args[0], expressions=args[1:])
+        return exp.Cast(this=args[0], to=exp.DataType.build(CAST_TYPES[value.func]))
+    if isinstance(value, Case):
+        return exp.Case(ifs=[exp.If(this=condition(c, paper, qualify),
+                                    true=expression(v, paper, qualify)) for c, v in value.whens],
+                        default=None if value.default is None
+                        else expression(value.default, paper, qualify))
     if isinstance(value, exp.Expression):
         return value
     raise TypeError(f"cannot render {value!r}")
 
 
+def condition(value: object, paper: bool = True, qualify: bool = True) -> exp.Expression:
+    """The sqlglot node of a condition (a key comparison or a filter)."""
+    if isinstance(value, (Predicate, Compare)):
+        return COMPARE_NODES[value.op](this=expression(value.left, paper, qualify),
+                                       expression=expression(value.right, paper, qualify))
+    if isinstance(value, Like):
+        node: exp.Expression = exp.Like(this=expression(value.arg, paper, qualify),
+                                        expression=expression(value.pattern, paper, qualify))
+    elif isinstance(value, NullTest):
+        node = exp.Is(this=expression(value.arg, paper, qualify), expression=exp.Null())
+    elif isinstance(value, InList):
+        node = exp.In(this=expression(value.arg, paper, qualify),
+                      expressions=[expression(v, paper, qualify) for v in value.values])
+    elif isinstance(value, Junction):
+        parts = [condition(p, paper, qualify) for p in value.parts]
+        return exp.paren(exp.and_(*parts) if value.conjunctive else exp.or_(*parts))
+    elif isinstance(value, Negation):
+        return exp.Not(this=exp.paren(condition(value.part, paper, qualify)))
+    else:
+        raise TypeError(f"cannot render {value!r}")
+    return exp.Not(this=node) if getattr(value, "negated", False) else node
+
+
 def predicate(pred: Predicate, paper: bool = True, qualify: bool = True) -> exp.Expression:
+    if pred.op not in ("=", "<", "<=", ">", ">="):
+        return condition(pred, paper, qualify)
     node = {"=": exp.EQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}[pred.op]
     return node(this=expression(pred.left, paper, qualify),
                 expression=expression(pred.right, paper, qualify))
@@ -100,10 +150,26 @@ def select(block: QueryBlock, paper: bool = True) -> exp.Select:
 
     Columns are qualified by their alias only when the block reads several relations.
     """
+    if block.unions:
+        return _union(block, paper)  # type: ignore[return-value]
     q = len(block.relations) > 1
     items = [_select_item(item.name, item.expr, paper, q) for item in block.select]
     query = exp.select(*items) if items and not _selects_all(block) else exp.select(exp.Star())
+    if block.distinct:
+        query.set("distinct", exp.Distinct())
+    semi: list[exp.Expression] = []
     for position, rel in enumerate(block.relations):
+        if rel.join in (JoinKind.SEMI, JoinKind.ANTI):
+            inner = exp.select(exp.Literal.number(1)).from_(_aliased(rel))
+            if rel.on:
+                inner = inner.where(exp.and_(*(condition(c, paper, True) for c in rel.on)))
+            found: exp.Expression = exp.Exists(this=inner)
+            semi.append(exp.Not(this=found) if rel.join == JoinKind.ANTI else found)
+            continue
+        if rel.join == JoinKind.LEFT:
+            on = exp.and_(*(condition(c, paper, q) for c in rel.on)) if rel.on else exp.true()
+            query = query.join(_aliased(rel), on=on, join_type="LEFT")
+            continue
         if rel.subquery is not None:
             alias = None if rel.implicit_alias else exp.TableAlias(this=ident(rel.alias))
             source: exp.Expression = exp.Subquery(this=select(rel.subquery, paper), alias=alias)
@@ -112,15 +178,46 @@ def select(block: QueryBlock, paper: bool = True) -> exp.Select:
             if rel.alias != rel.table:
                 source.set("alias", exp.TableAlias(this=ident(rel.alias)))
         query = query.from_(source) if position == 0 else query.join(source)
-    if block.predicates:
-        query = query.where(exp.and_(*(predicate(p, paper, q) for p in block.predicates)))
+    conditions = [predicate(p, paper, q) for p in block.predicates] + \
+        [condition(f, paper, q) for f in block.filters] + semi
+    if conditions:
+        query = query.where(exp.and_(*conditions))
     if block.group_by:
         query = query.group_by(*(expression(g, paper, q) for g in block.group_by))
+    if block.having:
+        query = query.having(exp.and_(*(condition(c, paper, q) for c in block.having)))
     if block.order_by:
         query = query.order_by(*(_ordered(o, paper, q) for o in block.order_by))
-    if block.limit is not None:
+    if block.limit_param is not None:
+        query = query.limit(expression(block.limit_param, paper, q))
+    elif block.limit is not None:
         query = query.limit(block.limit)
+    if block.offset:
+        query = query.offset(block.offset)
     return query
+
+
+def _aliased(rel) -> exp.Table:
+    source = table_ref(rel.table)
+    if rel.alias != rel.table:
+        source.set("alias", exp.TableAlias(this=ident(rel.alias)))
+    return source
+
+
+def _union(block: QueryBlock, paper: bool) -> exp.Expression:
+    """A UNION [ALL] block: its branches, then ORDER BY / LIMIT / OFFSET of the whole."""
+    node: exp.Expression = select(block.unions[0][0], paper)
+    for branch, all_ in block.unions[1:]:
+        node = exp.Union(this=node, expression=select(branch, paper), distinct=not all_)
+    if block.order_by:
+        node.set("order", exp.Order(expressions=[
+            exp.Ordered(this=column_ref(o.expr.column), desc=o.desc or None,  # type: ignore[union-attr]
+                        nulls_first=not o.desc) for o in block.order_by]))
+    if block.limit is not None:
+        node.set("limit", exp.Limit(expression=exp.Literal.number(block.limit)))
+    if block.offset:
+        node.set("offset", exp.Offset(expression=exp.Literal.number(block.offset)))
+    return node
 
 
 def _selects_all(block: QueryBlock) -> bool:

@@ -52,7 +52,7 @@ def test_lint_exits_1_when_some_query_is_unbounded(capsys):
     assert code == 1
     assert "unbounded 2" in out
     assert re.search(r"^byText\s+unbounded", out, re.M)
-    assert f"{UNBOUNDED}:10:26: error[unsupported] either: OR is not supported" in out
+    assert f"{UNBOUNDED}:10:26: error[unsupported] either: ILIKE is not supported" in out
 
 
 def test_lint_of_the_paper_fixture_runs(capsys):

@@ -1,7 +1,8 @@
 """Splitting a queries file into its ``-- name:`` blocks, with their option lines.
 
 A block is a ``-- name: <queryName>`` line, optional ``-- view: <name>`` and
-``-- periodic: <interval>`` lines (anywhere before the SQL), then one SQL
+``-- periodic: <interval>`` and ``-- max: <param> <n>`` lines (anywhere before the SQL),
+then one SQL
 statement. Comments after the statement belong to the next block.
 
 aiosql's names are read as aiosql reads them: a ``-`` in a name is a ``_``, a declaration
@@ -31,12 +32,14 @@ from piql.language.scanning import (
 # '--', which the regex engine finds fast; at_line_start checks what precedes it.
 NAME_LINE = re.compile(r"--[^\S\n]*name[^\S\n]*:[^\S\n]*(.*?)[^\S\n]*$",
                        re.IGNORECASE | re.MULTILINE)
-OPTION_LINE = re.compile(r"--[^\S\n]*(periodic|view)[^\S\n]*:[^\S\n]*(.*?)[^\S\n]*$",
+OPTION_LINE = re.compile(r"--[^\S\n]*(periodic|view|max)[^\S\n]*:[^\S\n]*(.*?)[^\S\n]*$",
                          re.IGNORECASE | re.MULTILINE)
 # A header comment that reads like an option: one word right after '--', then ':'.
 KEY_LINE = re.compile(r"--[^\S\n]*([A-Za-z][A-Za-z_-]*)[^\S\n]*:[^\S\n]*(.*?)[^\S\n]*$",
                       re.MULTILINE)
-OPTIONS = ("name", "view", "periodic")
+OPTIONS = ("name", "view", "periodic", "max")
+# ``-- max: n 100``: the largest value of the parameter of ``LIMIT <n>`` (several: "n 100, m 5")
+LIMIT_MAXIMUM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s+(\d+)\s*$")
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # An aiosql name: an identifier where '-' stands for '_', an optional declaration of its
 # parameters (``(a, b)``, aiosql 9), and an operator suffix.
@@ -222,6 +225,10 @@ def _misplaced_option(option: _OptionLine, at: Callable[[int], Location]) -> Inp
 def _option_problem(option: str, value: str) -> str | None:
     if option == "view" and not IDENTIFIER.match(value):
         return f"expected a view name after '-- view:', found {value!r}"
+    if option == "max":
+        if not all(LIMIT_MAXIMUM.match(part) for part in value.split(",")):
+            return (f"expected a parameter and its largest value after '-- max:' "
+                    f"(e.g. '-- max: n 100'), found {value!r}")
     if option == "periodic":
         try:
             parse_interval(value)

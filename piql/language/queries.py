@@ -28,7 +28,7 @@ from sqlglot.tokens import Token, Tokenizer, TokenType
 from piql.catalog import Catalog
 from piql.diagnostics import Diagnostic
 from piql.errors import InputError, Location
-from piql.language.blocks import NamedBlock, split_blocks
+from piql.language.blocks import LIMIT_MAXIMUM, NamedBlock, split_blocks
 from piql.language.placeholders import Source, bind_parameters, prepare
 from piql.language.positions import LineIndex, Places
 from piql.language.resolve import Resolver
@@ -88,7 +88,7 @@ def _parse_named(chunk: NamedBlock, in_file: Callable[[int], Location], catalog:
     try:
         statement, tokens = _parse_statement(source, chunk, at)
         places = Places(statement, tokens, at, chunk.location)
-        resolver = Resolver(catalog, places)
+        resolver = Resolver(catalog, places, limit_maxima(chunk.options.get("max", "")))
         block = resolver.block(statement)
     except RecursionError:  # a shape _check_nesting does not foresee: still no traceback
         raise InputError(f"query '{chunk.name}' is nested too deeply for piql to read",
@@ -98,6 +98,16 @@ def _parse_named(chunk: NamedBlock, in_file: Callable[[int], Location], catalog:
     return NamedQuery(chunk.name, shown, chunk.location, block,
                       tuple(resolver.unsupported), chunk.options.get("periodic"),
                       chunk.options.get("view"), chunk.places.get("view"), chunk.noqa)
+
+
+def limit_maxima(option: str) -> dict[str, int]:
+    """The ``-- max: n 100[, m 5]`` option line's maxima by parameter name."""
+    found: dict[str, int] = {}
+    for part in option.split(",") if option.strip() else []:
+        matched = LIMIT_MAXIMUM.match(part)
+        if matched:
+            found[matched.group(1)] = int(matched.group(2))
+    return found
 
 
 def _parse_statement(source: Source, chunk: NamedBlock, at: Callable[[int], Location]

@@ -175,6 +175,8 @@ def incremental_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
                      names: Names, partitions: int) -> QueryPlan | Refusal:
     """SI-2: an incrementally maintained view whose storage and maintenance are bounded."""
     assert query.block is not None
+    if query.block.extensions:
+        return _beyond_views(query, "no scale-independent view")
     name = names.claim(query.view_name or f"{query.name}_view",
                        holder=f"the view of query {query.name}", owner=query.name)
     built = build_imv(catalog, query.block, name, (query.name,), names=names)
@@ -228,6 +230,8 @@ def periodic_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
     """SI-3: a hash-partitioned staging view and a periodic view, when TEMPORAL hotspots
     are all that stands between the query and a bounded plan."""
     assert query.block is not None
+    if query.block.extensions:
+        return _beyond_views(query, "no SI-3 periodic view")
     window = find_window(catalog, query.block, names)
     if isinstance(window, WindowRefusal):
         return _window_refused(window, query)
@@ -243,6 +247,17 @@ def periodic_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
                      sqlgen.block_sql(built.rewritten), (note,), phase0, views, built.trace)
 
 
+def _beyond_views(query: NamedQuery, what: str) -> Refusal:
+    """Views maintain the paper's fragment only: a construct beyond it is refused here by
+    name (never maintained approximately), so the query stays unbounded with that reason."""
+    assert query.block is not None
+    construct = query.block.extensions[0]
+    return Refusal((Diagnostic(
+        "view-rejected", "error", f"{what}: {construct} is not supported in view maintenance",
+        f"make the query bounded without a view (restrict it by a key, or ORDER BY ... LIMIT n "
+        f"on an index), or move {construct} into the application", query.location),))
+
+
 def _window_refused(refusal: WindowRefusal, query: NamedQuery) -> Refusal:
     return Refusal((Diagnostic("view-rejected", "error",
                                f"no SI-3 periodic view: {refusal.message}", refusal.hint,
@@ -253,6 +268,8 @@ def periodic_window_then_rest(catalog: Catalog, query: NamedQuery, phase0: Phase
                               names: Names, partitions: int) -> QueryPlan | Refusal:
     """SI-3: a tuple window kept in a periodic view, and the rest of the query (joins by key,
     filters, parameters) planned by Phase 0 over it, run when the query runs (§3.3)."""
+    if query.block is not None and query.block.extensions:
+        return Refusal()  # said once, by periodic_view
     split = split_window(catalog, query)
     if split is None:
         return Refusal()

@@ -22,9 +22,12 @@ from piql.catalog import Catalog, Table
 from piql.planner.bounds import max_rows
 from piql.planner.naming import Names
 from piql.planner.physical import (
-    AccessPath, Access, IndexSpec, Operator, PhysicalPlan,
+    AccessPath, Access, AnyOf, IndexSpec, NullKey, Operator, PhysicalPlan,
 )
-from piql.query_block import Aggregate, Attr, Literal, Param, Predicate, QueryBlock, Relation
+from piql.query_block import (
+    Attr, Condition, InList, JoinKind, Literal, NullTest, Param, Predicate, QueryBlock,
+    Relation, aliases_in, attrs_in,
+)
 
 MAX_JOIN_ORDERS = 5040  # all orders of up to 7 relations
 
@@ -67,7 +70,41 @@ def plan_query(catalog: Catalog, block: QueryBlock, *, avoid_hotspots: bool = Tr
 
     ``names`` names the secondary indexes the plan creates (default: ``idx_<table>_<cols>``
     as it comes, for a plan of its own)."""
+    if block.unions:
+        return _plan_union(catalog, block, avoid_hotspots, names)
     return _Search(catalog, block, avoid_hotspots, names).run()
+
+
+def _plan_union(catalog: Catalog, block: QueryBlock, avoid_hotspots: bool,
+                names: Names | None) -> Phase0Result:
+    """UNION [ALL]: every branch's own plan, run one after the other; the bound is the sum
+    of theirs, and removing duplicates, ordering and limiting are local work."""
+    plans: list[PhysicalPlan] = []
+    hotspots: list[Hotspot] = []
+    for number, (branch, _) in enumerate(block.unions, start=1):
+        result = plan_query(catalog, branch, avoid_hotspots=avoid_hotspots, names=names)
+        hotspots += [h for h in result.hotspots if h not in hotspots]
+        if result.plan is None:
+            failure = result.failure or Failure("", "no bounded plan")
+            return Phase0Result(None, replace(
+                failure, message=f"in branch {number} of the UNION: {failure.message}"),
+                tuple(hotspots))
+        plans.append(result.plan)
+    rows = sum(p.rows_bound for p in plans)
+    kinds = " ".join("UNION ALL" if all_ else "UNION" for _, all_ in block.unions[1:])
+    tree = Operator("Union", kinds, rows, 0, tuple(p.root for p in plans))
+    if block.order_by:
+        tree = Operator("Sort", ", ".join(o.expr.column + (" DESC" if o.desc else "")  # type: ignore[union-attr]
+                                          for o in block.order_by), rows, 0, (tree,))
+    if block.fetch is not None:
+        rows = min(rows, block.fetch)
+        tree = Operator("StopAfter", str(block.fetch), rows, 0, (tree,))
+    if block.offset:
+        rows = max(0, rows - block.offset)
+        tree = Operator("Offset", str(block.offset), rows, 0, (tree,))
+    plan = PhysicalPlan(block, (), tree, sum(p.ops_bound for p in plans), rows,
+                        branches=tuple(plans))
+    return Phase0Result(plan, None, tuple(hotspots))
 
 
 class _Search:
@@ -97,9 +134,12 @@ class _Search:
                         tuple(self.hotspots))
                 self.subplans[rel.alias] = sub.plan
         derived = [r for r in self.block.relations if not r.is_base]
-        base = [r for r in self.block.relations if r.is_base]
+        base = [r for r in self.block.relations if r.is_base and r.join == JoinKind.INNER]
+        # LEFT, semi- and anti-joins after the inner joins, as written: their conditions
+        # only see the relations before them
+        outer = tuple(r for r in self.block.relations if r.is_base and r.join != JoinKind.INNER)
         for order in islice(permutations(base), MAX_JOIN_ORDERS):
-            self._extend(tuple(derived) + order, 0, 1, (), None)
+            self._extend(tuple(derived) + order + outer, 0, 1, (), None)
         if self.best is None:
             return Phase0Result(None, self._best_failure(), tuple(self.hotspots))
         return Phase0Result(self.best[1], None, tuple(self.hotspots))
@@ -131,8 +171,11 @@ class _Search:
     # -- access paths for one relation ---------------------------------------
     def _candidates(self, rel: Relation, earlier: set[str], later: tuple[Relation, ...],
                     card: int, may_limit: bool) -> list[tuple[Access, int, bool]]:
-        mine = [p for p in self.block.predicates
-                if rel.alias in p.aliases() and p.aliases() <= earlier | {rel.alias}]
+        mine: list[Condition] = [p for p in self.block.predicates
+                                 if rel.alias in p.aliases() and p.aliases() <= earlier | {rel.alias}]
+        mine += [f for f in self.block.filters if _placed_here(f, rel.alias, earlier)]
+        if rel.join != JoinKind.INNER:
+            return self._outer_candidates(rel, earlier, card, mine)
         if not rel.is_base:
             sub = self.subplans[rel.alias]
             access = Access(rel.alias, None, AccessPath.DERIVED, (), (), residual=tuple(mine),
@@ -149,6 +192,60 @@ class _Search:
         if not found:
             self.failures.append(self._failure(table, rel, bindings, reasons, len(earlier)))
         return found
+
+    def _outer_candidates(self, rel: Relation, earlier: set[str], card: int,
+                          after: list[Condition]) -> list[tuple[Access, int, bool]]:
+        """A LEFT join reads like an inner join by its ON conditions, and keeps an outer
+        row with NULLs when nothing matches (max(1, rows) rows per outer row). A semi- or
+        anti-join only tests for a match: without other conditions it stops after the
+        first row it reads (one per probe), else it reads the rows its key bounds."""
+        table = self.catalog.table(rel.table or "")
+        assert table is not None
+        bindings = _Bindings.of(rel.alias, list(rel.on))
+        found: list[tuple[Access, int, bool]] = []
+        reasons: list[str] = []
+        for path, index in self._paths(table, rel, bindings):
+            for access, _, _ in self._bounded_accesses(table, rel, bindings, list(rel.on), path,
+                                                       index, (), earlier, card, False, reasons):
+                access = replace(access, join=rel.join, post=tuple(after))
+                rows = access.rows_per_probe
+                if rel.join == JoinKind.LEFT:
+                    found.append((access, card * access.fanout * max(1, rows), False))
+                else:
+                    found.append((access, card, False))
+            if rel.join != JoinKind.LEFT:
+                probe = self._match_probe(table, rel, bindings, path, index, card, after)
+                if probe is not None:
+                    found.append((probe, card, False))
+        if not found:
+            self.failures.append(self._failure(table, rel, bindings, reasons, len(earlier)))
+        return found
+
+    def _match_probe(self, table: Table, rel: Relation, bindings: "_Bindings",
+                     path: tuple[str, ...], index: IndexSpec | None, card: int,
+                     after: list[Condition]) -> Access | None:
+        """A semi- or anti-join probe that stops after one row: every condition of the
+        subquery is on the key prefix or the range the path reads."""
+        prefix = []
+        for column in path:
+            if column not in bindings.eq:
+                break
+            prefix.append(column)
+        rest = path[len(prefix):]
+        ranged = bindings.ranges.get(rest[0], ()) if rest else ()
+        used = {id(bindings.eq_predicate[c]) for c in prefix} | {id(p) for p in ranged}
+        if any(id(c) not in used for c in rel.on):
+            return None
+        covering = index is None or self.needed.get(rel.alias, set()) <= set(path)
+        values = tuple(bindings.eq[c] for c in prefix)
+        fanout = 1
+        for bound in values:
+            if isinstance(bound, AnyOf):
+                fanout *= len(bound.values)
+        return Access(rel.alias, table.name, AccessPath.INDEX if index else AccessPath.PRIMARY,
+                      tuple(prefix), values, order_columns=rest, range=tuple(ranged),
+                      index=index, covering=covering, stop_after=1, rows_per_probe=1,
+                      probes=card, fanout=fanout, join=rel.join, post=tuple(after))
 
     def _paths(self, table: Table, rel: Relation,
                bindings: "_Bindings") -> list[tuple[tuple[str, ...], IndexSpec | None]]:
@@ -210,17 +307,23 @@ class _Search:
         used = {id(bindings.eq_predicate[c]) for c in prefix} | {id(p) for p in ranged}
         residual = tuple(p for p in mine if id(p) not in used)
         covering = index is None or self.needed.get(rel.alias, set()) <= set(path)
+        values = tuple(bindings.eq[c] for c in prefix)
+        fanout = 1
+        for bound in values:
+            if isinstance(bound, AnyOf):
+                fanout *= len(bound.values)
         access = Access(
             rel.alias, table.name, AccessPath.INDEX if index else AccessPath.PRIMARY, tuple(prefix),
-            tuple(bindings.eq[c] for c in prefix), order_columns=rest, range=tuple(ranged),
-            residual=residual, index=index, covering=covering, probes=card)
-        rows = max_rows(table, frozenset(prefix))
+            values, order_columns=rest, range=tuple(ranged), residual=residual, index=index,
+            covering=covering, probes=card, fanout=fanout)
+        nulls = frozenset(c for c, v in zip(prefix, values) if isinstance(v, NullKey))
+        rows = max_rows(table, frozenset(prefix) - nulls, nulls)
         found: list[tuple[Access, int, bool]] = []
         # A table whose key is empty or whose rows are capped can be read whole.
         whole = table.row_limit is not None or not table.primary_key
         if rows is not None and (prefix or ranged or whole):
-            found.append((replace(access, rows_per_probe=rows), card * rows, False))
-        limit = self.block.limit
+            found.append((replace(access, rows_per_probe=rows), card * fanout * rows, False))
+        limit = self.block.fetch
         if may_limit and limit is not None and (prefix or ranged or self._order_columns(rel)):
             why_not = self._why_not_limited(rel, access, later, earlier)
             if why_not is None:
@@ -228,7 +331,7 @@ class _Search:
                 descending = bool(self.block.order_by) and self.block.order_by[0].desc
                 limited = replace(access, rows_per_probe=per_probe, stop_after=limit,
                                   descending=descending)
-                found.append((limited, min(card * per_probe, limit), True))
+                found.append((limited, min(card * fanout * per_probe, limit), True))
             elif rows is None:
                 reasons.append(why_not)
         return found
@@ -237,8 +340,10 @@ class _Search:
                          earlier: set[str]) -> str | None:
         """None when LIMIT may stop this scan early; otherwise the reason it may not."""
         block = self.block
-        if block.group_by or block.aggregates:
+        if block.group_by or block.aggregates or block.having:
             return "LIMIT applies after aggregation, so it cannot stop the scan"
+        if block.distinct:
+            return "LIMIT applies after DISTINCT removes duplicates, so it cannot stop the scan"
         if block.order_by:
             order = self._order_columns(rel)
             if order is None:
@@ -253,6 +358,17 @@ class _Search:
                     "so LIMIT cannot stop it early")
         placed = set(earlier) | {rel.alias}
         for other in later:
+            if other.join in (JoinKind.SEMI, JoinKind.ANTI):
+                return f"the {other.join.value}-join with {other.alias} may drop rows"
+            if other.join == JoinKind.LEFT:
+                table = self.catalog.table(other.table or "")
+                keys = _Bindings.of(other.alias, list(other.on)).eq
+                if table is None or max_rows(table, frozenset(keys)) != 1 or len(keys) < len(
+                        other.on) or any(other.alias in aliases_in(f) for f in self.block.filters):
+                    return (f"the LEFT JOIN with {other.alias} may add or drop rows (it is not "
+                            "a lookup of one row by key)")
+                placed.add(other.alias)
+                continue
             why = self._why_filtering(other, placed)
             if why:
                 return why
@@ -264,6 +380,21 @@ class _Search:
 
     def _failure(self, table: Table, rel: Relation, bindings: "_Bindings",
                  reasons: list[str], placed: int) -> Failure:
+        failure = self._key_failure(table, rel, bindings, reasons, placed)
+        used = {id(p) for p in bindings.eq_predicate.values()}
+        filters = [f for f in self.block.filters if rel.alias in aliases_in(f)
+                   and id(f) not in used]
+        if filters:
+            failure = replace(failure, message=(
+                f"{failure.message}; the condition {filters[0]} only filters the rows read, "
+                "it does not narrow the read (piql applies it after a bounded access)"),
+                hint=f"also restrict {table.name} by its key ({', '.join(table.primary_key)}) "
+                     "or an index's leading columns (=, IN, IS NULL), so that the filter "
+                     "runs on a bounded read")
+        return failure
+
+    def _key_failure(self, table: Table, rel: Relation, bindings: "_Bindings",
+                     reasons: list[str], placed: int) -> Failure:
         where = " AND ".join(str(bindings.eq_predicate[c]) for c in bindings.eq)
         if not bindings.eq and not bindings.ranges:
             message = (f"nothing restricts {rel.alias} ({table.name}) to a key range: "
@@ -299,15 +430,19 @@ class _Bindings:
     """How a relation's columns are restricted by the predicates usable at its turn."""
 
     eq: dict[str, object]
-    eq_predicate: dict[str, Predicate]
+    eq_predicate: dict[str, Condition]
     ranges: dict[str, tuple[Predicate, ...]]
 
     @staticmethod
-    def of(alias: str, predicates: list[Predicate]) -> "_Bindings":
+    def of(alias: str, predicates: list) -> "_Bindings":
+        """Equalities first: a column compared with ``=`` is read by that value even where an
+        IN list or IS NULL also restricts it (those are then checked on the rows read)."""
         eq: dict[str, object] = {}
-        eq_predicate: dict[str, Predicate] = {}
+        eq_predicate: dict[str, Condition] = {}
         ranges: dict[str, tuple[Predicate, ...]] = {}
         for pred in predicates:
+            if not isinstance(pred, Predicate):
+                continue
             column, value, op = _column_and_value(alias, pred)
             if column is None:
                 continue
@@ -315,6 +450,12 @@ class _Bindings:
                 eq[column], eq_predicate[column] = value, pred
             elif op != "=":
                 ranges[column] = ranges.get(column, ()) + (pred,)
+        for condition in predicates:
+            if isinstance(condition, Predicate):
+                continue
+            column, bound = _key_condition(alias, condition)
+            if column is not None and column not in eq:
+                eq[column], eq_predicate[column] = bound, condition
         return _Bindings(eq, eq_predicate, ranges)
 
 
@@ -332,6 +473,29 @@ def _column_and_value(alias: str, pred: Predicate) -> tuple[str | None, object, 
     return None, None, ""
 
 
+def _key_condition(alias: str, condition: object) -> tuple[str | None, object]:
+    """``alias.c IN (v1, ..., vn)`` (values known before the access) and ``alias.c IS NULL``
+    read as key bindings: any of n values, or NULL."""
+    if isinstance(condition, InList) and not condition.negated \
+            and isinstance(condition.arg, Attr) and condition.arg.alias == alias \
+            and all(isinstance(v, (Param, Literal)) or (isinstance(v, Attr) and v.alias != alias)
+                    for v in condition.values):
+        return condition.arg.column, AnyOf(condition.values)  # type: ignore[arg-type]
+    if isinstance(condition, NullTest) and not condition.negated \
+            and isinstance(condition.arg, Attr) and condition.arg.alias == alias:
+        return condition.arg.column, NullKey()
+    return None, None
+
+
+def _placed_here(condition: object, alias: str, earlier: set[str]) -> bool:
+    """Is this access where ``condition`` is checked: the last of its relations to be read
+    (the first access, for a condition on parameters alone)?"""
+    aliases = aliases_in(condition)
+    if not aliases:
+        return not earlier
+    return alias in aliases and aliases <= earlier | {alias}
+
+
 def _mentions(operand: object, alias: str) -> bool:
     return isinstance(operand, Attr) and operand.alias == alias
 
@@ -346,6 +510,9 @@ def why_join_filters(catalog: Catalog, block: QueryBlock, rel: Relation,
     assert table is not None
     mine = [p for p in block.predicates
             if rel.alias in p.aliases() and p.aliases() <= placed | {rel.alias}]
+    filters = [f for f in block.filters if rel.alias in aliases_in(f)]
+    if filters:
+        return f"the join with {rel.alias} ({table.name}) may drop rows: {filters[0]} filters it"
     source = _foreign_key_source(catalog, table, rel.alias, mine, placed, block)
     if source is not None:
         return None
@@ -416,23 +583,10 @@ def _compared(block: QueryBlock, attr: Attr, looked_up: str) -> bool:
 def _needed_columns(block: QueryBlock) -> dict[str, set[str]]:
     """Columns each relation must deliver; an index covers a relation if it holds them all."""
     needed: dict[str, set[str]] = {}
-
-    def add(attr: object) -> None:
-        if isinstance(attr, Aggregate):
-            attr = attr.arg
-        attr = getattr(attr, "attr", attr)  # an Epoch reads its column
-        if isinstance(attr, Attr):
-            needed.setdefault(attr.alias, set()).add(attr.column)
-
-    for item in block.select:
-        add(item.expr)
-    for pred in block.predicates:
-        add(pred.left)
-        add(pred.right)
-    for group in block.group_by:
-        add(group)
-    for order in block.order_by:
-        add(order.expr)
+    everything = [block.select, block.predicates, block.group_by, block.order_by,
+                  block.filters, block.having, [r.on for r in block.relations]]
+    for attr in attrs_in(everything):
+        needed.setdefault(attr.alias, set()).add(attr.column)
     return needed
 
 
@@ -472,25 +626,47 @@ def _assemble(block: QueryBlock, accesses: tuple[Access, ...], card: int,
             running = leaf.rows
         else:
             merged = position == merge_at
-            running = min(running * access.rows_per_probe, block.limit) if merged and block.limit \
-                else running * access.rows_per_probe
-            name = "MergeJoin" if merged else "IndexLookupJoin"
-            detail = f"{access.alias} (bounded outer, keep {block.limit})" if merged else access.alias
+            keep = block.fetch
+            found = access.fanout * access.rows_per_probe
+            if access.join == JoinKind.LEFT:
+                found = access.fanout * max(1, access.rows_per_probe)
+            elif access.join != JoinKind.INNER:
+                found = 1  # a semi- or anti-join keeps or drops the outer row
+            running = min(running * found, keep) if merged and keep else running * found
+            name = {JoinKind.LEFT: "LeftLookupJoin", JoinKind.SEMI: "SemiJoin",
+                    JoinKind.ANTI: "AntiJoin"}.get(access.join, "MergeJoin" if merged
+                                                   else "IndexLookupJoin")
+            detail = f"{access.alias} (bounded outer, keep {keep})" if merged else access.alias
+            if access.join in (JoinKind.SEMI, JoinKind.ANTI):
+                ons = " AND ".join(map(str, access.residual))
+                detail += f" (on {ons})" if ons else " (stop after the first match)"
             tree = Operator(name, detail, running, 0, (tree, leaf))
-        if access.residual:
-            tree = Operator("Select", " AND ".join(map(str, access.residual)), running, 0, (tree,))
+        if access.residual and access.join not in (JoinKind.SEMI, JoinKind.ANTI):
+            what = "Select" if access.join == JoinKind.INNER else "Match"
+            tree = Operator(what, " AND ".join(map(str, access.residual)), running, 0, (tree,))
+        if access.post:
+            tree = Operator("Select", " AND ".join(map(str, access.post)), running, 0, (tree,))
     assert tree is not None
     rows = card
-    if block.aggregates or block.group_by:
+    if block.aggregates or block.group_by or block.having:
         rows = 1 if not block.group_by else rows
         what = ", ".join(map(str, block.aggregates)) or "groups"
         grouped = f" GROUP BY {', '.join(map(str, block.group_by))}" if block.group_by else ""
         tree = Operator("Aggregate", what + grouped, rows, 0, (tree,))
+        if block.having:
+            tree = Operator("Having", " AND ".join(map(str, block.having)), rows, 0, (tree,))
+    if block.distinct:
+        tree = Operator("Distinct", ", ".join(i.name for i in block.select), rows, 0, (tree,))
     if block.order_by and not (merge_at is not None and block.limit):
         tree = Operator("Sort", ", ".join(map(str, block.order_by)), rows, 0, (tree,))
-    if block.limit is not None:
-        rows = min(rows, block.limit)
-        tree = Operator("StopAfter", str(block.limit), rows, 0, (tree,))
+    if block.fetch is not None:
+        rows = min(rows, block.fetch)
+        limit = f"{block.fetch}" if block.limit_param is None else \
+            f"{block.limit_param} (at most {block.fetch})"
+        tree = Operator("StopAfter", limit, rows, 0, (tree,))
+    if block.offset:
+        rows = max(0, min(rows, block.fetch or rows) - block.offset)
+        tree = Operator("Offset", str(block.offset), rows, 0, (tree,))
     tree = Operator("Project", ", ".join(i.name for i in block.select), rows, 0, (tree,))
     ops = sum(a.ops for a in accesses)
     return PhysicalPlan(block, accesses, tree, ops, rows, merge_at)
@@ -501,7 +677,10 @@ def _leaf(access: Access) -> Operator:
         assert access.subplan is not None
         return Operator("Derived", access.alias, access.rows_per_probe, access.subplan.ops_bound,
                         (access.subplan.root,))
-    keys = " AND ".join(f"{c} = {v}" for c, v in zip(access.key_columns, access.key_values))
+    keys = " AND ".join(
+        f"{c} IS NULL" if isinstance(v, NullKey) else f"{c} IN ({', '.join(map(str, v.values))})"
+        if isinstance(v, AnyOf) else f"{c} = {v}"
+        for c, v in zip(access.key_columns, access.key_values))
     parts = [keys] if keys else []
     parts += [str(p) for p in access.range]
     where = f" ({' AND '.join(parts)})" if parts else ""
@@ -519,6 +698,6 @@ def _leaf(access: Access) -> Operator:
         alias = "" if access.alias == access.table else f" {access.alias}"
         target = f"{access.index.name} on {access.table}({', '.join(access.index.columns)})" \
                  f"{alias}{fetch}"
-    probes = f" x{access.probes} probes" if access.probes > 1 else ""
-    return Operator(name, f"{target}{where}{probes}", access.probes * access.rows_per_probe,
-                    access.ops)
+    probes = access.probes * access.fanout
+    shown = f" x{probes} probes" if probes > 1 else ""
+    return Operator(name, f"{target}{where}{shown}", probes * access.rows_per_probe, access.ops)

@@ -308,6 +308,7 @@ class _Compiler:
 
     # -- entry ---------------------------------------------------------------
     def compile(self, plan: PhysicalPlan, query: QueryBlock) -> CompiledQuery:
+        _refuse_extensions(plan, query)
         block = plan.block
         names = tuple(item.name for item in query.select)
         empty = None
@@ -781,6 +782,24 @@ class _Compiler:
 
         placeholder = r":(?P<name>_piql_p\d+)" if self.sqlite else r"%\((?P<name>_piql_p\d+)\)s"
         return re.sub(rf'"(?:[^"]|"")*"|{placeholder}', swap, text), order
+
+
+def _refuse_extensions(plan: PhysicalPlan, query: QueryBlock) -> None:
+    """Constructs beyond the paper's fragment (filters, IN lists, IS NULL keys, DISTINCT,
+    HAVING, OFFSET, LIMIT <n>, expressions, outer and semi-joins) are not compiled yet:
+    refuse them, so the interpreter serves those queries."""
+    for block in (query, plan.block):
+        if block.extensions:
+            raise UncompilablePlan(f"not compiled yet: {block.extensions[0]}")
+    for access in plan.accesses:
+        if access.fanout > 1 or any(not isinstance(v, (Attr, Param, Literal))
+                                    for v in access.key_values):
+            raise UncompilablePlan("not compiled yet: a key bound by IN (list) or IS NULL")
+        filters = [c for c in access.residual if not isinstance(c, Predicate)]
+        if filters or access.join != "inner":
+            raise UncompilablePlan(f"not compiled yet: {filters[0] if filters else access.join}")
+        if access.subplan is not None:
+            _refuse_extensions(access.subplan, access.subplan.block)
 
 
 def _needed(block: QueryBlock) -> dict[str, list[str]]:

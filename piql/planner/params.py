@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from piql.catalog import Catalog
-from piql.query_block import Attr, Epoch, Param, QueryBlock
+from piql.query_block import (
+    Attr, Compare, Epoch, InList, Like, Param, Predicate, QueryBlock, walk,
+)
 from piql.sql_types import TypeFamily, family
 
 EPOCH_TYPE = "BIGINT"  # an epoch of a TEMPORAL column is an integer (ms)
@@ -45,10 +47,26 @@ def param_specs(catalog: Catalog, block: QueryBlock) -> tuple[ParamSpec, ...]:
 
 
 def _collect(catalog: Catalog, block: QueryBlock, found: dict[str, ParamSpec]) -> None:
+    for branch, _ in block.unions:
+        _collect(catalog, branch, found)
     for relation in block.relations:
         if relation.subquery is not None:
             _collect(catalog, relation.subquery, found)
-    for pred in block.predicates:
+    comparisons = list(block.predicates)
+    for condition in walk([block.filters, [r.on for r in block.relations], block.having]):
+        # a parameter in an IN list, or compared with a column, takes that column's type
+        if isinstance(condition, InList):
+            comparisons += [Predicate(condition.arg, "=", v) for v in condition.values]
+        elif isinstance(condition, (Compare, Like)):
+            left, right = (condition.left, condition.right) if isinstance(condition, Compare) \
+                else (condition.arg, condition.pattern)
+            if isinstance(left, Param) and isinstance(right, Attr):
+                left, right = right, left
+            comparisons.append(Predicate(left, "=" if isinstance(condition, Like) else
+                                         condition.op, right))
+    if block.limit_param is not None and block.limit_param.name not in found:
+        found[block.limit_param.name] = ParamSpec(block.limit_param.name, declared_type="BIGINT")
+    for pred in comparisons:
         if not isinstance(pred.right, Param) or pred.right.name in found:
             continue
         left = pred.left

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from piql.planner.levels import Level
-from piql.query_block import Operand, Predicate, QueryBlock
+from piql.query_block import Condition, JoinKind, Operand, Predicate, QueryBlock
 
 
 class AccessPath(StrEnum):
@@ -49,6 +49,28 @@ class IndexSpec:
 
 
 @dataclass(frozen=True)
+class AnyOf:
+    """A key column bound to any of several values (``IN (list)``, an OR of equalities):
+    one probe per distinct non-NULL value, so at most ``len(values)`` probes."""
+
+    values: tuple[Operand, ...]
+
+    def __str__(self) -> str:
+        return f"any of ({', '.join(map(str, self.values))})"
+
+
+@dataclass(frozen=True)
+class NullKey:
+    """A key column bound by ``IS NULL``: the probe reads the rows whose column is NULL."""
+
+    def __str__(self) -> str:
+        return "NULL"
+
+
+KeyValue = Operand | AnyOf | NullKey
+
+
+@dataclass(frozen=True)
 class Access:
     """How one relation occurrence is read, once per outer tuple (``probes`` times).
 
@@ -56,17 +78,22 @@ class Access:
     says whether the base row must be fetched too) or ``derived`` (a FROM-subquery,
     evaluated once by its own plan). ``key_values`` bind the leading ``key_columns``
     of the path by equality; ``range`` holds predicates on the next column.
-    ``stop_after`` is the per-probe limit taken from the query's LIMIT.
+    ``stop_after`` is the per-probe limit taken from the query's LIMIT (plus OFFSET).
+    ``fanout`` is how many key probes one outer tuple makes (the product of the sizes of
+    the :class:`AnyOf` key values). ``residual`` holds the conditions checked on the rows
+    read (filters: ``<>``, LIKE, functions, ...), which never widen the read; for a
+    non-inner ``join`` they are the rest of its ON (or subquery) conditions, and ``post``
+    holds the WHERE conditions checked after a LEFT join extends the row.
     """
 
     alias: str
     table: str | None
     path: AccessPath
     key_columns: tuple[str, ...]
-    key_values: tuple[Operand, ...]
+    key_values: tuple[KeyValue, ...]
     order_columns: tuple[str, ...] = ()
     range: tuple[Predicate, ...] = ()
-    residual: tuple[Predicate, ...] = ()
+    residual: tuple[Condition, ...] = ()
     index: IndexSpec | None = None
     covering: bool = True
     descending: bool = False
@@ -74,10 +101,14 @@ class Access:
     rows_per_probe: int = 1
     probes: int = 1
     subplan: "PhysicalPlan | None" = None
+    fanout: int = 1
+    join: JoinKind = JoinKind.INNER  # LEFT: NULL-extended; SEMI / ANTI: a match test only
+    post: tuple[Condition, ...] = ()  # WHERE conditions on a LEFT join's extended rows
 
     @property
     def point_lookup(self) -> bool:
-        return self.path == AccessPath.PRIMARY and self.rows_per_probe == 1 and not self.range
+        return self.path == AccessPath.PRIMARY and self.rows_per_probe == 1 and not self.range \
+            and self.fanout == 1
 
     @property
     def ops_per_probe(self) -> int:
@@ -92,7 +123,7 @@ class Access:
     def ops(self) -> int:
         if self.path == AccessPath.DERIVED:
             return self.subplan.ops_bound if self.subplan else 0
-        return self.probes * self.ops_per_probe
+        return self.probes * self.fanout * self.ops_per_probe
 
 
 @dataclass(frozen=True)
@@ -119,10 +150,13 @@ class PhysicalPlan:
     rows_bound: int
     merge_at: int | None = None  # position of a bounded-outer merge join, if any
     notes: tuple[str, ...] = field(default=())
+    branches: tuple["PhysicalPlan", ...] = ()  # a UNION's branches, run one after the other
 
     @property
     def indexes(self) -> tuple[IndexSpec, ...]:
         found: list[IndexSpec] = []
+        for branch in self.branches:
+            found += [i for i in branch.indexes if i not in found]
         for access in self.accesses:
             if access.index is not None and access.index not in found:
                 found.append(access.index)

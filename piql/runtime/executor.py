@@ -7,16 +7,21 @@ keeps the first k; everything after the scans is local work on bounded rows.
 """
 from __future__ import annotations
 
+from itertools import product
 from typing import Any
 
-from piql.planner.physical import Access, AccessPath, PhysicalPlan
-from piql.query_block import FLIPPED, Attr, OrderItem
-from piql.runtime.evaluate import Binding, finish, holds, sort_rows, value
-from piql.runtime.store import Store
+from piql.planner.physical import Access, AccessPath, AnyOf, NullKey, PhysicalPlan
+from piql.query_block import FLIPPED, Attr, JoinKind, OrderItem
+from piql.runtime import sqlvalues
+from piql.runtime.evaluate import Binding, finish, finish_union, holds, sort_rows, value
+from piql.runtime.store import IS_NULL, Store
 
 
 def execute(store: Store, plan: PhysicalPlan, params: dict[str, Any]) -> list[tuple]:
     """The rows of ``plan`` for ``params``; operations accumulate on ``store.counter``."""
+    if plan.branches:
+        return finish_union(plan.block, [execute(store, b, params) for b in plan.branches],
+                            params)
     bindings = bind(store, plan, params)
     return finish(plan.block, bindings, params)
 
@@ -27,11 +32,18 @@ def bind(store: Store, plan: PhysicalPlan, params: dict[str, Any]) -> list[Bindi
     for position, access in enumerate(plan.accesses):
         joined: list[Binding] = []
         for outer in bindings:
-            for row in _probe(store, access, outer, params):
-                if all(holds(p, row, params) for p in access.residual):
-                    joined.append(row)
-        if position == plan.merge_at and plan.block.limit is not None:
-            joined = _merge(joined, plan.block.order_by, params)[: plan.block.limit]
+            matches = [row for row in _probe(store, access, outer, params)
+                       if all(holds(p, row, params) for p in access.residual)]
+            if access.join == JoinKind.INNER:
+                joined += matches
+            elif access.join == JoinKind.LEFT:
+                extended = matches or [outer | {(access.alias, c): None
+                                                for c in store.shapes[access.table].columns}]
+                joined += [r for r in extended if all(holds(p, r, params) for p in access.post)]
+            elif bool(matches) == (access.join == JoinKind.SEMI):
+                joined.append(outer)
+        if position == plan.merge_at and plan.block.fetch is not None:
+            joined = _merge(joined, plan.block.order_by, params)[: plan.block.fetch]
         bindings = joined
     return bindings
 
@@ -43,15 +55,38 @@ def _probe(store: Store, access: Access, outer: Binding, params: dict[str, Any])
         return [outer | {(access.alias, n): v for n, v in zip(names, row)}
                 for row in execute(store, access.subplan, params)]
     shape = store.shapes[access.table]  # type: ignore[index]
-    eq = [(c, value(v, outer, params)) for c, v in zip(access.key_columns, access.key_values)]
     ranges = [_range(access.alias, p, outer, params) for p in access.range]
     limited = access.stop_after is not None
-    rows = store.scan(
-        access.table, shape.columns, eq, ranges,  # type: ignore[arg-type]
-        order=access.order_columns if limited else (), descending=access.descending,
-        limit=access.stop_after, index=access.index.name if access.path == AccessPath.INDEX else None,
-        fetches=access.path == AccessPath.INDEX and not access.covering)
-    return [outer | {(access.alias, c): v for c, v in zip(shape.columns, row)} for row in rows]
+    found: list[Binding] = []
+    for eq in _key_probes(access, outer, params):
+        rows = store.scan(
+            access.table, shape.columns, eq, ranges,  # type: ignore[arg-type]
+            order=access.order_columns if limited else (), descending=access.descending,
+            limit=access.stop_after,
+            index=access.index.name if access.path == AccessPath.INDEX else None,
+            fetches=access.path == AccessPath.INDEX and not access.covering)
+        found += [outer | {(access.alias, c): v for c, v in zip(shape.columns, row)}
+                  for row in rows]
+    return found
+
+
+def _key_probes(access: Access, outer: Binding, params: dict[str, Any]) -> list[list]:
+    """The key prefixes to read for one outer tuple: one, or one per combination of the
+    distinct values of IN lists (a NULL in a list finds no row, as with ``=``)."""
+    choices = []
+    for bound in access.key_values:
+        if isinstance(bound, NullKey):
+            choices.append([IS_NULL])
+        elif isinstance(bound, AnyOf):
+            distinct: dict[tuple, Any] = {}
+            for option in bound.values:
+                found = value(option, outer, params)
+                if found is not None:
+                    distinct.setdefault(sqlvalues.sort_key(found), found)
+            choices.append(list(distinct.values()) or [None])
+        else:
+            choices.append([value(bound, outer, params)])
+    return [list(zip(access.key_columns, combination)) for combination in product(*choices)]
 
 
 def _range(alias: str, pred, outer: Binding, params: dict[str, Any]) -> tuple[str, str, Any]:

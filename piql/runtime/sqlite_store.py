@@ -21,7 +21,7 @@ from piql.runtime import sqlvalues
 from piql.runtime.errors import (
     ConstraintError, DeploymentError, StoreBusy, StoreOverflow, StoreRefused, UnreadableDatabase,
 )
-from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Counter, TableShape, Values
+from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, IS_NULL, Counter, TableShape, Values
 
 if TYPE_CHECKING:  # an engine's type; importing the engines would load pyarrow
     from piql.engines.base import Reader
@@ -199,9 +199,9 @@ class SQLiteStore:
         """Rows of ``table`` with ``eq`` equalities on a key prefix and ``ranges`` on the
         next column, in ``order``; counts max(1, rows) reads, doubled when every index
         entry needs its base row (``fetches``)."""
-        where = [f"{_quote(c)} = ?" for c, _ in eq] + \
-            [f"{_quote(c)} {OPS[op]} ?" for c, op, _ in ranges]
-        values = [v for _, v in eq] + [v for _, _, v in ranges]
+        where = [f"{_quote(c)} IS NULL" if v is IS_NULL else f"{_quote(c)} = ?" for c, v in eq] \
+            + [f"{_quote(c)} {OPS[op]} ?" for c, op, _ in ranges]
+        values = [v for _, v in eq if v is not IS_NULL] + [v for _, _, v in ranges]
         sql = f"SELECT {', '.join(_quote(c) for c in columns)} FROM {_quote(table)}"
         index = index or self._key_index(table)
         if index:

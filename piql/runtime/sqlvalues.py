@@ -15,6 +15,7 @@ The store holds signed 64-bit integers: :func:`fits` says whether a Python int d
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import re
@@ -164,3 +165,101 @@ def average(total: Any, count: Any) -> float | None:
     if total is None or not count:
         return None
     return total / count
+
+
+def mul(left: Any, right: Any) -> int | float | None:
+    """``left * right``: an integer product that leaves 64 bits is a REAL, as in SQLite."""
+    if left is None or right is None:
+        return None
+    result = _numeric(left) * _numeric(right)
+    return _integral(result) if isinstance(result, int) else result
+
+
+def neg(value: Any) -> int | float | None:
+    """``-value`` (``-(-2**63)`` leaves 64 bits: a REAL)."""
+    if value is None:
+        return None
+    result = -_numeric(value)
+    return _integral(result) if isinstance(result, int) else result
+
+
+def text(value: Any) -> str | None:
+    """SQLite's text of a value (CAST AS TEXT, ``||``, LOWER of a number): a REAL with up
+    to 15 significant digits and always a decimal point or exponent."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "Inf" if value > 0 else "-Inf"
+        shown = "%.15g" % value
+        mantissa, _, exponent = shown.partition("e")
+        if "." not in mantissa:
+            mantissa += ".0"
+        return mantissa + (f"e{exponent}" if exponent else "")
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode(errors="replace")
+    return str(value)
+
+
+def concat(left: Any, right: Any) -> str | None:
+    if left is None or right is None:
+        return None
+    return text(left) + text(right)  # type: ignore[operator]
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def lower(value: Any) -> str | None:
+    """SQLite's LOWER: ASCII letters only (``'É'`` stays)."""
+    return None if value is None else text(value).translate(_ASCII_LOWER)  # type: ignore[union-attr]
+
+
+def upper(value: Any) -> str | None:
+    return None if value is None else text(value).translate(_ASCII_UPPER)  # type: ignore[union-attr]
+
+
+def length(value: Any) -> int | None:
+    """Characters of a text, bytes of a blob, characters of a number's text."""
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        return len(value)
+    return len(text(value))  # type: ignore[arg-type]
+
+
+def cast_integer(value: Any) -> int | None:
+    return None if value is None else _integer(value)
+
+
+def cast_real(value: Any) -> float | None:
+    return None if value is None else float(_numeric(value))
+
+
+def coalesce(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
+def nullif(left: Any, right: Any) -> Any:
+    return None if compare("=", left, right) is True else left
+
+
+@functools.lru_cache(maxsize=256)
+def _like_pattern(pattern: str) -> re.Pattern[str]:
+    parts = []
+    for char in pattern:
+        parts.append(".*" if char == "%" else "." if char == "_" else re.escape(char))
+    return re.compile("".join(parts), re.ASCII | re.IGNORECASE | re.DOTALL)
+
+
+def like(value: Any, pattern: Any) -> bool | None:
+    """SQLite's ``value LIKE pattern``: ``%`` any text, ``_`` one character, ASCII letters
+    in either case; NULL when either side is."""
+    if value is None or pattern is None:
+        return None
+    return _like_pattern(text(pattern)).fullmatch(text(value)) is not None  # type: ignore[arg-type]

@@ -45,6 +45,17 @@ if TYPE_CHECKING:  # an engine's type; importing the engines would load pyarrow
 # before it fails with StoreBusy; ``deploy(busy_timeout=...)`` changes it.
 DEFAULT_BUSY_TIMEOUT = 30.0
 
+
+class _IsNull:
+    """The value of a :meth:`Store.scan` equality that reads the rows holding NULL there
+    (``IS NULL``; an ``=`` with a NULL value finds nothing, as in SQL)."""
+
+    def __repr__(self) -> str:
+        return "IS_NULL"
+
+
+IS_NULL = _IsNull()
+
 Values = Sequence[Any] | Mapping[str, Any]
 
 
@@ -127,7 +138,7 @@ class Store(Protocol):
              descending: bool = False, limit: int | None = None, index: str | None = None,
              fetches: bool = False) -> list[tuple]:
         """Rows of ``table`` with ``eq`` equalities on a key prefix (of its clustered key,
-        or of ``index``) and ``ranges`` on the next column, in ``order``, at most ``limit``;
+        or of ``index``; the value :data:`IS_NULL` reads the NULLs) and ``ranges`` on the next column, in ``order``, at most ``limit``;
         counts max(1, rows) reads, and one more per row when every index entry needs its
         base row (``fetches``)."""
 

@@ -69,7 +69,7 @@ from piql.planner.views import ViewKind
 from piql.language.placeholders import PLACEHOLDER
 from piql.language.queries import parse_queries
 from piql.language.schema import load_schema
-from piql.query_block import Aggregate, Attr, Epoch, Param, QueryBlock
+from piql.query_block import Aggregate, Attr, Epoch, InList, Param, Predicate, QueryBlock, walk
 from piql.runtime.deployment import Deployment
 from piql.runtime.errors import ConstraintError
 from piql.sql_types import FRACTIONAL_TYPES as REAL_TYPES, INTEGER_TYPES
@@ -154,7 +154,7 @@ def oracle_app(name: str, known: frozenset[str] = KNOWN_DEFECTS) -> OracleApp:
     return OracleApp(name, planned)
 
 
-NEW_APPS = ("social", "commerce", "messaging")
+NEW_APPS = ("social", "commerce", "messaging", "constructs")
 EXISTING_APPS = ("examples-social", "examples-tpcw", "paper", "paper-temporal")
 
 
@@ -199,6 +199,8 @@ def relation_columns(block: QueryBlock, expr: object) -> set[tuple[str, str]]:
 
 def blocks(block: QueryBlock) -> Iterable[QueryBlock]:
     yield block
+    for branch, _ in block.unions:
+        yield from blocks(branch)
     for rel in block.relations:
         if rel.subquery is not None:
             yield from blocks(rel.subquery)
@@ -431,13 +433,15 @@ class OwnSQL:
     window_hidden: int = 0
     window_size: int | None = None
     outer: str | None = None  # the query reading the window rows from _oracle_window
+    offset: int = 0  # OFFSET m: ``ordered`` holds every row, the answer starts at row m
+    limit_param: str | None = None  # LIMIT :n: the limit is that parameter's value
 
 
 @functools.lru_cache(maxsize=None)
 def compiled(sql: str) -> OwnSQL:
     """``sql`` (a query's text with ``:name`` parameters) in every form the checks run."""
     parsed = sqlglot.parse_one(sql, read="sqlite")
-    assert isinstance(parsed, exp.Select), sql
+    assert isinstance(parsed, (exp.Select, exp.Union)), sql
     select = exact_means(parsed)
     if select != parsed:
         sql = select.sql(dialect="sqlite")
@@ -447,7 +451,13 @@ def compiled(sql: str) -> OwnSQL:
         ordered = full.sql(dialect="sqlite")
     sub = window_subquery(select)
     if sub is None:
-        return OwnSQL(sql, ordered, hidden, limit_of(select), None)
+        offset = select.args.get("offset")
+        limit = select.args.get("limit")
+        param = limit.expression.name if limit is not None and \
+            isinstance(limit.expression, exp.Placeholder) else None
+        return OwnSQL(sql, ordered, hidden, None if param else limit_of(select), None,
+                      offset=int(offset.expression.name) if offset is not None else 0,
+                      limit_param=param)
     inner, inner_hidden = with_order_columns(sub.this)
     outer = select.copy()
     replaced = window_subquery(outer)
@@ -482,12 +492,26 @@ def _resolved(select: exp.Select, node: exp.Expression) -> exp.Expression:
 
 def with_order_columns(select: exp.Select) -> tuple[exp.Select, int]:
     """``select`` without LIMIT, its ORDER BY values appended as hidden columns."""
+    if isinstance(select, exp.Union):  # ordered by output names: order the union's rows
+        inner = select.copy()
+        order = inner.args.get("order")
+        for key in ("order", "limit", "offset"):
+            inner.set(key, None)
+        outer = exp.select(exp.Star()).from_(exp.Subquery(this=inner, alias="_oracle_union"))
+        hidden = [exp.alias_(item.this.copy(), f"_oracle_order{n}")
+                  for n, item in enumerate(order.expressions if order else ())]
+        for column in hidden:
+            outer.append("expressions", column)
+        if order is not None:
+            outer.set("order", order.copy())
+        return outer, len(hidden)
     full = select.copy()
     order = full.args.get("order")
     hidden = []
     for position, item in enumerate(order.expressions if order else ()):
         hidden.append(exp.alias_(_resolved(full, item.this), f"_oracle_order{position}"))
     full.set("limit", None)
+    full.set("offset", None)
     for column in hidden:
         full.append("expressions", column)
     return full, len(hidden)
@@ -557,19 +581,22 @@ def same_multiset(got: Sequence[Sequence[Any]], expected: Sequence[Sequence[Any]
 
 
 def valid_top_k(got: Sequence[Sequence[Any]], full: Sequence[tuple[tuple, tuple]],
-                limit: int | None, loose: bool = False) -> str | None:
+                limit: int | None, loose: bool = False, offset: int = 0) -> str | None:
     """Why ``got`` is not a first-``limit`` rows of ``full`` in an order its ORDER BY
     allows (``full``: every row with its order values, in order), or None: position i
     must hold a row whose order values are the i-th ones, each row used once."""
-    wanted = len(full) if limit is None else min(limit, len(full))
+    # OFFSET m: the rows from position m on; a tie across position m may be cut either way,
+    # so any row of the whole answer with the right order values may stand there.
+    rest = max(0, len(full) - offset)
+    wanted = rest if limit is None else min(limit, rest)
     if len(got) != wanted:
         return f"{len(got)} rows, expected {wanted}"
     pool = Counter((canonical_row(row, loose), canonical_row(key, loose)) for row, key in full)
     for position, row in enumerate(got):
-        key = canonical_row(full[position][1], loose)
+        key = canonical_row(full[offset + position][1], loose)
         if pool[(canonical_row(row, loose), key)] <= 0:
             return (f"row {position} {tuple(row)!r} is not a row with order values "
-                    f"{full[position][1]!r} (the {position + 1}th in order)")
+                    f"{full[offset + position][1]!r} (the {offset + position + 1}th in order)")
         pool[(canonical_row(row, loose), key)] -= 1
     return None
 
@@ -590,7 +617,12 @@ def param_sources(plan: Plan, query: QueryPlan) -> dict[str, list[ParamSource]]:
     found: dict[str, list[ParamSource]] = {}
     assert query.query.block is not None
     for block in blocks(query.query.block):
-        for pred in block.predicates:
+        comparisons = list(block.predicates) + [c for r in block.relations for c in r.on
+                                                if isinstance(c, Predicate)]
+        for condition in walk([block.filters, [r.on for r in block.relations]]):
+            if isinstance(condition, InList):  # IN (<a>, <b>): values of the column
+                comparisons += [Predicate(condition.arg, "=", v) for v in condition.values]
+        for pred in comparisons:
             if not isinstance(pred.right, Param):
                 continue
             target = pred.left.attr if isinstance(pred.left, Epoch) else pred.left
@@ -634,6 +666,9 @@ def parameter_sets(mirror: Mirror, plan: Plan, query: QueryPlan, rng: random.Ran
         else:
             absent = ABSENT_TEXT
         domains[name] = chosen + [absent]
+    block = query.query.block
+    if block.limit_param is not None:  # LIMIT <n>: from 0 to its declared maximum
+        domains[block.limit_param.name] = sorted({0, 1, block.limit or 0, rng.randint(0, block.limit or 0)})
     combos = [dict(zip(domains, values)) for values in itertools.product(*domains.values())]
     if len(combos) > most:
         present_only = [c for c in combos if all(v in domains[k][:-1] for k, v in c.items())]
@@ -901,7 +936,8 @@ class Session:
             rows = self.mirror.execute(own.ordered, params)
             width = len(rows[0]) - own.hidden if rows else 0
             ordered = [(tuple(r[:width]), tuple(r[width:])) for r in rows]
-            problem = valid_top_k(got, ordered, own.limit)
+            limit = params[own.limit_param] if own.limit_param else own.limit
+            problem = valid_top_k(got, ordered, limit, offset=own.offset)
             return None if problem is None else \
                 f"{problem}; piql {got!r}; SQL's order {ordered[:12]!r}"
         candidates = self.window_answers(own, params)

@@ -55,7 +55,7 @@ def test_unsupported_or_is_an_error_annotation(mixed_plan):
     lines = commands(github.render(mixed_plan))
     (line,) = [l for l in lines if "unsupported" in l]
     assert line.startswith("::error file=queries.sql,line=5,col=26,title=piql unsupported (PQ102)%3A either::")
-    assert "OR is not supported by piql Hint: " in line
+    assert "ILIKE is not supported by piql Hint: " in line
     (unbounded,) = [l for l in lines if "title=piql unbounded" in l]
     assert unbounded.startswith("::error file=queries.sql,line=2,col=31,")
 

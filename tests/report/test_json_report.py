@@ -223,7 +223,7 @@ def test_unbounded_and_unsupported_queries(mixed):
     assert either["level"] == "unbounded" and either["ops_bound"] is None
     (unsupported,) = either["diagnostics"]
     assert unsupported["code"] == "unsupported" and unsupported["severity"] == "error"
-    assert "OR" in unsupported["message"]
+    assert "ILIKE" in unsupported["message"]
     assert (unsupported["line"], unsupported["column"]) == (5, 26)
 
     assert mixed["summary"]["unbounded"] == 2 and mixed["summary"]["SI-0"] == 1

@@ -69,7 +69,7 @@ def test_unsupported_and_unbounded_results(mixed_plan):
     results = document(mixed_plan)["runs"][0]["results"]
     (unsupported,) = [r for r in results if r["ruleId"] == "unsupported"]
     assert unsupported["level"] == "error"
-    assert "OR" in unsupported["message"]["text"]
+    assert "ILIKE" in unsupported["message"]["text"]
     region = unsupported["locations"][0]["physicalLocation"]["region"]
     assert (region["startLine"], region["startColumn"]) == (5, 26)
     assert unsupported["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "queries.sql"

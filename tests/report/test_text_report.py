@@ -83,7 +83,7 @@ def test_unbounded_and_unsupported_queries_are_explained():
     assert re.match(r"^either\s+unbounded\s+no bound", found["either"])
     assert "ops <=" not in found["byText"]
 
-    unsupported = "queries.sql:5:26: error[unsupported] either: OR is not supported by piql"
+    unsupported = "queries.sql:5:26: error[unsupported] either: ILIKE is not supported by piql"
     assert unsupported in lines
     assert lines[lines.index(unsupported) + 1].startswith("    hint: ")
 

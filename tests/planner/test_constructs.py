@@ -1,0 +1,236 @@
+"""Issue 14: bounded plans for the everyday SQL constructs, each with its level and bound.
+
+The blog schema of the constructs oracle app (tests/oracle/apps/constructs): posts has at
+most 4 rows per author, comments any number per post, and users a unique email with NULLs
+equal. Runtime answers of the same constructs are checked in tests/runtime/test_constructs.py
+and by the oracle harness.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from piql.planner.compile import StoreLayout, TableLayout, UncompilablePlan, compile_plan
+from piql.planner.physical import AccessPath, AnyOf, NullKey
+from piql.query_block import Compare, Like
+from tests.conftest import plan_text
+
+SCHEMA = (Path(__file__).parents[1] / "oracle" / "apps" / "constructs" / "schema.sql").read_text()
+
+
+def planned(sql: str, options: str = ""):
+    plan = plan_text(SCHEMA, f"-- name: q\n{options}{sql}\n")
+    return plan.query("q")
+
+
+def test_residual_filters_keep_the_bound_of_the_access():
+    plain = planned("SELECT id FROM posts WHERE author = <a>")
+    query = planned("SELECT id FROM posts WHERE author = <a> AND score <> 2 AND title LIKE 'c%' "
+                    "AND LOWER(title) = 'x' AND score * 2 + 1 > <m>")
+    assert (query.level, query.ops_bound) == ("SI-1", 8)
+    assert plain.ops_bound == 4  # covering: the filters' columns need the row fetched
+    access = query.physical.accesses[0]
+    assert access.key_columns == ("author",)
+    kinds = [type(c) for c in access.residual]
+    assert Compare in kinds and Like in kinds and len(access.residual) == 4
+    assert "Select" in "\n".join(query.physical.root.lines())
+
+
+def test_a_filter_alone_does_not_bound_a_scan_and_the_reason_says_so():
+    query = planned("SELECT id FROM posts WHERE title LIKE 'a%'")
+    assert query.level == "unbounded"
+    (unbounded,) = [d for d in query.diagnostics if d.code == "unbounded"]
+    assert "title LIKE 'a%' only filters the rows read" in unbounded.message
+    assert "restrict posts by its key" in unbounded.hint
+    views = [d for d in query.diagnostics if d.code == "view-rejected"]
+    assert views and all("LIKE is not supported in view maintenance" in d.message for d in views)
+
+
+def test_a_filter_stops_limit_from_cutting_the_scan():
+    query = planned("SELECT id FROM comments WHERE post = <p> AND body <> 'x' ORDER BY id LIMIT 3")
+    assert query.level == "unbounded"
+    (unbounded,) = [d for d in query.diagnostics if d.code == "unbounded"]
+    assert "body <> 'x' filters rows after the scan" in unbounded.message
+
+
+def test_expressions_distinct_and_having_are_local_work_on_bounded_rows():
+    expressions = planned("SELECT id, score * 2 + 1 AS s, COALESCE(topic, 'none') AS t, "
+                          "CASE WHEN score > 2 THEN 'hi' ELSE 'lo' END AS band, LOWER(title) AS l, "
+                          "CAST(score AS REAL) AS r FROM posts WHERE author = <a>")
+    distinct = planned("SELECT DISTINCT topic FROM posts WHERE author = <a>")
+    having = planned("SELECT topic, COUNT(*) AS n FROM posts WHERE author = <a> GROUP BY topic "
+                     "HAVING COUNT(*) > 1")
+    for query in (expressions, distinct, having):
+        assert (query.level, query.ops_bound) == ("SI-1", 8), query.name
+    assert "Distinct topic" in "\n".join(distinct.physical.root.lines())
+    assert "Having COUNT(*) > 1" in "\n".join(having.physical.root.lines())
+
+
+def test_distinct_stops_limit_from_cutting_the_scan():
+    query = planned("SELECT DISTINCT body FROM comments WHERE post = <p> ORDER BY body LIMIT 2")
+    assert query.level == "unbounded"
+    assert any("DISTINCT" in d.message for d in query.diagnostics if d.code == "unbounded")
+
+
+def test_is_null_is_a_key_binding_on_a_unique_key_with_nulls_equal():
+    query = planned("SELECT id, name FROM users WHERE email IS NULL")
+    assert (query.level, query.ops_bound) == ("SI-1", 2)  # one index entry, one fetch
+    access = query.physical.accesses[0]
+    assert access.key_columns == ("email",) and access.key_values == (NullKey(),)
+    assert access.rows_per_probe == 1
+
+
+def test_is_null_is_a_residual_filter_after_a_bounded_read():
+    query = planned("SELECT id FROM posts WHERE author = <a> AND topic IS NULL")
+    assert (query.level, query.ops_bound) == ("SI-1", 4)
+    assert planned("SELECT id FROM posts WHERE topic IS NOT NULL").level == "unbounded"
+
+
+def test_is_null_does_not_make_a_nulls_distinct_unique_key_a_bound():
+    schema = "CREATE TABLE u (id BIGINT PRIMARY KEY, email VARCHAR, UNIQUE (email));"
+    plan = plan_text(schema, "-- name: q\nSELECT id FROM u WHERE email IS NULL\n")
+    assert plan.query("q").level == "unbounded"
+
+
+def test_in_list_on_the_key_is_n_lookups():
+    query = planned("SELECT id, title FROM posts WHERE id IN (<a>, <b>, <c>)")
+    assert (query.level, query.ops_bound) == ("SI-0", 3)
+    access = query.physical.accesses[0]
+    assert access.path == AccessPath.PRIMARY and access.fanout == 3
+    assert isinstance(access.key_values[0], AnyOf)
+
+
+def test_or_of_key_equalities_on_one_column_is_an_in_list():
+    query = planned("SELECT id, author FROM posts WHERE author = <a> OR author = <b>")
+    assert (query.level, query.ops_bound) == ("SI-1", 8)  # 2 probes of at most 4 rows
+    assert query.physical.accesses[0].fanout == 2
+    mixed = planned("SELECT id FROM posts WHERE author = <a> OR score = <b>")
+    assert mixed.level == "unbounded"
+
+
+def test_in_list_with_order_by_limit_stops_each_probe_and_merges():
+    query = planned("SELECT post, id FROM comments WHERE post IN (<p>, <q>) "
+                    "ORDER BY id DESC LIMIT 3")
+    assert (query.level, query.ops_bound) == ("SI-0", 6)
+    access = query.physical.accesses[0]
+    assert access.stop_after == 3 and access.fanout == 2 and query.physical.merge_at == 0
+
+
+def test_limit_offset_is_bounded_as_limit_n_plus_m():
+    query = planned("SELECT id FROM comments WHERE post = <p> ORDER BY id LIMIT 2 OFFSET 5")
+    assert (query.level, query.ops_bound) == ("SI-0", 7)
+    assert query.physical.accesses[0].stop_after == 7
+    assert query.physical.rows_bound == 2
+
+
+def test_limit_parameter_is_bounded_by_its_declared_maximum():
+    query = planned("SELECT id FROM comments WHERE post = <p> ORDER BY id LIMIT <n>",
+                    "-- max: n 20\n")
+    assert (query.level, query.ops_bound) == ("SI-0", 20)
+    assert [(p.name, p.declared_type) for p in query.params] == [("p", "BIGINT"),
+                                                                  ("n", "BIGINT")]
+
+
+def test_limit_parameter_without_a_maximum_is_unbounded_with_the_fix():
+    query = planned("SELECT id FROM comments WHERE post = <p> ORDER BY id LIMIT <n>")
+    assert query.level == "unbounded"
+    (reason,) = query.diagnostics
+    assert reason.message == "LIMIT <n> is not supported by piql"
+    assert "-- max: n 100" in reason.hint
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT id FROM posts WHERE author = <a> AND score <> 2",
+    "SELECT DISTINCT topic FROM posts WHERE author = <a>",
+    "SELECT id, score + 1 AS s FROM posts WHERE author = <a>",
+    "SELECT id FROM posts WHERE id IN (<a>, <b>)",
+    "SELECT id, name FROM users WHERE email IS NULL",
+    "SELECT id FROM comments WHERE post = <p> ORDER BY id LIMIT 2 OFFSET 1",
+])
+def test_compile_refuses_the_new_constructs_so_the_interpreter_serves_them(sql):
+    query = planned(sql)
+    catalog = plan_text(SCHEMA, "").catalog
+    layout = StoreLayout(tuple(TableLayout(t.name, t.column_names, t.primary_key)
+                               for t in catalog.tables))
+    with pytest.raises(UncompilablePlan, match="not compiled yet"):
+        compile_plan(query.physical, "sqlite", layout)
+
+
+def test_views_refuse_constructs_they_do_not_maintain():
+    query = planned("SELECT topic, COUNT(*) AS n FROM posts GROUP BY topic HAVING COUNT(*) > 1")
+    assert query.level == "unbounded"
+    messages = [d.message for d in query.diagnostics if d.code == "view-rejected"]
+    assert "no scale-independent view: HAVING is not supported in view maintenance" in messages
+
+
+def test_left_join_by_key_is_bounded_like_the_inner_join():
+    query = planned("SELECT p.id, u.name FROM posts p LEFT JOIN users u ON u.id = p.author "
+                    "WHERE p.id = <a>")
+    assert (query.level, query.ops_bound) == ("SI-0", 2)
+    left = query.physical.accesses[1]
+    assert left.join == "left" and left.key_columns == ("id",) and left.rows_per_probe == 1
+
+
+def test_left_join_conditions_in_on_and_in_where_are_kept_apart():
+    query = planned("SELECT u.id FROM users u LEFT JOIN posts p ON p.author = u.id "
+                    "WHERE u.id = <a> AND p.id IS NULL")
+    assert (query.level, query.ops_bound) == ("SI-1", 5)
+    left = query.physical.accesses[1]
+    assert [str(c) for c in left.post] == ["p.id IS NULL"] and left.residual == ()
+
+
+def test_exists_is_a_semi_join_that_stops_after_the_first_match():
+    query = planned("SELECT id FROM posts p WHERE author = <a> AND "
+                    "EXISTS (SELECT 1 FROM comments c WHERE c.post = p.id)")
+    assert (query.level, query.ops_bound) == ("SI-1", 8)  # 4 posts + 4 probes of one row
+    semi = query.physical.accesses[1]
+    assert semi.join == "semi" and semi.stop_after == 1 and semi.probes == 4
+
+
+def test_not_exists_and_in_select_are_anti_and_semi_joins():
+    anti = planned("SELECT id FROM posts p WHERE author = <a> AND NOT EXISTS "
+                   "(SELECT * FROM comments WHERE post = p.id AND id > 2)")
+    assert (anti.level, anti.ops_bound) == ("SI-1", 8)
+    assert anti.physical.accesses[1].join == "anti"
+    semi = planned("SELECT id FROM posts WHERE id = <a> AND author IN "
+                   "(SELECT id FROM users WHERE team = 'a')")
+    assert (semi.level, semi.ops_bound) == ("SI-0", 2)
+
+
+def test_a_semi_join_with_a_filter_on_unbounded_rows_is_unbounded():
+    query = planned("SELECT id FROM posts p WHERE author = <a> AND "
+                    "EXISTS (SELECT 1 FROM comments c WHERE c.post = p.id AND c.body <> 'x')")
+    assert query.level == "unbounded"
+
+
+@pytest.mark.parametrize("sql, construct", [
+    ("SELECT id FROM posts WHERE id = <a> AND author NOT IN (SELECT id FROM users)",
+     "NOT IN (SELECT ...)"),
+    ("SELECT id FROM posts WHERE id = <a> OR EXISTS (SELECT 1 FROM users)", "EXISTS"),
+    ("SELECT id FROM posts p WHERE id = <a> AND EXISTS (SELECT 1 FROM comments c "
+     "JOIN users u ON u.id = c.author WHERE c.post = p.id)", "EXISTS with a join inside"),
+])
+def test_semi_joins_outside_their_shape_are_refused_with_a_fix(sql, construct):
+    query = planned(sql)
+    assert query.level == "unbounded"
+    assert any(d.message == f"{construct} is not supported by piql" and d.hint
+               for d in query.diagnostics), query.diagnostics
+
+
+def test_union_is_the_sum_of_its_branches_bounds():
+    union = planned("SELECT id, title FROM posts WHERE id = <a> "
+                    "UNION SELECT id, title FROM posts WHERE author = <b>")
+    assert (union.level, union.ops_bound) == ("SI-1", 9)  # 1 + (4 index entries + 4 rows)
+    assert len(union.physical.branches) == 2 and union.physical.rows_bound == 5
+    paged = planned("SELECT id FROM posts WHERE id IN (<a>, <b>) UNION ALL "
+                    "SELECT id FROM users WHERE id = <c> ORDER BY id DESC LIMIT 2 OFFSET 1")
+    assert (paged.level, paged.ops_bound, paged.physical.rows_bound) == ("SI-0", 3, 2)
+
+
+def test_an_unbounded_union_branch_is_named():
+    query = planned("SELECT id FROM posts WHERE id = <a> UNION SELECT id FROM posts "
+                    "WHERE title = 'x'")
+    assert query.level == "unbounded"
+    (reason,) = [d for d in query.diagnostics if d.code == "unbounded"]
+    assert reason.message.startswith("no bounded plan: in branch 2 of the UNION: ")
