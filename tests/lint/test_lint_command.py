@@ -26,7 +26,7 @@ SELECT * FROM Tags WHERE docId = <doc>
 SELECT * FROM Documents WHERE text = <t>
 
 -- name: either
-SELECT * FROM Tags WHERE tag = <a> OR tag = <b>  -- noqa
+SELECT * FROM Tags WHERE tag ILIKE <a>  -- noqa
 """
 
 
