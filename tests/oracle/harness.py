@@ -81,8 +81,7 @@ APPS_DIR = Path(__file__).parent / "apps"
 # Each constant is the title of a defect; while it is in KNOWN_DEFECTS the harness
 # does not generate (or does not compare) the input class it names.
 FLOAT_SUM_DRIFT = "A maintained SUM of a REAL column drifts after a large value comes and goes (new)"
-API_NAME_CLASH = "A query parameter called name cannot be passed to Deployment.query (new)"
-KNOWN_DEFECTS: frozenset[str] = frozenset({FLOAT_SUM_DRIFT, API_NAME_CLASH})
+KNOWN_DEFECTS: frozenset[str] = frozenset({FLOAT_SUM_DRIFT})
 
 # -- value pools ----------------------------------------------------------------------
 HOUR = 3_600_000
@@ -139,12 +138,10 @@ class OracleApp:
         return OracleApp(name, lambda: piql.load(schema, queries).plan)
 
 
-def oracle_app(name: str, known: frozenset[str] = KNOWN_DEFECTS) -> OracleApp:
+def oracle_app(name: str) -> OracleApp:
     """One of the harness's own applications, tests/oracle/apps/<name>/."""
     schema = APPS_DIR / name / "schema.sql"
     queries = (APPS_DIR / name / "queries.sql").read_text()
-    if API_NAME_CLASH in known:  # Deployment.query(name, **params) takes no <name>
-        queries = queries.replace("<name>", "<name_>")
 
     def planned() -> Plan:
         catalog = load_schema(schema)
