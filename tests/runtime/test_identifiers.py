@@ -15,7 +15,7 @@ import piql
 from piql import sqlgen
 from piql.report import ddl
 from tests.conftest import FIXTURES, plan_text
-from tests.runtime.workload import assert_ordered_match, oracle, ordered_oracle
+from tests.runtime.workload import assert_ordered_match, oracle, ordered_oracle, parameter_choices
 
 SCHEMA = FIXTURES / "odd_names_schema.sql"
 QUERIES = FIXTURES / "odd_names_queries.sql"
@@ -147,3 +147,11 @@ def test_parameters_and_columns_named_like_the_api_arguments():
     assert db.query("byName", name="a").rows == ((2, "v", 7),)
     assert db.load("channels", [{"id": 3, "name": "a", "table": "w", "self": None}]) == 1
     assert sorted(db.rows("channels")) == [(2, "a", "v", 7), (3, "a", "w", None)]
+
+
+def test_workload_parameter_choices_quote_names():
+    """The test workload draws parameter values with quoted names (a table ``sel"ect``)."""
+    db = APP.deploy(engine="store")
+    db.load('sel"ect', SELECTS)
+    choices = parameter_choices(db, APP.plan.query("sumFrom"))
+    assert [c["f"] for c in choices] == ["x", "y", "zz"]
