@@ -39,6 +39,12 @@ RUNTIME_PREFIX = "_piql"
 LOAD_PREFIX = "_load_"
 
 
+def key_index_name(view: str) -> str:
+    """The unique index on the key of a view whose key may hold NULL: such a view is kept
+    in a plain (rowid) table, since a clustered key refuses NULL (``ViewDef.nullable_key``)."""
+    return f"{RUNTIME_PREFIX}_key_{view}"
+
+
 @dataclass(frozen=True)
 class Rename:
     """A generated name that was taken, and what it became."""

@@ -38,6 +38,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
+from piql.planner.naming import key_index_name
+
 # Seconds a write waits for another connection's write lock (a load, a refresh, a repair)
 # before it fails with StoreBusy; ``deploy(busy_timeout=...)`` changes it.
 DEFAULT_BUSY_TIMEOUT = 30.0
@@ -76,7 +78,7 @@ class TableShape:
 
     @property
     def key_index(self) -> str | None:
-        return f"_piql_key_{self.name}" if self.nullable_key else None
+        return key_index_name(self.name) if self.nullable_key else None
 
 
 class Store(Protocol):
