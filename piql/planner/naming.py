@@ -39,6 +39,12 @@ RUNTIME_PREFIX = "_piql"
 LOAD_PREFIX = "_load_"
 
 
+def exact_sum_column(column: str) -> str:
+    """The hidden TEXT column beside a maintained SUM of REAL values that keeps the sum
+    exactly (``ViewDef.exact_sums``)."""
+    return f"{RUNTIME_PREFIX}_exact_{column}"
+
+
 def key_index_name(view: str) -> str:
     """The unique index on the key of a view whose key may hold NULL: such a view is kept
     in a plain (rowid) table, since a clustered key refuses NULL (``ViewDef.nullable_key``)."""

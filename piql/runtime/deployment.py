@@ -126,8 +126,9 @@ class Deployment:
 
     def recomputed(self, view: ViewDef) -> list[tuple]:
         """``view`` computed from base data by the engine (or by the store for engine
-        "store")."""
-        engine = self.engine()
+        "store"). A view with exact sums of REAL values is computed by the store, which
+        reads its rows once more to sum them exactly (``exact_sums``)."""
+        engine = None if view.exact_sums else self.engine()
         try:
             rows = recompute(self.store, view, partition_of) if engine is None else \
                 view_rows(engine, self.store, view, partition_of)

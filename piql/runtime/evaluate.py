@@ -12,6 +12,7 @@ from piql.query_block import (
     Aggregate, Attr, Epoch, Expr, Literal, OrderItem, Param, Predicate, QueryBlock, Ratio,
 )
 from piql.runtime import sqlvalues
+from piql.runtime.exact_sums import exact_sum
 
 Binding = dict[tuple[str, str], Any]
 
@@ -90,10 +91,11 @@ def aggregate(agg: Aggregate, members: Iterable[Binding], params: dict[str, Any]
         return len(values)
     if not values:
         return None
-    if agg.func == "SUM":
-        return sum(values)
+    if agg.func == "SUM":  # exact, rounded once for REAL values, as maintained sums
+        return exact_sum(values)
     if agg.func == "AVG":
-        return sum(values) / len(values)
+        total = exact_sum(values)
+        return None if total is None else total / len(values)
     if agg.func == "MIN":
         return min(values)
     if agg.func == "MAX":

@@ -150,10 +150,13 @@ class Store(Protocol):
         """Delete the row with this key (NULL matches NULL): one write."""
 
     def add(self, table: str, key: Mapping[str, Any], deltas: Mapping[str, Any],
-            count_column: str, sums: Mapping[str, str] | None = None) -> None:
+            count_column: str, sums: Mapping[str, str] | None = None,
+            exact: Mapping[str, str] | None = None) -> None:
         """Add ``deltas`` to the aggregate row at ``key`` (one read, one write); a row whose
         ``count_column`` reaches zero is removed; a SUM column whose counted column
-        (``sums``) reaches zero is NULL. A value leaving 64 bits raises ConstraintError."""
+        (``sums``) reaches zero is NULL. A value leaving 64 bits raises ConstraintError.
+        ``exact`` maps a SUM of REAL values to its hidden column: the delta is added to the
+        exact sum there (``piql.runtime.exact_sums``) and the column holds it rounded."""
 
     # -- set-oriented work (not counted) ---------------------------------------------------
     def sql(self, statement: str, values: Values = ()) -> list[tuple]:
