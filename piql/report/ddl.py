@@ -52,6 +52,9 @@ def _view(view: ViewDef, dialect: str) -> list[str]:
         lines.append(f"-- rows are spread over {view.staging.partitions} partitions by "
                      f"HASH({', '.join(view.staging.partitioned_by)}); piql computes it on write")
     lines += [statement + ";" for statement in create_table(view, dialect)]
+    for column, hidden in view.exact_sums:
+        lines.append(f"-- the store also keeps {column} exactly, as a rational in a hidden TEXT "
+                     f"column {hidden}, and {column} holds it rounded (docs/views.md)")
     if view.kind == ViewKind.PERIODIC and view.refresh is not None:
         lines.append(f"-- refreshed every {view.refresh.refresh_every} by one task per partition "
                      f"of {view.refresh.staging}, each reading at most "
