@@ -17,7 +17,7 @@ from sqlglot import exp
 from piql import sqlgen
 from piql.planner.views import ViewDef, ViewKind
 from piql.query_block import Aggregate
-from piql.runtime.exact_sums import exact_groups, show
+from piql.runtime.exact_sums import exact_groups, rounded, show
 from piql.runtime.store import Store
 
 
@@ -65,7 +65,7 @@ def recompute(store: Store, view: ViewDef, partition_of: Callable[[ViewDef, dict
             continue
         for column, hidden in view.exact_sums:  # the sums the rules keep, exactly
             total = groups.get(tuple(values[c] for c in plain), {}).get(column)
-            values[column] = None if total is None else float(total)
+            values[column] = None if total is None else rounded(total, f"{view.name}.{column}")
             values[hidden] = None if total is None else show(total)
         if view.kind == ViewKind.STAGING:
             values["partition"] = partition_of(view, values)

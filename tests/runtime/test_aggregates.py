@@ -140,3 +140,17 @@ def test_check_compares_reals_relatively_not_to_nine_decimals():
     assert check_views(db.store, db.views, recomputed_with(nearby)).consistent
     report = check_views(db.store, db.views, recomputed_with(1000000001246913.9))
     assert not report.consistent
+
+
+def test_a_real_sum_beyond_the_largest_double_is_refused_and_changes_nothing():
+    from piql.runtime.errors import ConstraintError
+
+    db = App(PRICES).deploy(engine="store")
+    db.insert("products", sku=1, category="c", price=1.7e308)
+    before = {name: db.rows(name) for name in ("products", "prices_view")}
+    with pytest.raises(ConstraintError, match="largest REAL"):
+        db.insert("products", sku=2, category="c", price=1.7e308)
+    with pytest.raises(ConstraintError, match="largest REAL"):
+        db.load("products", [(3, "c", 1.7e308)])
+    assert {name: db.rows(name) for name in before} == before
+    assert db.check().consistent
