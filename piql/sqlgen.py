@@ -237,7 +237,8 @@ def _select_item(name: str, value: object, paper: bool, qualify: bool) -> exp.Ex
 
 
 def _ordered(item: OrderItem, paper: bool, qualify: bool) -> exp.Ordered:
-    # piql's columns hold no NULLs; saying so keeps sqlglot from adding NULLS LAST.
+    # NULLs sort as the store (SQLite) sorts them, first ascending and last descending;
+    # spelled out so that every dialect (PostgreSQL, DuckDB, Spark) orders them the same.
     return exp.Ordered(this=expression(item.expr, paper, qualify), desc=item.desc or None,
                        nulls_first=not item.desc)
 

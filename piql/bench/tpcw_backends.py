@@ -230,8 +230,10 @@ def duckdb_baseline(plan: Plan, dataset: data.Dataset, names: Sequence[str]) -> 
     for table in data.LOAD_ORDER:
         definition = catalog.table(table)
         if definition is not None:
-            connection.execute(f"INSERT INTO {table} SELECT {', '.join(definition.column_names)} "
-                               f"FROM read_parquet('{dataset.path(table)}')")
+            columns = ", ".join(sqlgen.identifier(c, "duckdb") for c in definition.column_names)
+            connection.execute(f"INSERT INTO {sqlgen.identifier(table, 'duckdb')} "
+                               f"SELECT {columns} FROM read_parquet(?)",
+                               [str(dataset.path(table))])
     _create_indexes(connection, catalog)
     return SqlBackend("duckdb", connection, catalog, query_sql(plan, names, "duckdb"))
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import duckdb
 
+from piql import sqlgen
 from piql.catalog import Catalog
 
 # Fixed "now" of the generated store: 2013-06-24 00:00 UTC (SIGMOD '13), in ms.
@@ -185,8 +186,8 @@ def generate(scale: Scale, directory: Path, *, seed: int = 1, limits: Limits = L
         files, rows = {}, {}
         for table in LOAD_ORDER:
             files[table] = directory / f"{table}.parquet"
-            con.execute(f"COPY (SELECT {_doubles(con, table)} FROM {table}) TO "
-                        f"'{files[table]}' (FORMAT PARQUET)")
+            con.execute(f"COPY (SELECT {_doubles(con, table)} FROM {table}) TO ? "
+                        "(FORMAT PARQUET)", [str(files[table])])
             rows[table] = con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
     finally:
         con.close()
@@ -466,11 +467,11 @@ def check_constraints(dataset: Dataset, catalog: Catalog) -> list[str]:
             if table is None:
                 continue
             for constraint in table.cardinalities:
-                per = ", ".join(constraint.per)
-                query = (f"SELECT {per + ', ' if per else ''}COUNT(DISTINCT {constraint.column}) AS n "
-                         f"FROM read_parquet('{path}'){' GROUP BY ' + per if per else ''} "
-                         "ORDER BY n DESC LIMIT 1")
-                row = con.execute(query).fetchone()
+                per = ", ".join(_quoted(c) for c in constraint.per)
+                query = (f"SELECT {per + ', ' if per else ''}COUNT(DISTINCT "
+                         f"{_quoted(constraint.column)}) AS n FROM read_parquet(?)"
+                         f"{' GROUP BY ' + per if per else ''} ORDER BY n DESC LIMIT 1")
+                row = con.execute(query, [str(path)]).fetchone()
                 if row and row[-1] > constraint.limit:
                     broken.append(f"{name}: {constraint.describe()} has {row[-1]} for {row[:-1]}")
     finally:
@@ -488,7 +489,7 @@ def missing_columns(dataset: Dataset, catalog: Catalog) -> list[str]:
             if table is None:
                 continue
             have = {d[0].lower() for d in con.execute(
-                f"SELECT * FROM read_parquet('{path}') LIMIT 0").description}
+                "SELECT * FROM read_parquet(?) LIMIT 0", [str(path)]).description}
             missing += [f"{name}.{c}" for c in table.column_names if c.lower() not in have]
     finally:
         con.close()
@@ -499,7 +500,13 @@ def rows(dataset: Dataset, table: str, columns: tuple[str, ...]) -> list[tuple]:
     """A generated table's rows, in the given column order (for loaders other than piql's)."""
     con = duckdb.connect()
     try:
-        select = ", ".join(columns)
-        return con.execute(f"SELECT {select} FROM read_parquet('{dataset.path(table)}')").fetchall()
+        select = ", ".join(_quoted(c) for c in columns)
+        return con.execute(f"SELECT {select} FROM read_parquet(?)",
+                           [str(dataset.path(table))]).fetchall()
     finally:
         con.close()
+
+
+def _quoted(name: str) -> str:
+    """A column name quoted for DuckDB (file paths are bound, never pasted into SQL)."""
+    return sqlgen.identifier(name, "duckdb")

@@ -35,6 +35,7 @@ from typing import Any, Iterable, Union
 
 import duckdb
 
+from piql import sqlgen
 from piql.bench import tpcw_data as data
 from piql.catalog import Catalog
 from piql.planner.application import Plan
@@ -216,20 +217,19 @@ class World:
         con = duckdb.connect()
         try:
             item_columns = [c for c in _columns(catalog, "item")]
-            items = {r[0]: dict(zip(item_columns, r)) for r in con.execute(
-                f"SELECT {', '.join(item_columns)} FROM read_parquet('{dataset.path('item')}')"
-                " ORDER BY i_id").fetchall()}
-            addresses = dict(con.execute(
-                f"SELECT c_id, c_addr_id FROM read_parquet('{dataset.path('customer')}')").fetchall())
-            orders = con.execute(
-                f"SELECT o_c_id, max(o_id), COUNT(*) FROM read_parquet('{dataset.path('orders')}') "
-                "GROUP BY o_c_id").fetchall()
-            names = [r[0] for r in con.execute(
-                f"SELECT DISTINCT a_lname FROM read_parquet('{dataset.path('author')}') "
-                "ORDER BY 1").fetchall()]
-            words = [r[0] for r in con.execute(
-                f"SELECT DISTINCT itw_word FROM read_parquet('{dataset.path('item_title_word')}') "
-                "ORDER BY 1").fetchall()]
+            def read(sql: str, table: str) -> list[tuple]:  # the file path is bound
+                return con.execute(sql, [str(dataset.path(table))]).fetchall()
+
+            select = ", ".join(sqlgen.identifier(c, "duckdb") for c in item_columns)
+            items = {r[0]: dict(zip(item_columns, r)) for r in read(
+                f"SELECT {select} FROM read_parquet(?) ORDER BY i_id", "item")}
+            addresses = dict(read("SELECT c_id, c_addr_id FROM read_parquet(?)", "customer"))
+            orders = read("SELECT o_c_id, max(o_id), COUNT(*) FROM read_parquet(?) "
+                          "GROUP BY o_c_id", "orders")
+            names = [r[0] for r in read("SELECT DISTINCT a_lname FROM read_parquet(?) "
+                                        "ORDER BY 1", "author")]
+            words = [r[0] for r in read("SELECT DISTINCT itw_word FROM read_parquet(?) "
+                                        "ORDER BY 1", "item_title_word")]
         finally:
             con.close()
         scale = dataset.scale
@@ -288,9 +288,10 @@ class World:
             path = self.dataset.files.get(table)
             values: list[Any] = []
             if path is not None:
+                quoted = sqlgen.identifier(column, "duckdb")
                 values = [r[0] for r in duckdb.sql(
-                    f"SELECT DISTINCT {column} FROM read_parquet('{path}') WHERE {column} "
-                    "IS NOT NULL ORDER BY 1 LIMIT 1000").fetchall()]
+                    f"SELECT DISTINCT {quoted} FROM read_parquet($path) WHERE {quoted} "
+                    "IS NOT NULL ORDER BY 1 LIMIT 1000", params={"path": str(path)}).fetchall()]
             if not values:
                 raise ValueError(f"no value to bind to a parameter compared with {table}.{column}: "
                                  "the generator writes no such column")

@@ -39,6 +39,9 @@ def spark_session(master: str = "local[*]"):
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "8")
+               # SQL semantics: an integer overflow is an error, never a wrapped value
+               # (the default since Spark 4; said here so no site configuration turns it off)
+               .config("spark.sql.ansi.enabled", "true")
                .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")

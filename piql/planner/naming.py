@@ -45,6 +45,18 @@ VERSION_SEQUENCE = "_piql_version"
 WRITE_LOCK_KEY = 0x7069716C  # "piql"
 
 
+def exact_sum_column(column: str) -> str:
+    """The hidden TEXT column beside a maintained SUM of REAL values that keeps the sum
+    exactly (``ViewDef.exact_sums``)."""
+    return f"{RUNTIME_PREFIX}_exact_{column}"
+
+
+def key_index_name(view: str) -> str:
+    """The unique index on the key of a view whose key may hold NULL: such a view is kept
+    in a plain (rowid) table, since a clustered key refuses NULL (``ViewDef.nullable_key``)."""
+    return f"{RUNTIME_PREFIX}_key_{view}"
+
+
 @dataclass(frozen=True)
 class Rename:
     """A generated name that was taken, and what it became."""

@@ -121,7 +121,7 @@ class Access:
 
     @property
     def ops(self) -> int:
-        if self.path == AccessPath.DERIVED:
+        if self.path == AccessPath.DERIVED:  # uncorrelated: run once, whatever the probes
             return self.subplan.ops_bound if self.subplan else 0
         return self.probes * self.fanout * self.ops_per_probe
 

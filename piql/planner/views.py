@@ -7,9 +7,11 @@ from typing import Any
 
 from piql.catalog import Catalog, Column, Table
 from piql.planner.levels import Level
+from piql.planner.naming import exact_sum_column
 from piql.planner.physical import IndexSpec, PhysicalPlan
 from piql.planner.refresh_plan import RefreshPlan, StagingLayout
 from piql.query_block import Aggregate, Attr, Epoch, Expr, Literal, Predicate, QueryBlock, base_attr
+from piql.sql_types import TypeFamily, family
 
 
 class ViewKind(StrEnum):
@@ -156,6 +158,19 @@ class ViewDef:
     @property
     def aggregate(self) -> bool:
         return any(isinstance(c.source, Aggregate) for c in self.columns)
+
+    @property
+    def exact_sums(self) -> tuple[tuple[str, str], ...]:
+        """(column, hidden column) for each SUM of REAL values an IMV maintains. Adding and
+        later subtracting a large double loses the small ones' low bits for good (1e17 + 1.5
+        - 1e17 is 0.0), so the store keeps each such sum also exactly, as a rational in a
+        hidden TEXT column, and the visible column is that sum rounded once to a double:
+        the value SQL's SUM means, whatever the order of the writes."""
+        if self.kind != ViewKind.IMV:
+            return ()
+        return tuple((c.name, exact_sum_column(c.name)) for c in self.columns
+                     if isinstance(c.source, Aggregate) and c.source.func == "SUM"
+                     and family(c.type) is TypeFamily.REAL)
 
     @property
     def indexes(self) -> tuple[IndexSpec, ...]:

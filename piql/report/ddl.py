@@ -6,6 +6,7 @@ from sqlglot import exp
 from piql import sqlgen
 from piql.planner.application import Plan
 from piql.planner.maintenance import DeltaQuery, rule_sql
+from piql.planner.naming import key_index_name
 from piql.planner.views import RuleAction, ViewDef, ViewKind
 
 # Spark SQL has no clustered keys or secondary indexes: the store keeps those.
@@ -50,7 +51,10 @@ def _view(view: ViewDef, dialect: str) -> list[str]:
     if view.staging is not None:
         lines.append(f"-- rows are spread over {view.staging.partitions} partitions by "
                      f"HASH({', '.join(view.staging.partitioned_by)}); piql computes it on write")
-    lines.append(create_table(view, dialect) + ";")
+    lines += [statement + ";" for statement in create_table(view, dialect)]
+    for column, hidden in view.exact_sums:
+        lines.append(f"-- the store also keeps {column} exactly, as a rational in a hidden TEXT "
+                     f"column {hidden}, and {column} holds it rounded (docs/views.md)")
     if view.kind == ViewKind.PERIODIC and view.refresh is not None:
         lines.append(f"-- refreshed every {view.refresh.refresh_every} by one task per partition "
                      f"of {view.refresh.staging}, each reading at most "
@@ -80,18 +84,28 @@ def _view(view: ViewDef, dialect: str) -> list[str]:
     return lines
 
 
-def create_table(view: ViewDef, dialect: str) -> str:
-    """The view's storage: a table clustered on the view key."""
+def create_table(view: ViewDef, dialect: str) -> list[str]:
+    """The view's storage as the runtime creates it: a table clustered on the view key; or,
+    when the key may hold NULL (which a primary key refuses), a plain table with a unique
+    index on the key."""
     names = [(c.name, c.type) for c in view.columns]
     key = [c.name for c in view.key]
     columns: list[exp.Expression] = [
         exp.ColumnDef(this=sqlgen.ident(name), kind=exp.DataType.build(_type(kind)))
         for name, kind in names]
-    if dialect not in KEYLESS_DIALECTS:
+    clustered = dialect not in KEYLESS_DIALECTS and not view.nullable_key
+    if clustered:
         columns.append(exp.PrimaryKey(expressions=[sqlgen.ident(k) for k in key]))
     statement = sqlgen.render(exp.Create(kind="TABLE", this=exp.Schema(
         this=sqlgen.table_ref(view.name), expressions=columns)), dialect)
-    return statement + (" WITHOUT ROWID" if dialect == "sqlite" else "")
+    if clustered:
+        return [statement + (" WITHOUT ROWID" if dialect == "sqlite" else "")]
+    if dialect in KEYLESS_DIALECTS:
+        return [statement]
+    index = sqlgen.render(exp.Create(kind="INDEX", unique=True, this=exp.Index(
+        this=sqlgen.ident(key_index_name(view.name)), table=sqlgen.table_ref(view.name),
+        params=exp.IndexParameters(columns=[sqlgen.column_ref(k) for k in key]))), dialect)
+    return [statement, index]
 
 
 def _delta_sql(block, guards, dialect: str) -> str:

@@ -160,8 +160,9 @@ class Deployment:
 
     def recomputed(self, view: ViewDef) -> list[tuple]:
         """``view`` computed from base data by the engine (or by the store for engine
-        "store")."""
-        engine = self.engine()
+        "store"). A view with exact sums of REAL values is computed by the store, which
+        reads its rows once more to sum them exactly (``exact_sums``)."""
+        engine = None if view.exact_sums else self.engine()
         try:
             rows = recompute(self.store, view, partition_of) if engine is None else \
                 view_rows(engine, self.store, view, partition_of)
@@ -193,7 +194,7 @@ class Deployment:
         return built
 
     # -- queries -------------------------------------------------------------
-    def query(self, name: str, **params: Any) -> Result:
+    def query(self, name: str, /, **params: Any) -> Result:
         """Run a named query through its bounded plan; ``.ops`` is what it cost."""
         self._open()
         query = self.query_plan(name)
@@ -214,7 +215,7 @@ class Deployment:
             raise BoundExceeded(f"query {query.name} did {ops} operations; its bound is {bound}")
         return Result(tuple(i.name for i in block.select), tuple(rows), ops, bound)
 
-    def query_plan(self, name: str) -> QueryPlan:
+    def query_plan(self, name: str, /) -> QueryPlan:
         """The planned query called ``name`` (UnknownName if there is none)."""
         self._open()
         query = self.plan.query(name)
@@ -224,19 +225,19 @@ class Deployment:
         return query
 
     # -- writes --------------------------------------------------------------
-    def insert(self, table: str, **row: Any) -> WriteReport:
+    def insert(self, table: str, /, **row: Any) -> WriteReport:
         """Insert one base row and maintain every index and view, in one transaction."""
         definition = self._table(table)
         full = complete_row(definition, row)
         return self._transaction(lambda: self.maintainer.insert(definition, full))
 
-    def delete(self, table: str, **key: Any) -> WriteReport:
+    def delete(self, table: str, /, **key: Any) -> WriteReport:
         """Delete the base row with this primary key, maintaining every view."""
         definition = self._table(table)
         found = key_of(definition, key)
         return self._transaction(lambda: self.maintainer.delete(definition, found))
 
-    def update(self, table: str, **row: Any) -> list[WriteReport]:
+    def update(self, table: str, /, **row: Any) -> list[WriteReport]:
         """Replace the row with the same primary key: a delete then an insert, atomically."""
         definition = self._table(table)
         full = complete_row(definition, row)
@@ -261,7 +262,7 @@ class Deployment:
         return table
 
     # -- bulk load -----------------------------------------------------------
-    def load(self, table: str, rows: Iterable[dict[str, Any] | Sequence[Any]] | None = None, *,
+    def load(self, table: str, /, rows: Iterable[dict[str, Any] | Sequence[Any]] | None = None, *,
              path: str | Path | None = None) -> int:
         """Load many base rows at once (dicts, tuples in column order, or a CSV/Parquet file),
         check keys and CARDINALITY constraints in bulk, and rebuild the views from the data
@@ -334,7 +335,7 @@ class Deployment:
             mark_epochs(self.store, self.epoch_windows[view.name],
                         (dict(zip(names, r)) for r in rows))
 
-    def rows(self, table: str) -> list[tuple]:
+    def rows(self, table: str, /) -> list[tuple]:
         """Every row of a table or view, for inspection and tests (not a bounded read)."""
         self._open()
         return self.store.all_rows(table)

@@ -14,6 +14,7 @@ from piql.query_block import (
 )
 from piql.runtime import sqlvalues
 from piql.runtime.errors import ParameterError
+from piql.runtime.exact_sums import exact_sum
 
 Binding = dict[tuple[str, str], Any]
 Group = list[Binding] | None
@@ -211,10 +212,11 @@ def aggregate(agg: Aggregate, members: Iterable[Binding], params: dict[str, Any]
         return len(values)
     if not values:
         return None
-    if agg.func == "SUM":
-        return sum(values)
+    if agg.func == "SUM":  # exact, rounded once for REAL values, as maintained sums
+        return exact_sum(values)
     if agg.func == "AVG":
-        return sum(values) / len(values)
+        total = exact_sum(values)
+        return None if total is None else total / len(values)
     if agg.func == "MIN":
         return min(values)
     if agg.func == "MAX":

@@ -2,7 +2,8 @@
 
 Accesses run in the plan's join order, once per outer tuple, each as one
 key-prefix range scan (with its stop-after) on the clustered key or the
-plan's secondary index. A bounded-outer merge join sorts the probes' rows and
+plan's secondary index. A FROM-subquery refers to nothing outside it, so it runs
+once, however many outer tuples join its rows: Phase 0 counts its operations once. A bounded-outer merge join sorts the probes' rows and
 keeps the first k; everything after the scans is local work on bounded rows.
 """
 from __future__ import annotations
@@ -31,9 +32,15 @@ def bind(store: Store, plan: PhysicalPlan, params: dict[str, Any]) -> list[Bindi
     bindings: list[Binding] = [{}]
     for position, access in enumerate(plan.accesses):
         joined: list[Binding] = []
+        derived: list[Binding] | None = None
         for outer in bindings:
-            matches = [row for row in _probe(store, access, outer, params)
-                       if all(holds(p, row, params) for p in access.residual)]
+            if access.path == AccessPath.DERIVED:
+                if derived is None:  # a FROM-subquery runs once per query, as Phase 0 counts it
+                    derived = _derived(store, access, params)
+                probed = [outer | row for row in derived]
+            else:
+                probed = _probe(store, access, outer, params)
+            matches = [row for row in probed if all(holds(p, row, params) for p in access.residual)]
             if access.join == JoinKind.INNER:
                 joined += matches
             elif access.join == JoinKind.LEFT:
@@ -48,12 +55,15 @@ def bind(store: Store, plan: PhysicalPlan, params: dict[str, Any]) -> list[Bindi
     return bindings
 
 
+def _derived(store: Store, access: Access, params: dict[str, Any]) -> list[Binding]:
+    """The rows of a FROM-subquery, bound under its alias."""
+    assert access.subplan is not None
+    names = [item.name for item in access.subplan.block.select]
+    return [{(access.alias, n): v for n, v in zip(names, row)}
+            for row in execute(store, access.subplan, params)]
+
+
 def _probe(store: Store, access: Access, outer: Binding, params: dict[str, Any]) -> list[Binding]:
-    if access.path == AccessPath.DERIVED:
-        assert access.subplan is not None
-        names = [item.name for item in access.subplan.block.select]
-        return [outer | {(access.alias, n): v for n, v in zip(names, row)}
-                for row in execute(store, access.subplan, params)]
     shape = store.shapes[access.table]  # type: ignore[index]
     ranges = [_range(access.alias, p, outer, params) for p in access.range]
     limited = access.stop_after is not None

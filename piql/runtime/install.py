@@ -22,7 +22,8 @@ FINGERPRINT = "fingerprint"  # the metadata naming the plan a store holds
 
 def shapes(plan: Plan) -> list[TableShape]:
     """Every table the plan keeps: the base tables, then the views (a view without key is
-    one aggregate row, kept under the key column ``_all``)."""
+    one aggregate row, kept under the key column ``_all``; a SUM of REAL values also keeps
+    its exact sum in a hidden TEXT column, ``ViewDef.exact_sums``)."""
     found = [TableShape(t.name, t.column_names, t.primary_key, tuple(c.type for c in t.columns))
              for t in plan.catalog.tables]
     for view in plan.ordered_views:
@@ -31,6 +32,9 @@ def shapes(plan: Plan) -> list[TableShape]:
         key = [c.name for c in view.key]
         if not key:
             columns, types, key = ["_all"] + columns, ["INTEGER"] + types, ["_all"]
+        for _, hidden in view.exact_sums:
+            columns.append(hidden)
+            types.append("TEXT")
         found.append(TableShape(view.name, tuple(columns), tuple(key), tuple(types),
                                 view.nullable_key))
     return found

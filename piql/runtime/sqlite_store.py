@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from piql.planner.naming import RUNTIME_TABLES
-from piql.runtime import sqlvalues
+from piql.runtime import exact_sums, sqlvalues
 from piql.runtime.errors import (
     ConstraintError, DeploymentError, StoreBusy, StoreOverflow, StoreRefused, UnreadableDatabase,
 )
@@ -328,7 +328,8 @@ class SQLiteStore:
         return cursor.rowcount
 
     def add(self, table: str, key: Mapping[str, Any], deltas: Mapping[str, Any],
-            count_column: str, sums: Mapping[str, str] | None = None) -> None:
+            count_column: str, sums: Mapping[str, str] | None = None,
+            exact: Mapping[str, str] | None = None) -> None:
         """Add ``deltas`` to the aggregate row at ``key`` (one read, one write); a row whose
         count drops to zero is removed. ``sums`` maps a SUM column to the COUNT of its
         argument: with no non-NULL value left, the SUM is NULL."""
@@ -338,7 +339,13 @@ class SQLiteStore:
             row = dict(key) | {c: 0 for c in shape.columns if c not in key}
         else:
             row = dict(zip(shape.columns, current))
+        exact = exact or {}
         for column, delta in deltas.items():
+            if column in exact:  # exactly, in the hidden column; the visible one rounded
+                total = exact_sums.parse(row[exact[column]]) + exact_sums.exact(delta)
+                row[exact[column]] = exact_sums.show(total)
+                row[column] = exact_sums.rounded(total, f"{table}.{column}")
+                continue
             row[column] = (row[column] or 0) + delta
             if not sqlvalues.fits(row[column]):
                 raise ConstraintError(
@@ -348,6 +355,8 @@ class SQLiteStore:
         for column, counted in (sums or {}).items():
             if row[counted] == 0:
                 row[column] = None
+                if column in exact:
+                    row[exact[column]] = None
         if current is not None:
             self.connection.execute(
                 f"DELETE FROM {_quote(table)}{self._indexed(table)} WHERE {_identical(key)}",

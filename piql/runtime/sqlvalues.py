@@ -64,6 +64,12 @@ def _numeric(value: Any) -> int | float:
     return _integral(number)
 
 
+def numeric(value: Any) -> int | float:
+    """The number SQL's arithmetic (and SUM) reads from a value: text by its numeric
+    prefix, 0 when it has none."""
+    return _numeric(value)
+
+
 def _integer(value: Any) -> int:
     """SQLite's CAST(value AS INTEGER) of a number: truncation, saturating at the range."""
     value = _numeric(value)

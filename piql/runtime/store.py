@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Protocol, Se
 if TYPE_CHECKING:  # an engine's type; importing the engines would load pyarrow
     from piql.engines.base import Reader
 
+from piql.planner.naming import key_index_name
+
 # Seconds a write waits for another connection's write lock (a load, a refresh, a repair)
 # before it fails with StoreBusy; ``deploy(busy_timeout=...)`` changes it.
 DEFAULT_BUSY_TIMEOUT = 30.0
@@ -88,7 +90,7 @@ class TableShape:
 
     @property
     def key_index(self) -> str | None:
-        return f"_piql_key_{self.name}" if self.nullable_key else None
+        return key_index_name(self.name) if self.nullable_key else None
 
 
 class Store(Protocol):
@@ -160,10 +162,13 @@ class Store(Protocol):
         """Delete the row with this key (NULL matches NULL): one write."""
 
     def add(self, table: str, key: Mapping[str, Any], deltas: Mapping[str, Any],
-            count_column: str, sums: Mapping[str, str] | None = None) -> None:
+            count_column: str, sums: Mapping[str, str] | None = None,
+            exact: Mapping[str, str] | None = None) -> None:
         """Add ``deltas`` to the aggregate row at ``key`` (one read, one write); a row whose
         ``count_column`` reaches zero is removed; a SUM column whose counted column
-        (``sums``) reaches zero is NULL. A value leaving 64 bits raises ConstraintError."""
+        (``sums``) reaches zero is NULL. A value leaving 64 bits raises ConstraintError.
+        ``exact`` maps a SUM of REAL values to its hidden column: the delta is added to the
+        exact sum there (``piql.runtime.exact_sums``) and the column holds it rounded."""
 
     # -- set-oriented work (not counted) ---------------------------------------------------
     def sql(self, statement: str, values: Values = ()) -> list[tuple]:

@@ -210,7 +210,7 @@ class Maintainer:
                 deltas = {c.name: sign * (values[c.name] or 0) for c in view.columns
                           if isinstance(c.source, Aggregate)}
                 self.store.add(view.name, key_values or {"_all": 0}, deltas, _count_column(view),
-                               _sum_counts(view))
+                               _sum_counts(view), dict(view.exact_sums))
         measured = reads + self.store.counter.ops - start
         if self.strict and measured > rule.ops_bound:
             raise BoundExceeded(f"rule {rule.name} did {measured} operations; its bound is "

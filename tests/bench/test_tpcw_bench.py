@@ -85,3 +85,23 @@ def test_bench_tpcw_rejects_bad_options(capsys):
     assert "--scales expects ITEMSxEBS pairs" in capsys.readouterr().err
     assert main(["bench", "tpcw", "--interactions", "0"]) == 2
     assert "--interactions expects a positive integer" in capsys.readouterr().err
+
+
+def test_data_files_in_a_directory_with_a_quote(app, tmp_path):
+    """Data file paths are bound, never pasted into SQL text (issue 12 item 16's class):
+    a directory called ``it's`` works for every reader of the generated files."""
+    from piql.bench import tpcw_backends
+    from piql.bench.tpcw_mix import World
+
+    folder = tmp_path / "it's"
+    folder.mkdir()
+    dataset = data.generate(data.Scale(items=60, ebs=1), folder, seed=3,
+                            limits=data.Limits.of(app.plan.catalog))
+    assert data.check_constraints(dataset, app.plan.catalog) == []
+    assert data.missing_columns(dataset, app.plan.catalog) == []
+    assert len(data.rows(dataset, "item", ("i_id", "i_title"))) == dataset.rows["item"]
+    world = World.of(app.plan.catalog, dataset, seed=1)
+    assert world.words
+    backend = tpcw_backends.duckdb_baseline(app.plan, dataset, [])
+    (count,) = backend.connection.execute("SELECT COUNT(*) FROM item").fetchone()
+    assert count == dataset.rows["item"]

@@ -181,3 +181,15 @@ def test_spark_tasks_read_their_partitions_from_a_file_store(tmp_path):
     assert spark_tags == store_tags
     assert [r[1] for r in spark_trending] == [r[1] for r in store_trending]
     assert spark_reads == store_reads  # each task read exactly its partition's share
+
+
+def test_spark_integer_overflow_is_an_error():
+    """SQL semantics on Spark: a BIGINT sum leaving 64 bits fails instead of wrapping
+    (``spark.sql.ansi.enabled``)."""
+    from piql.engines import make_engine
+
+    engine = make_engine("spark")
+    assert engine.session.conf.get("spark.sql.ansi.enabled") == "true"
+    with pytest.raises(Exception, match="(?i)overflow"):
+        engine.query("SELECT SUM(v) FROM VALUES (CAST(9223372036854775807 AS BIGINT)), "
+                     "(CAST(1 AS BIGINT)) AS t(v)")

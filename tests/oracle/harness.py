@@ -32,10 +32,14 @@ zero, big integers (near ±2^62 and at ±(2^63-1)), ties in ORDER BY columns,
 duplicate keys, dangling foreign keys, self-references, and writes that break
 CARDINALITY limits.
 
-``KNOWN_DEFECTS`` names input classes the harness avoids because piql gets
-them wrong today; each constant is the title of the defect (the issue-12 item,
-or "new"), and the code that consults it says what is avoided. Delete an entry
-once its fix is merged: the harness then covers that class again.
+SQL's SUM means the exact sum of its values: the mirror computes SUM (and so AVG,
+see :func:`exact_means`) with an exact aggregate, :class:`ExactSum` (integers summed
+exactly, REAL values summed as rationals and rounded once), as piql keeps its sums;
+SQLite 3.40 adds doubles in scan order, which loses low bits when a huge value and its
+negation are both present.
+
+The harness avoids no input class: the ``KNOWN_DEFECTS`` it once had (issue 12 and
+the findings N1, N2 of /work/coord/oracle-findings.md) are fixed.
 
 Profiles (tests/oracle/test_oracle.py): ``short`` runs in ``make test``;
 ``long`` runs in the tests marked ``slow`` (``pytest -m slow``, which .ci/run
@@ -51,6 +55,7 @@ import random
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -76,13 +81,6 @@ from piql.sql_types import FRACTIONAL_TYPES as REAL_TYPES, INTEGER_TYPES
 from tests.conftest import EXAMPLES, PAPER_QUERIES, PAPER_SCHEMA, paper_schema_text, plan_text
 
 APPS_DIR = Path(__file__).parent / "apps"
-
-# -- known defects ----------------------------------------------------------------------
-# Each constant is the title of a defect; while it is in KNOWN_DEFECTS the harness
-# does not generate (or does not compare) the input class it names.
-FLOAT_SUM_DRIFT = "A maintained SUM of a REAL column drifts after a large value comes and goes (new)"
-API_NAME_CLASH = "A query parameter called name cannot be passed to Deployment.query (new)"
-KNOWN_DEFECTS: frozenset[str] = frozenset({FLOAT_SUM_DRIFT, API_NAME_CLASH})
 
 # -- value pools ----------------------------------------------------------------------
 HOUR = 3_600_000
@@ -139,12 +137,10 @@ class OracleApp:
         return OracleApp(name, lambda: piql.load(schema, queries).plan)
 
 
-def oracle_app(name: str, known: frozenset[str] = KNOWN_DEFECTS) -> OracleApp:
+def oracle_app(name: str) -> OracleApp:
     """One of the harness's own applications, tests/oracle/apps/<name>/."""
     schema = APPS_DIR / name / "schema.sql"
     queries = (APPS_DIR / name / "queries.sql").read_text()
-    if API_NAME_CLASH in known:  # Deployment.query(name, **params) takes no <name>
-        queries = queries.replace("<name>", "<name_>")
 
     def planned() -> Plan:
         catalog = load_schema(schema)
@@ -246,10 +242,9 @@ def _pool(common: Sequence[Any], odd: Sequence[Any]) -> st.SearchStrategy:
 class Values:
     """Hypothesis strategies for the columns of one application."""
 
-    def __init__(self, oracle: OracleApp, known: frozenset[str] = KNOWN_DEFECTS) -> None:
+    def __init__(self, oracle: OracleApp) -> None:
         self.catalog = oracle.plan.catalog
         self.roles = oracle.roles
-        self.known = known
 
     def nullable(self, table: Table, column: str) -> bool:
         """Nullable columns (not NOT NULL, not in the key) get NULLs."""
@@ -271,10 +266,7 @@ class Values:
             else:
                 values = _pool(PLAIN_INTS, BIG + (1, 4))
         elif kind == "real":
-            odd_reals = REAL_ODD
-            if FLOAT_SUM_DRIFT in self.known and where in self.roles.summed:
-                odd_reals = tuple(v for v in odd_reals if abs(v) < 1e6)
-            values = _pool(REALS, odd_reals + NON_FINITE_REALS)
+            values = _pool(REALS, REAL_ODD + NON_FINITE_REALS)
         else:
             values = _pool(TEXTS, TEXT_ODD)
         if self.nullable(table, name):
@@ -289,19 +281,66 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+EXACT_SUM = "exact_sum"
+
+
+class ExactSum:
+    """SQL's SUM computed exactly, for the mirror (SQLite 3.40 adds doubles in scan order):
+    NULL for no values, the integer sum of integers (an error past 64 bits, as SQLite's),
+    else the exact sum of the values as rationals, rounded once to a double."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+
+    def step(self, value: Any) -> None:
+        if value is not None:
+            self.values.append(value)
+
+    def finalize(self) -> int | float | None:
+        if not self.values:
+            return None
+        if all(isinstance(v, int) for v in self.values):
+            total = sum(self.values)
+            if not -2**63 <= total < 2**63:
+                raise OverflowError("integer overflow")
+            return total
+        return float(sum((Fraction(v) for v in self.values), Fraction(0)))
+
+
+def exact_sums(select: exp.Select) -> exp.Select:
+    """``select`` with every ``SUM(x)`` as the mirror's exact aggregate ``exact_sum(x)``."""
+    def exact(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Sum):
+            return exp.Anonymous(this=EXACT_SUM, expressions=[node.this.copy()])
+        return node
+
+    return select.transform(exact)  # type: ignore[return-value]
+
+
+def plain_sums(tree: exp.Expression) -> exp.Expression:
+    """The inverse of :func:`exact_sums`, for another engine."""
+    def plain(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Anonymous) and str(node.this).lower() == EXACT_SUM:
+            return exp.Sum(this=node.expressions[0].copy())
+        return node
+
+    return tree.transform(plain)
+
+
 def run_sql(connection: sqlite3.Connection, sql: str,
             params: dict[str, Any] | Sequence[Any] = ()) -> list[tuple]:
     """SQL's answer to ``sql`` (SQLite's dialect) on ``connection``'s tables: SQLite's, or
     DuckDB's where SQLite's SUM overflows on a partial sum (it adds in scan order)
-    although the sum itself fits in 64 bits: DuckDB computes it exactly."""
+    although the sum itself fits in 64 bits, or an exact sum leaves 64 bits: DuckDB
+    computes it exactly."""
     try:
         return connection.execute(sql, params).fetchall()
     except sqlite3.OperationalError as err:
-        if "integer overflow" not in str(err):
+        if "integer overflow" not in str(err) and "'finalize' method raised" not in str(err):
             raise
     duck = duckdb.connect()
     try:
-        tree = sqlglot.parse_one(sql, read="sqlite")
+        tree = plain_sums(sqlglot.parse_one(sql, read="sqlite"))
         for name in {table.name for table in tree.find_all(exp.Table)}:
             info = connection.execute(f"PRAGMA table_info({quote(name)})").fetchall()
             columns = tuple(row[1] for row in info)
@@ -330,6 +369,7 @@ class Mirror:
         self.catalog = catalog
         self.connection = sqlite3.connect(":memory:", isolation_level=None)
         self.connection.execute("PRAGMA foreign_keys = OFF")  # judged by foreign_key_check
+        self.connection.create_aggregate(EXACT_SUM, 1, ExactSum)
         for table in catalog.tables:
             columns = [f"{quote(c.name)} {c.type}{'' if c.nullable else ' NOT NULL'}"
                        for c in table.columns]
@@ -442,7 +482,7 @@ def compiled(sql: str) -> OwnSQL:
     """``sql`` (a query's text with ``:name`` parameters) in every form the checks run."""
     parsed = sqlglot.parse_one(sql, read="sqlite")
     assert isinstance(parsed, (exp.Select, exp.Union)), sql
-    select = exact_means(parsed)
+    select = exact_sums(exact_means(parsed))
     if select != parsed:
         sql = select.sql(dialect="sqlite")
     ordered, hidden = None, 0
@@ -710,7 +750,6 @@ class Session:
     engine: str = "duckdb"
     partitions: int = 3
     check_every: int = 0  # also run Deployment.check() every n accepted writes (0: never)
-    known: frozenset[str] = KNOWN_DEFECTS
     seed: int = 0
     stats: Stats = field(default_factory=Stats)
     store: str = ":memory:"  # where to deploy: a SQLite file, or a PostgreSQL URI
@@ -1011,7 +1050,7 @@ class Writer:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.values = Values(session.oracle, session.known)
+        self.values = Values(session.oracle)
 
     def row(self, data: st.DataObject, table: Table) -> dict[str, Any]:
         row = {c.name: data.draw(self.values.column(table, c.name), label=f"{table.name}.{c.name}")

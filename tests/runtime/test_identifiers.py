@@ -14,8 +14,8 @@ import pytest
 import piql
 from piql import sqlgen
 from piql.report import ddl
-from tests.conftest import FIXTURES
-from tests.runtime.workload import assert_ordered_match, oracle, ordered_oracle
+from tests.conftest import FIXTURES, plan_text
+from tests.runtime.workload import assert_ordered_match, oracle, ordered_oracle, parameter_choices
 
 SCHEMA = FIXTURES / "odd_names_schema.sql"
 QUERIES = FIXTURES / "odd_names_queries.sql"
@@ -127,3 +127,33 @@ def test_odd_names_on_spark(tmp_path, store_url):
     assert not db.check(repair=True).consistent
     assert db.check().consistent
     db.close()
+
+
+def test_parameters_and_columns_named_like_the_api_arguments():
+    """A parameter ``<name>`` and columns ``table``, ``name`` and ``self`` reach the query and
+    the row: the API's own arguments are positional-only (oracle finding N2)."""
+    app = piql.App(plan_text(
+        'CREATE TABLE channels (id BIGINT PRIMARY KEY, name VARCHAR, "table" VARCHAR, '
+        '"self" BIGINT) WITH CARDINALITY (id, 4) PER (name);',
+        "-- name: byName\nSELECT id, \"table\", \"self\" FROM channels WHERE name = <name>;\n"
+        "-- name: bySelf\nSELECT id FROM channels WHERE id = <self>;\n"))
+    db = app.deploy()
+    assert db.query("byName", name="a").rows == ()
+    db.insert("channels", id=1, name="a", table="t", self=5)
+    db.insert("channels", **{"id": 2, "name": "b", "table": "u", "self": 6})
+    assert db.query("byName", name="a").rows == ((1, "t", 5),)
+    assert db.query("bySelf", self=2).rows == ((2,),)
+    db.update("channels", id=2, name="a", table="v", self=7)
+    assert sorted(db.query("byName", **{"name": "a"}).rows) == [(1, "t", 5), (2, "v", 7)]
+    db.delete("channels", id=1)
+    assert db.query("byName", name="a").rows == ((2, "v", 7),)
+    assert db.load("channels", [{"id": 3, "name": "a", "table": "w", "self": None}]) == 1
+    assert sorted(db.rows("channels")) == [(2, "a", "v", 7), (3, "a", "w", None)]
+
+
+def test_workload_parameter_choices_quote_names():
+    """The test workload draws parameter values with quoted names (a table ``sel"ect``)."""
+    db = APP.deploy(engine="store")
+    db.load('sel"ect', SELECTS)
+    choices = parameter_choices(db, APP.plan.query("sumFrom"))
+    assert [c["f"] for c in choices] == ["x", "y", "zz"]

@@ -180,7 +180,8 @@ def parameter_choices(db: Deployment, query: QueryPlan) -> list[dict[str, Any]]:
         target = pred.left.attr if isinstance(pred.left, Epoch) else pred.left
         rel = block.relation(target.alias)
         values = sorted({r[0] for r in db.store.sql(
-            f'SELECT "{target.column}" FROM "{rel.table}"') if r[0] is not None},
+            f"SELECT {sqlgen.identifier(target.column, db.store.dialect)} "
+            f"FROM {sqlgen.identifier(rel.table, db.store.dialect)}") if r[0] is not None},
                         key=sqlvalues.sort_key)
         if isinstance(pred.left, Epoch):
             values = sorted({sqlvalues.epoch(v, pred.left.width) for v in values})
