@@ -108,7 +108,7 @@ SELECT a.id, b.name FROM (SELECT id, author FROM posts ORDER BY created DESC LIM
 """))
 
 
-@SETTINGS
+@settings(max_examples=EXAMPLES["sqlite"], deadline=None, suppress_health_check=HEALTH)
 @given(posts=st.lists(st.tuples(st.integers(0, 40), st.integers(-3, 3)), max_size=30),
        people=st.lists(st.integers(-5, 40), max_size=12))
 def test_two_from_subqueries_stay_within_the_bound_for_many_outer_rows(posts, people):
