@@ -19,7 +19,7 @@ of the store, and sums each group's values exactly.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, Mapping
 
 from piql import sqlgen
 from piql.planner.views import ViewDef
@@ -56,6 +56,33 @@ def rounded(total: Fraction, where: str) -> float:
         raise ConstraintError(f"the write would make {where} larger in magnitude than the "
                               "largest REAL (about 1.8e308), which the store cannot keep") \
             from None
+
+
+def add_deltas(table: str, key: Mapping[str, Any], row: dict[str, Any],
+               deltas: Mapping[str, Any], sums: Mapping[str, str] | None,
+               hidden: Mapping[str, str] | None) -> None:
+    """Add ``deltas`` to an aggregate view's ``row`` in place, as every store's
+    ``Store.add`` does: a REAL SUM named in ``hidden`` exactly in its hidden column (the visible
+    one rounded), any other column as a 64-bit integer sum (ConstraintError past it); a SUM
+    whose counted column (``sums``) reaches zero becomes NULL."""
+    hidden = hidden or {}
+    for column, delta in deltas.items():
+        if column in hidden:
+            total = parse(row[hidden[column]]) + exact(delta)
+            row[hidden[column]] = show(total)
+            row[column] = rounded(total, f"{table}.{column}")
+            continue
+        row[column] = (row[column] or 0) + delta
+        if not sqlvalues.fits(row[column]):
+            raise ConstraintError(
+                f"the write would make {table}.{column} {row[column]} for "
+                f"({', '.join(f'{c}={v!r}' for c, v in key.items())}), outside the "
+                "store's integer range (-2**63 .. 2**63-1), where SQL's SUM overflows too")
+    for column, counted in (sums or {}).items():
+        if row[counted] == 0:
+            row[column] = None
+            if column in hidden:
+                row[hidden[column]] = None
 
 
 def exact_sum(values: list[Any]) -> int | float | None:

@@ -48,9 +48,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from piql import sql_types
 from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE, WRITE_LOCK_KEY
-from piql.runtime import sqlvalues
+from piql.runtime import exact_sums
 from piql.runtime.errors import (
-    ConstraintError, DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
+    DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
 )
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Counter, TableShape, Values
 
@@ -518,26 +518,17 @@ class PostgresStore:
         return deleted
 
     def add(self, table: str, key: Mapping[str, Any], deltas: Mapping[str, Any],
-            count_column: str, sums: Mapping[str, str] | None = None) -> None:
+            count_column: str, sums: Mapping[str, str] | None = None,
+            exact: Mapping[str, str] | None = None) -> None:
         """Add ``deltas`` to the aggregate row at ``key`` (one read, one write); a row whose
-        count drops to zero is removed. ``sums`` maps a SUM column to the COUNT of its
-        argument: with no non-NULL value left, the SUM is NULL."""
+        count drops to zero is removed (:func:`piql.runtime.exact_sums.add_deltas`)."""
         current = self.get(table, key)
         shape = self.shapes[table]
         if current is None:
             row = dict(key) | {c: 0 for c in shape.columns if c not in key}
         else:
             row = dict(zip(shape.columns, current))
-        for column, delta in deltas.items():
-            row[column] = (row[column] or 0) + delta
-            if not sqlvalues.fits(row[column]):
-                raise ConstraintError(
-                    f"the write would make {table}.{column} {row[column]} for "
-                    f"({', '.join(f'{c}={v!r}' for c, v in key.items())}), outside the "
-                    "store's integer range (-2**63 .. 2**63-1), where SQL's SUM overflows too")
-        for column, counted in (sums or {}).items():
-            if row[counted] == 0:
-                row[column] = None
+        exact_sums.add_deltas(table, key, row, deltas, sums, exact)
         where, values = _identical(key)
         if current is not None and row[count_column] == 0:
             self._count(f"DELETE FROM {_quote(table)} WHERE {where}", values)

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from piql.planner.naming import RUNTIME_TABLES
-from piql.runtime import exact_sums, sqlvalues
+from piql.runtime import exact_sums
 from piql.runtime.errors import (
-    ConstraintError, DeploymentError, StoreBusy, StoreOverflow, StoreRefused, UnreadableDatabase,
+    DeploymentError, StoreBusy, StoreOverflow, StoreRefused, UnreadableDatabase,
 )
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, IS_NULL, Counter, TableShape, Values
 
@@ -339,24 +339,7 @@ class SQLiteStore:
             row = dict(key) | {c: 0 for c in shape.columns if c not in key}
         else:
             row = dict(zip(shape.columns, current))
-        exact = exact or {}
-        for column, delta in deltas.items():
-            if column in exact:  # exactly, in the hidden column; the visible one rounded
-                total = exact_sums.parse(row[exact[column]]) + exact_sums.exact(delta)
-                row[exact[column]] = exact_sums.show(total)
-                row[column] = exact_sums.rounded(total, f"{table}.{column}")
-                continue
-            row[column] = (row[column] or 0) + delta
-            if not sqlvalues.fits(row[column]):
-                raise ConstraintError(
-                    f"the write would make {table}.{column} {row[column]} for "
-                    f"({', '.join(f'{c}={v!r}' for c, v in key.items())}), outside the "
-                    "store's integer range (-2**63 .. 2**63-1), where SQL's SUM overflows too")
-        for column, counted in (sums or {}).items():
-            if row[counted] == 0:
-                row[column] = None
-                if column in exact:
-                    row[exact[column]] = None
+        exact_sums.add_deltas(table, key, row, deltas, sums, exact)
         if current is not None:
             self.connection.execute(
                 f"DELETE FROM {_quote(table)}{self._indexed(table)} WHERE {_identical(key)}",
