@@ -52,7 +52,7 @@ from piql.runtime import exact_sums
 from piql.runtime.errors import (
     DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
 )
-from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Counter, TableShape, Values
+from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, IS_NULL, Counter, TableShape, Values
 
 try:
     import psycopg
@@ -377,9 +377,9 @@ class PostgresStore:
         next column, in ``order`` (NULLs first ascending, last descending); counts max(1,
         rows) reads, doubled when every index entry needs its base row (``fetches``). The
         index is PostgreSQL's to choose: the plan's is the one on those columns."""
-        where = [f"{_quote(c)} = %s" for c, _ in eq] + \
-            [f"{_quote(c)} {OPS[op]} %s" for c, op, _ in ranges]
-        values = [v for _, v in eq] + [v for _, _, v in ranges]
+        where = [f"{_quote(c)} IS NULL" if v is IS_NULL else f"{_quote(c)} = %s" for c, v in eq] \
+            + [f"{_quote(c)} {OPS[op]} %s" for c, op, _ in ranges]
+        values = [v for _, v in eq if v is not IS_NULL] + [v for _, _, v in ranges]
         sql = f"SELECT {', '.join(_quote(c) for c in columns)} FROM {_quote(table)}"
         if where:
             sql += " WHERE " + " AND ".join(where)

@@ -98,7 +98,8 @@ PEOPLE = plan_text(
     "amount NUMERIC, active BOOLEAN);\nCREATE INDEX people_by_grp_name ON people (grp, name);",
     "-- name: firstNames\nSELECT name, id FROM people WHERE grp = <g> ORDER BY name LIMIT 3\n"
     "-- name: lastNames\nSELECT name, id FROM people WHERE grp = <g> ORDER BY name DESC LIMIT 3\n"
-    "-- name: one\nSELECT id, name, score, amount, active FROM people WHERE id = <id>\n")
+    "-- name: one\nSELECT id, name, score, amount, active FROM people WHERE id = <id>\n"
+    "-- name: ungrouped\nSELECT id, name FROM people WHERE grp IS NULL ORDER BY name LIMIT 3\n")
 
 
 @pytest.mark.parametrize("order", ["firstNames", "lastNames"])
@@ -120,6 +121,15 @@ def test_values_come_back_as_sqlite_gives_them(new_store):
     first, second = db.query("one", id=1).rows[0], db.query("one", id=2).rows[0]
     assert first == (1, "x", 2.0, 3, 1) and type(first[2]) is float and type(first[3]) is int
     assert second == (2, "y", 2.5, 2.5, 0)
+
+
+def test_is_null_on_an_index_prefix_reads_the_nulls(new_store):
+    """``grp IS NULL`` is an equality on the index prefix: the store reads the NULL group
+    (a value of no driver: the scan writes ``IS NULL``), on every store."""
+    db = App(PEOPLE).deploy(new_store())
+    for i, (grp, name) in enumerate([(None, "b"), (1, "a"), (None, "a"), (None, None)]):
+        db.insert("people", id=i, grp=grp, name=name)
+    assert db.query("ungrouped").rows == ((3, None), (2, "a"), (0, "b"))
 
 
 def test_bounded_statements_read_indexes(postgres_stores, postgres_server):
