@@ -95,8 +95,8 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 def engines_on_stores(engines) -> list:
     """(engine, store kind) parameters for ``@pytest.mark.parametrize("engine, new_store",
     ..., indirect=["new_store"])``: every engine on every store; Spark on PostgreSQL is
-    marked slow (a Spark job per refresh over a socket takes minutes)."""
-    return [pytest.param(engine, store, marks=[pytest.mark.slow] if
+    marked slow and extended (a Spark job per refresh over a socket takes minutes)."""
+    return [pytest.param(engine, store, marks=[pytest.mark.slow, pytest.mark.extended] if
                          (engine, store) == ("spark", "postgres") else [])
             for engine in engines for store in STORES]
 

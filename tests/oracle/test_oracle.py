@@ -182,6 +182,7 @@ def test_oracle_postgres(app, postgres_stores):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.parametrize("app", NEW_APPS + EXISTING_APPS)
 def test_oracle_postgres_short_profile(app, postgres_stores):
     """The whole short profile (10 histories), each on a PostgreSQL store of its own."""

@@ -106,7 +106,7 @@ def test_odd_names_through_every_runtime_path(tmp_path, engine, store_url):
     db.close()
 
 
-@pytest.mark.parametrize("new_store", ["sqlite", pytest.param("postgres", marks=pytest.mark.slow)],
+@pytest.mark.parametrize("new_store", ["sqlite", pytest.param("postgres", marks=[pytest.mark.slow, pytest.mark.extended])],
                          indirect=True)
 def test_odd_names_on_spark(tmp_path, store_url):
     """Spark's part of the same path (its SQL and its temporary view names): a load with

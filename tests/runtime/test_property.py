@@ -75,7 +75,7 @@ def _histories() -> list:
             for seed in range(3):
                 slow = store == "postgres" and (app, seed) != ("values", 0)
                 found.append(pytest.param(app, store, seed,
-                                          marks=[pytest.mark.slow] if slow else []))
+                                          marks=[pytest.mark.slow, pytest.mark.extended] if slow else []))
     return found
 
 
