@@ -3,6 +3,7 @@ catalog, with the constructs outside piql's subset collected as Unsupported."""
 from __future__ import annotations
 
 import difflib
+from typing import Container
 
 from sqlglot import exp
 
@@ -14,7 +15,7 @@ from dataclasses import replace
 from piql.query_block import (
     default_name, Aggregate, Attr, Call, Case, Compare, Condition, Epoch, Expr, Func, InList,
     JoinKind, Junction, Like, Literal, Negation, NullTest, Operand, OrderItem, Param, Predicate,
-    QueryBlock, Relation, Scalar, SelectItem, UNION_ALIAS, Unsupported, aliases_in,
+    QueryBlock, Relation, Scalar, SelectItem, UNION_ALIAS, Unsupported,
     normalized_predicate,
 )
 
@@ -213,12 +214,7 @@ class Resolver:
                           unions=tuple(blocks))
 
     def _inside_semi(self, node: exp.Expression) -> bool:
-        parent = node.parent
-        while parent is not None:
-            if id(parent) in self._semi:
-                return True
-            parent = parent.parent
-        return False
+        return _has_ancestor_in(node, self._semi)
 
     def _semi_join(self, node: exp.Expression, relations: list[Relation]) -> Relation | None:
         """``[NOT] EXISTS (SELECT ... FROM t WHERE ...)`` or ``x IN (SELECT c FROM t WHERE
@@ -266,12 +262,7 @@ class Resolver:
         return replace(inner, join=JoinKind.ANTI if negated else JoinKind.SEMI, on=tuple(on))
 
     def _inside_reported(self, node: exp.Expression) -> bool:
-        parent = node.parent
-        while parent is not None:
-            if id(parent) in self._refused:
-                return True
-            parent = parent.parent
-        return False
+        return _has_ancestor_in(node, self._refused)
 
     def _relations(self, node: exp.Select) -> tuple[list[Relation], list[exp.Expression]]:
         items = []
@@ -794,3 +785,13 @@ def _closest_column(name: str, relations: list[Relation], qualified: bool) -> st
             spelled.setdefault(column, shown)
     close = _closest(name, list(spelled))
     return f"; did you mean '{spelled[close]}'?" if close else ""
+
+
+def _has_ancestor_in(node: exp.Expression, ids: Container[int]) -> bool:
+    """Whether a node above ``node`` has its ``id`` in ``ids``."""
+    parent = node.parent
+    while parent is not None:
+        if id(parent) in ids:
+            return True
+        parent = parent.parent
+    return False

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from itertools import islice, permutations
+from typing import NamedTuple
 
 from piql.catalog import Catalog, Table
 from piql.planner.bounds import max_rows
@@ -226,22 +227,10 @@ class _Search:
                      after: list[Condition]) -> Access | None:
         """A semi- or anti-join probe that stops after one row: every condition of the
         subquery is on the key prefix or the range the path reads."""
-        prefix = []
-        for column in path:
-            if column not in bindings.eq:
-                break
-            prefix.append(column)
-        rest = path[len(prefix):]
-        ranged = bindings.ranges.get(rest[0], ()) if rest else ()
-        used = {id(bindings.eq_predicate[c]) for c in prefix} | {id(p) for p in ranged}
+        prefix, rest, ranged, used, values, fanout = bindings.read(path)
         if any(id(c) not in used for c in rel.on):
             return None
         covering = index is None or self.needed.get(rel.alias, set()) <= set(path)
-        values = tuple(bindings.eq[c] for c in prefix)
-        fanout = 1
-        for bound in values:
-            if isinstance(bound, AnyOf):
-                fanout *= len(bound.values)
         return Access(rel.alias, table.name, AccessPath.INDEX if index else AccessPath.PRIMARY,
                       tuple(prefix), values, order_columns=rest, range=tuple(ranged),
                       index=index, covering=covering, stop_after=1, rows_per_probe=1,
@@ -297,21 +286,9 @@ class _Search:
                           mine: list[Predicate], path: tuple[str, ...], index: IndexSpec | None,
                           later: tuple[Relation, ...], earlier: set[str], card: int,
                           may_limit: bool, reasons: list[str]) -> list[tuple[Access, int, bool]]:
-        prefix = []
-        for column in path:
-            if column not in bindings.eq:
-                break
-            prefix.append(column)
-        rest = path[len(prefix):]
-        ranged = bindings.ranges.get(rest[0], ()) if rest else ()
-        used = {id(bindings.eq_predicate[c]) for c in prefix} | {id(p) for p in ranged}
+        prefix, rest, ranged, used, values, fanout = bindings.read(path)
         residual = tuple(p for p in mine if id(p) not in used)
         covering = index is None or self.needed.get(rel.alias, set()) <= set(path)
-        values = tuple(bindings.eq[c] for c in prefix)
-        fanout = 1
-        for bound in values:
-            if isinstance(bound, AnyOf):
-                fanout *= len(bound.values)
         access = Access(
             rel.alias, table.name, AccessPath.INDEX if index else AccessPath.PRIMARY, tuple(prefix),
             values, order_columns=rest, range=tuple(ranged), residual=residual, index=index,
@@ -425,6 +402,15 @@ class _Search:
                                                  -len(f.message)))
 
 
+class _KeyRead(NamedTuple):
+    prefix: list[str]
+    rest: tuple[str, ...]
+    ranged: tuple[Predicate, ...]
+    used: set[int]
+    values: tuple[object, ...]
+    fanout: int
+
+
 @dataclass(frozen=True)
 class _Bindings:
     """How a relation's columns are restricted by the predicates usable at its turn."""
@@ -432,6 +418,26 @@ class _Bindings:
     eq: dict[str, object]
     eq_predicate: dict[str, Condition]
     ranges: dict[str, tuple[Predicate, ...]]
+
+    def read(self, path: tuple[str, ...]) -> "_KeyRead":
+        """What reading ``path`` with these bindings uses: the longest prefix of bound
+        columns, the rest of the path, the ranges on its next column, the ids of the
+        predicates so consumed, the prefix's values, and the probes per outer tuple (the
+        product of its IN lists' sizes)."""
+        prefix: list[str] = []
+        for column in path:
+            if column not in self.eq:
+                break
+            prefix.append(column)
+        rest = path[len(prefix):]
+        ranged = self.ranges.get(rest[0], ()) if rest else ()
+        used = {id(self.eq_predicate[c]) for c in prefix} | {id(p) for p in ranged}
+        values = tuple(self.eq[c] for c in prefix)
+        fanout = 1
+        for bound in values:
+            if isinstance(bound, AnyOf):
+                fanout *= len(bound.values)
+        return _KeyRead(prefix, rest, ranged, used, values, fanout)
 
     @staticmethod
     def of(alias: str, predicates: list) -> "_Bindings":
