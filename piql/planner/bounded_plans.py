@@ -120,6 +120,15 @@ class _Search:
         self.best: tuple[tuple, PhysicalPlan] | None = None
         self.subplans: dict[str, PhysicalPlan] = {}
         self.needed = _needed_columns(block)
+        # The join orders share most of their steps: the options of a relation depend on
+        # which relations precede it (and, for a LIMIT that may stop its scan, on the order
+        # of those after it), not on the order of those before, so each is found once.
+        self.options: dict[tuple, list[_Option]] = {}
+        # Each predicate's aliases, and whether LIMIT may stop a scan at all (no grouping,
+        # aggregate or DISTINCT), asked at every step of every order.
+        self.predicate_aliases = [(p, frozenset(p.aliases())) for p in block.predicates]
+        self.filter_aliases = [(f, frozenset(aliases_in(f))) for f in block.filters]
+        self.aggregated = bool(block.group_by or block.aggregates or block.having)
 
     # -- driver --------------------------------------------------------------
     def run(self) -> Phase0Result:
@@ -160,42 +169,60 @@ class _Search:
                          position if limited else merge_at)
 
     def _consider(self, accesses: tuple[Access, ...], card: int, merge_at: int | None) -> None:
-        plan = _assemble(self.block, accesses, card, merge_at, self.subplans)
         secondary = [a.index for a in accesses if a.index is not None]
         for sub in self.subplans.values():
             secondary += list(sub.indexes)
         new = {i for i in secondary if not i.declared}
-        score = (1 if secondary else 0, len(new), plan.ops_bound)
+        # the plan's operation bound is the sum of its accesses' (what _assemble gives it):
+        # the tree is built only for a plan that beats the best so far
+        score = (1 if secondary else 0, len(new), sum(a.ops for a in accesses))
         if self.best is None or score < self.best[0]:
-            self.best = (score, plan)
+            self.best = (score, _assemble(self.block, accesses, card, merge_at, self.subplans))
 
     # -- access paths for one relation ---------------------------------------
     def _candidates(self, rel: Relation, earlier: set[str], later: tuple[Relation, ...],
                     card: int, may_limit: bool) -> list[tuple[Access, int, bool]]:
-        mine: list[Condition] = [p for p in self.block.predicates
-                                 if rel.alias in p.aliases() and p.aliases() <= earlier | {rel.alias}]
-        mine += [f for f in self.block.filters if _placed_here(f, rel.alias, earlier)]
+        """Each way to read ``rel`` after the relations ``earlier`` (``card`` tuples), with
+        the tuples the plan then carries and whether LIMIT stops this scan."""
+        limit_matters = may_limit and self.block.fetch is not None
+        key = (rel.alias, frozenset(earlier), may_limit,
+               tuple(r.alias for r in later) if limit_matters else None)
+        options = self.options.get(key)
+        if options is None:
+            options = self.options[key] = self._options(rel, earlier, later, may_limit)
+        return [(o.access if card == 1 else replace(o.access, probes=card),
+                 min(card * o.factor, o.cap) if o.cap is not None else card * o.factor,
+                 o.cap is not None) for o in options]
+
+    def _options(self, rel: Relation, earlier: set[str], later: tuple[Relation, ...],
+                 may_limit: bool) -> list["_Option"]:
+        """:meth:`_candidates` for one outer tuple (one probe each)."""
+        placed = earlier | {rel.alias}
+        mine: list[Condition] = [p for p, aliases in self.predicate_aliases
+                                 if rel.alias in aliases and aliases <= placed]
+        mine += [f for f, aliases in self.filter_aliases
+                 if _placed_here(aliases, rel.alias, earlier)]
         if rel.join != JoinKind.INNER:
-            return self._outer_candidates(rel, earlier, card, mine)
+            return self._outer_candidates(rel, earlier, mine)
         if not rel.is_base:
             sub = self.subplans[rel.alias]
             access = Access(rel.alias, None, AccessPath.DERIVED, (), (), residual=tuple(mine),
-                            rows_per_probe=sub.rows_bound, probes=card, subplan=sub)
-            return [(access, card * sub.rows_bound, False)]
+                            rows_per_probe=sub.rows_bound, subplan=sub)
+            return [_Option(access, sub.rows_bound)]
         table = self.catalog.table(rel.table)
         assert table is not None
         bindings = _Bindings.of(rel.alias, mine)
-        found: list[tuple[Access, int, bool]] = []
+        found: list[_Option] = []
         reasons: list[str] = []
         for path, index in self._paths(table, rel, bindings):
             found += self._bounded_accesses(table, rel, bindings, mine, path, index,
-                                            later, earlier, card, may_limit, reasons)
+                                            later, earlier, may_limit, reasons)
         if not found:
             self.failures.append(self._failure(table, rel, bindings, reasons, len(earlier)))
         return found
 
-    def _outer_candidates(self, rel: Relation, earlier: set[str], card: int,
-                          after: list[Condition]) -> list[tuple[Access, int, bool]]:
+    def _outer_candidates(self, rel: Relation, earlier: set[str],
+                          after: list[Condition]) -> list["_Option"]:
         """A LEFT join reads like an inner join by its ON conditions, and keeps an outer
         row with NULLs when nothing matches (max(1, rows) rows per outer row). A semi- or
         anti-join only tests for a match: without other conditions it stops after the
@@ -203,27 +230,27 @@ class _Search:
         table = self.catalog.table(rel.table or "")
         assert table is not None
         bindings = _Bindings.of(rel.alias, list(rel.on))
-        found: list[tuple[Access, int, bool]] = []
+        found: list[_Option] = []
         reasons: list[str] = []
         for path, index in self._paths(table, rel, bindings):
-            for access, _, _ in self._bounded_accesses(table, rel, bindings, list(rel.on), path,
-                                                       index, (), earlier, card, False, reasons):
-                access = replace(access, join=rel.join, post=tuple(after))
+            for option in self._bounded_accesses(table, rel, bindings, list(rel.on), path,
+                                                 index, (), earlier, False, reasons):
+                access = replace(option.access, join=rel.join, post=tuple(after))
                 rows = access.rows_per_probe
                 if rel.join == JoinKind.LEFT:
-                    found.append((access, card * access.fanout * max(1, rows), False))
+                    found.append(_Option(access, access.fanout * max(1, rows)))
                 else:
-                    found.append((access, card, False))
+                    found.append(_Option(access, 1))
             if rel.join != JoinKind.LEFT:
-                probe = self._match_probe(table, rel, bindings, path, index, card, after)
+                probe = self._match_probe(table, rel, bindings, path, index, after)
                 if probe is not None:
-                    found.append((probe, card, False))
+                    found.append(_Option(probe, 1))
         if not found:
             self.failures.append(self._failure(table, rel, bindings, reasons, len(earlier)))
         return found
 
     def _match_probe(self, table: Table, rel: Relation, bindings: "_Bindings",
-                     path: tuple[str, ...], index: IndexSpec | None, card: int,
+                     path: tuple[str, ...], index: IndexSpec | None,
                      after: list[Condition]) -> Access | None:
         """A semi- or anti-join probe that stops after one row: every condition of the
         subquery is on the key prefix or the range the path reads."""
@@ -234,7 +261,7 @@ class _Search:
         return Access(rel.alias, table.name, AccessPath.INDEX if index else AccessPath.PRIMARY,
                       tuple(prefix), values, order_columns=rest, range=tuple(ranged),
                       index=index, covering=covering, stop_after=1, rows_per_probe=1,
-                      probes=card, fanout=fanout, join=rel.join, post=tuple(after))
+                      fanout=fanout, join=rel.join, post=tuple(after))
 
     def _paths(self, table: Table, rel: Relation,
                bindings: "_Bindings") -> list[tuple[tuple[str, ...], IndexSpec | None]]:
@@ -284,22 +311,22 @@ class _Search:
 
     def _bounded_accesses(self, table: Table, rel: Relation, bindings: "_Bindings",
                           mine: list[Predicate], path: tuple[str, ...], index: IndexSpec | None,
-                          later: tuple[Relation, ...], earlier: set[str], card: int,
-                          may_limit: bool, reasons: list[str]) -> list[tuple[Access, int, bool]]:
+                          later: tuple[Relation, ...], earlier: set[str],
+                          may_limit: bool, reasons: list[str]) -> list["_Option"]:
         prefix, rest, ranged, used, values, fanout = bindings.read(path)
         residual = tuple(p for p in mine if id(p) not in used)
         covering = index is None or self.needed.get(rel.alias, set()) <= set(path)
         access = Access(
             rel.alias, table.name, AccessPath.INDEX if index else AccessPath.PRIMARY, tuple(prefix),
             values, order_columns=rest, range=tuple(ranged), residual=residual, index=index,
-            covering=covering, probes=card, fanout=fanout)
+            covering=covering, fanout=fanout)
         nulls = frozenset(c for c, v in zip(prefix, values) if isinstance(v, NullKey))
         rows = max_rows(table, frozenset(prefix) - nulls, nulls)
-        found: list[tuple[Access, int, bool]] = []
+        found: list[_Option] = []
         # A table whose key is empty or whose rows are capped can be read whole.
         whole = table.row_limit is not None or not table.primary_key
         if rows is not None and (prefix or ranged or whole):
-            found.append((replace(access, rows_per_probe=rows), card * fanout * rows, False))
+            found.append(_Option(replace(access, rows_per_probe=rows), fanout * rows))
         limit = self.block.fetch
         if may_limit and limit is not None and (prefix or ranged or self._order_columns(rel)):
             why_not = self._why_not_limited(rel, access, later, earlier)
@@ -308,7 +335,7 @@ class _Search:
                 descending = bool(self.block.order_by) and self.block.order_by[0].desc
                 limited = replace(access, rows_per_probe=per_probe, stop_after=limit,
                                   descending=descending)
-                found.append((limited, min(card * fanout * per_probe, limit), True))
+                found.append(_Option(limited, fanout * per_probe, cap=limit))
             elif rows is None:
                 reasons.append(why_not)
         return found
@@ -317,7 +344,7 @@ class _Search:
                          earlier: set[str]) -> str | None:
         """None when LIMIT may stop this scan early; otherwise the reason it may not."""
         block = self.block
-        if block.group_by or block.aggregates or block.having:
+        if self.aggregated:
             return "LIMIT applies after aggregation, so it cannot stop the scan"
         if block.distinct:
             return "LIMIT applies after DISTINCT removes duplicates, so it cannot stop the scan"
@@ -341,7 +368,7 @@ class _Search:
                 table = self.catalog.table(other.table or "")
                 keys = _Bindings.of(other.alias, list(other.on)).eq
                 if table is None or max_rows(table, frozenset(keys)) != 1 or len(keys) < len(
-                        other.on) or any(other.alias in aliases_in(f) for f in self.block.filters):
+                        other.on) or any(other.alias in aliases for _, aliases in self.filter_aliases):
                     return (f"the LEFT JOIN with {other.alias} may add or drop rows (it is not "
                             "a lookup of one row by key)")
                 placed.add(other.alias)
@@ -400,6 +427,16 @@ class _Search:
         # the one ORDER BY ... LIMIT was to stop (not a relation merely read first).
         return max(self.failures, key=lambda f: (f.placed, f.restricted, f.ordered,
                                                  -len(f.message)))
+
+
+class _Option(NamedTuple):
+    """One way to read a relation, for one outer tuple: ``access`` (one probe), the tuples
+    the plan carries per outer tuple after it (``factor``), and, when LIMIT stops the scan,
+    the most it carries whatever the outer tuples (``cap``)."""
+
+    access: Access
+    factor: int
+    cap: int | None = None
 
 
 class _KeyRead(NamedTuple):
@@ -493,10 +530,9 @@ def _key_condition(alias: str, condition: object) -> tuple[str | None, object]:
     return None, None
 
 
-def _placed_here(condition: object, alias: str, earlier: set[str]) -> bool:
-    """Is this access where ``condition`` is checked: the last of its relations to be read
-    (the first access, for a condition on parameters alone)?"""
-    aliases = aliases_in(condition)
+def _placed_here(aliases: frozenset[str], alias: str, earlier: set[str]) -> bool:
+    """Is this access where a condition on ``aliases`` is checked: the last of its relations
+    to be read (the first access, for a condition on parameters alone)?"""
     if not aliases:
         return not earlier
     return alias in aliases and aliases <= earlier | {alias}
