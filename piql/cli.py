@@ -121,6 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
     tpcw.add_argument("--seed", type=int, default=1, help="random seed for data and the mix")
     tpcw.add_argument("--out", default="bench-results", help="output directory")
     tpcw.set_defaults(run=_bench_tpcw)
+    lint = benches.add_parser("lint", help="piql lint end to end: the median wall time of "
+                                           "several runs of the command (issue 17: < 0.5 s)",
+                              allow_abbrev=False)
+    lint.add_argument("files", nargs="*", metavar="FILE",
+                      help="the schema file, then the queries files (default: examples/tpcw)")
+    lint.add_argument("--runs", type=int, default=10, help="measured runs (default: 10)")
+    lint.add_argument("--warmup", type=int, default=2, help="unmeasured runs first (default: 2)")
+    lint.add_argument("--out", default="bench-results", help="output directory")
+    lint.set_defaults(run=_bench_lint)
     return parser
 
 
@@ -392,6 +401,29 @@ def _bench_tpcw(args: argparse.Namespace) -> int:
     document = bench.run(settings, out)
     print(report.summary(document))
     print(f"\nwrote {out / 'tpcw.json'} and the figures {', '.join(report.FIGURES)} in {out}")
+    return EXIT_OK
+
+
+def _bench_lint(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from piql.bench import lint as bench
+
+    if args.runs < 1:
+        raise InputError(f"--runs expects a positive integer, got {args.runs}")
+    if args.warmup < 0:
+        raise InputError(f"--warmup expects zero or more, got {args.warmup}")
+    if len(args.files) == 1:
+        raise InputError(f"bench lint needs a schema file and at least one queries file "
+                         f"(got only {args.files[0]})")
+    files = {"schema": args.files[0], "queries": tuple(args.files[1:])} if args.files else {}
+    for name in args.files:
+        if not Path(name).is_file():
+            raise InputError(f"{name}: no such file")
+    out = Path(args.out)
+    document = bench.run(bench.Settings(runs=args.runs, warmup=args.warmup, **files), out)
+    print(bench.summary(document))
+    print(f"\nwrote {out / 'lint.json'}")
     return EXIT_OK
 
 
