@@ -27,8 +27,18 @@ FORMATS = lint_command.FORMATS
 EXIT_OK, EXIT_UNBOUNDED, EXIT_INPUT = 0, 1, 2
 
 
+class _Parser(argparse.ArgumentParser):
+    """piql's parsers take no abbreviated flags (``--scale`` is not ``--scales``): a
+    shortened flag that meant another option by accident would be silently accepted.
+    Subcommand parsers are of the same class (argparse makes them of their parent's)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="piql", description="Prove that every query and write stays bounded as data grows.",
         epilog=EPILOGS["piql"], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action=_Version)
@@ -122,8 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     tpcw.add_argument("--out", default="bench-results", help="output directory")
     tpcw.set_defaults(run=_bench_tpcw)
     lint = benches.add_parser("lint", help="piql lint end to end: the median wall time of "
-                                           "several runs of the command (issue 17: < 0.5 s)",
-                              allow_abbrev=False)
+                                           "several runs of the command (issue 17: < 0.5 s)")
     lint.add_argument("files", nargs="*", metavar="FILE",
                       help="the schema file, then the queries files (default: examples/tpcw)")
     lint.add_argument("--runs", type=int, default=10, help="measured runs (default: 10)")

@@ -3,6 +3,7 @@ terminal only (NO_COLOR, FORCE_COLOR), --help with an example and exit statuses,
 flag answered with that command's usage, "did you mean" for misspelt names."""
 from __future__ import annotations
 
+import argparse
 import os
 import pty
 import subprocess
@@ -107,6 +108,34 @@ def test_a_bad_flag_prints_that_commands_usage(capsys, argv, usage):
     err = capsys.readouterr().err
     assert err.startswith(usage)
     assert "unrecognized arguments" in err
+
+
+@pytest.mark.parametrize("argv, usage, flag", [
+    (["bench", "twotags", "--scale", "10"], "usage: piql bench twotags", "--scale"),
+    (["lint", "--sel", "unbounded", "s.sql", "q.sql"], "usage: piql lint", "--sel"),
+    (["refresh", "s.sql", "q.sql", "--db", "x.db", "--ever", "1 min"], "usage: piql refresh",
+     "--ever"),
+])
+def test_an_abbreviated_flag_is_not_taken_for_the_whole_one(capsys, argv, usage, flag):
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage) and f"unrecognized arguments: {flag}" in err
+
+
+def _parsers(parser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_no_parser_takes_abbreviations():
+    parsers = list(_parsers(build_parser()))
+    assert len(parsers) > len(COMMANDS)  # the bench subcommands too
+    assert not [p.prog for p in parsers if p.allow_abbrev]
 
 
 def test_did_you_mean_for_columns_tables_and_qualified_columns(tmp_path):
