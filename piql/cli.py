@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from piql.errors import InputError, PiqlError
 from piql.language.loader import load_plan
@@ -296,20 +296,46 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _parameters(db, name: str, given: list[str]) -> dict[str, object]:
-    """``name=value`` pairs, typed by the column each parameter is compared with."""
+    """``name=value`` pairs, typed by the column each parameter is compared with.
+
+    NAME may be written as the query writes the parameter (``:uid``, ``%(uid)s``, ``<uid>``,
+    ``$1`` for the query's ``$1``) and in another case; an error names it as given."""
     types = {p.name: p.declared_type for p in db.query_plan(name).params}
     params: dict[str, object] = {}
     for item in given:
         key, sep, text = item.partition("=")
         if not sep:
             raise InputError(f"parameters are written NAME=VALUE, got {item!r}")
-        declared = types.get(key, "")
+        param = _parameter_name(key, types)
+        declared = types.get(param, "")
         try:
-            params[key] = from_text(declared, text)
+            params[param] = from_text(declared, text)
         except ValueError:
-            raise InputError(f"parameter <{key}> is compared with a {base_name(declared)} "
-                             f"column; {text!r} is not one") from None
+            shown = f"<{param}>" if key == param else f"{key} (<{param}> of {name})"
+            kind = base_name(declared)
+            article = "an" if kind[:1].upper() in "AEIOU" else "a"
+            raise InputError(f"parameter {shown} is compared with {article} {kind} column; "
+                             f"{text!r} is not one") from None
     return params
+
+
+def _parameter_name(key: str, names: Iterable[str]) -> str:
+    """The query's name of the parameter ``key`` names: itself, its name inside the query's
+    own notation (``:uid``, ``%(uid)s``, ``<uid>``; ``$1`` is ``p1``), or the one name that
+    differs only in case."""
+    import re
+
+    bare = key.strip()
+    written = re.fullmatch(r"<(\w+)>|%\((\w+)\)s|[:@](\w+)|\$([1-9][0-9]*)", bare)
+    if written:
+        bare = next(g for g in written.groups() if g)
+        if written.group(4):
+            bare = f"p{bare}"
+    known = list(names)
+    if bare in known:
+        return bare
+    same = [n for n in known if n.lower() == bare.lower()]
+    return same[0] if len(same) == 1 else bare
 
 
 def _refresh(args: argparse.Namespace) -> int:

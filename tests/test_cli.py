@@ -525,6 +525,32 @@ def test_query_parameters_take_the_type_of_the_column_they_are_compared_with(cap
     assert code == 2 and "parameter <id> is compared with a TINYINT column; 'one' is not one" in err
 
 
+def test_query_parameters_named_as_the_query_writes_them(capsys, tmp_path):
+    """A ``:uid`` or ``$1`` query's parameter may be given as the query writes it, or in
+    another case; a value of the wrong type is reported under the name the user gave."""
+    schema, queries = tmp_path / "schema.sql", tmp_path / "queries.sql"
+    schema.write_text("CREATE TABLE users (userId BIGINT PRIMARY KEY, age INTEGER);\n")
+    queries.write_text("-- name: named\nSELECT age FROM users WHERE userId = :uid;\n"
+                       "-- name: numbered\nSELECT age FROM users WHERE userId = $1;\n")
+    (tmp_path / "users.csv").write_text("userId,age\n7,40\n")
+    db = tmp_path / "users.db"
+    assert run(capsys, "deploy", schema, queries, "--db", db, "--engine", "store",
+               "--load", f"users={tmp_path / 'users.csv'}")[0] == 0
+    for query, given in (("named", ":uid"), ("named", "UID"), ("named", "uid"),
+                         ("numbered", "$1"), ("numbered", "p1")):
+        code, out, err = run(capsys, "query", schema, queries, "--db", db, "--engine", "store",
+                             query, f"{given}=7")
+        assert code == 0 and "40" in out and "1 rows" in out, err
+    code, _, err = run(capsys, "query", schema, queries, "--db", db, "--engine", "store",
+                       "named", ":uid=seven")
+    assert code == 2
+    assert err == ("piql: error: parameter :uid (<uid> of named) is compared with a BIGINT "
+                   "column; 'seven' is not one\n")
+    code, _, err = run(capsys, "query", schema, queries, "--db", db, "--engine", "store",
+                       "numbered", "$1=seven")
+    assert code == 2 and "parameter $1 (<p1> of numbered) is compared with a BIGINT" in err
+
+
 @pytest.mark.parametrize("kind", ["directory", "missing directory", "not sqlite"])
 def test_a_bad_store_path_exits_2(capsys, tmp_path, kind):
     (tmp_path / "folder").mkdir()
