@@ -70,4 +70,10 @@ def _diagnostics(found: QueryFindings, palette: Palette) -> list[str]:
         lines.append(f"{where}{label} {query.name}: {d.message}")
         if d.hint:
             lines.append(f"    hint: {d.hint}")
+    # What -- noqa waived stays readable (an unbounded query's reasons matter while the
+    # runtime refuses it), marked suppressed and not an error, without its hint.
+    for d in found.suppressed:
+        where = f"{d.location}: " if d.location else ""
+        label = palette.paint(f"suppressed[{d.code}]", "dim")
+        lines.append(f"{where}{label} {query.name}: {d.message}")
     return lines

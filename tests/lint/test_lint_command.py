@@ -108,6 +108,12 @@ def test_noqa_suppresses_and_the_run_passes_and_says_so(capsys, tmp_path):
     assert any(l.startswith("either") and l.endswith("(noqa: unsupported)")
                for l in lines)
     assert "suppressed by -- noqa: 3 findings (byText, either)" in out
+    # the reasons stay readable, marked suppressed: the runtime still refuses the query
+    waived = [l for l in lines if "suppressed[" in l]
+    assert [l.split(" ")[1] for l in waived] == [
+        "suppressed[unbounded]", "suppressed[view-rejected]", "suppressed[unsupported]"]
+    assert all(l.startswith(f"{queries}:") for l in waived)
+    assert "no bounded plan" in waived[0] and "hint:" not in out
 
 
 def test_noqa_of_another_code_suppresses_nothing(capsys, tmp_path):
