@@ -5,7 +5,7 @@ first report format; each word also has a short id (``PQ101``) as sqlfluff and r
 expect. Both are accepted wherever a code is (``--select``, ``--ignore``, ``-- noqa:``,
 ``piql rules``). The explanations here are the text of ``piql rules CODE`` and of
 docs/rules.md (a test keeps the two in step); SARIF output points each rule's ``helpUri``
-at its section there.
+at its section there, under the Documentation URL of pyproject.toml.
 
 Ids are grouped by what they are about: PQ0xx input errors, PQ1xx why a query is not
 bounded, PQ2xx risks of a bounded plan, PQ3xx what a plan needs, PQ4xx the schema.
@@ -15,10 +15,6 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from enum import Enum
-
-# Where docs/rules.md is published; SARIF viewers link each rule to its section there.
-DOCS_URL = "https://github.com/piql/piql/blob/main/docs/rules.md"
-
 
 class Severity(str, Enum):
     """How serious a diagnostic is; ``--fail-on`` names the least serious that fails lint."""
@@ -57,7 +53,11 @@ class Rule:
 
     @property
     def help_uri(self) -> str:
-        return f"{DOCS_URL}#{self.anchor}"
+        """This rule's section of docs/rules.md under the project's documentation URL
+        (SARIF viewers and ``piql rules CODE`` link to it)."""
+        from piql.version import documentation
+
+        return f"{documentation()}/rules.md#{self.anchor}"
 
 
 RULES: tuple[Rule, ...] = (

@@ -1,7 +1,7 @@
 """``piql lint --format sarif``: SARIF 2.1.0 for code-scanning tools.
 
-Every rule of the registry is listed with its explanation and a ``helpUri`` into
-docs/rules.md. A finding ``-- noqa`` waived is kept with an in-source suppression, which
+Every rule of the registry is listed with its explanation and a ``helpUri`` to its section
+of docs/rules.md, under the project's Documentation URL (pyproject.toml). A finding ``-- noqa`` waived is kept with an in-source suppression, which
 code-scanning tools show as dismissed. Input errors are results of rule ``input`` and
 make the invocation unsuccessful.
 """
@@ -15,7 +15,7 @@ from piql.errors import Location
 from piql.lint.findings import Findings, as_findings
 from piql.planner.application import Plan
 from piql.rules import RULES
-from piql.version import version
+from piql.version import documentation, version
 
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 _INDEX = {r.code: i for i, r in enumerate(RULES)}
@@ -45,7 +45,7 @@ def render(report: Plan | Findings) -> str:
             "tool": {"driver": {
                 "name": "piql",
                 "version": version(),
-                "informationUri": RULES[0].help_uri.split("#")[0],
+                "informationUri": documentation(),
                 "rules": [_rule(r) for r in RULES],
             }},
             "invocations": [{"executionSuccessful": not found.errors,

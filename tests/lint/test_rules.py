@@ -21,7 +21,6 @@ def test_codes_and_ids_are_unique_and_well_formed():
     for r in RULES:
         assert re.fullmatch(r"[a-z][a-z-]*", r.code) and re.fullmatch(r"PQ\d{3}", r.id)
         assert r.summary and r.explanation and r.example and r.fix
-        assert r.help_uri.endswith(f"rules.md#{r.code}")
 
 
 @pytest.mark.parametrize("schema, queries", [
@@ -77,3 +76,34 @@ def test_docs_have_a_section_per_rule_with_its_text():
         assert f'<a id="{r.anchor}"></a>' in docs, r.code
         assert f"### {r.id} `{r.code}`" in docs, r.code
         assert r.summary in docs and r.fix in docs
+
+
+def _anchors(markdown: str) -> set[str]:
+    """The fragment ids a page of markdown has: explicit ``<a id>`` and GitHub's heading ids."""
+    found = set(re.findall(r'<a id="([^"]+)"></a>', markdown))
+    for heading in re.findall(r"^#+ (.+)$", markdown, re.MULTILINE):
+        found.add(re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-"))
+    return found
+
+
+def test_every_help_uri_is_a_section_of_rules_md_under_the_documentation_url():
+    import tomllib
+
+    from piql.version import DOCUMENTATION, documentation
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    declared = pyproject["project"]["urls"]["Documentation"]
+    assert documentation() == DOCUMENTATION == declared  # installed, fallback and source agree
+    anchors = _anchors(DOCS.read_text(encoding="utf-8"))
+    for r in RULES:
+        page, _, anchor = r.help_uri.partition("#")
+        assert page == f"{declared}/rules.md"
+        assert anchor in anchors, r.help_uri
+
+
+def test_the_documentation_url_is_read_from_project_urls():
+    from piql.version import project_url
+
+    urls = ["Repository, https://example.org/repo", "documentation , https://example.org/docs/ "]
+    assert project_url(urls, "Documentation") == "https://example.org/docs"
+    assert project_url(["Homepage, https://example.org"], "Documentation") is None
