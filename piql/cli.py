@@ -246,17 +246,18 @@ def _deploy(args: argparse.Namespace) -> int:
     loads = [_load_option(plan, item) for item in args.load]  # mistakes found before deploying
     from piql.runtime.store import is_url
 
-    # a new SQLite file is removed again if a load fails (a PostgreSQL store keeps what
-    # the deployment installed: the load itself changed nothing)
+    # All or nothing: a refused load leaves the store as it was. The load itself changes
+    # nothing then; what this deployment installed (tables, indexes, bookkeeping) is
+    # dropped again, and a SQLite file it created removed.
     created = args.db != ":memory:" and not is_url(args.db) and not Path(args.db).exists()
     db = _deployment(args, plan)
     try:
-        if loads:  # all or nothing: one refused file leaves every table as it was
+        if loads:
             for (table, _), count in zip(loads, db.load_many(loads)):
                 print(f"loaded {count} rows into {table}")
     except BaseException:
-        db.close()
-        if created:  # a failed load leaves no half-made store behind
+        _undo_install(db, plan, created)
+        if created:
             for suffix in ("", "-wal", "-shm"):
                 Path(args.db + suffix).unlink(missing_ok=True)
         raise
@@ -267,6 +268,20 @@ def _deploy(args: argparse.Namespace) -> int:
     report = db.check()
     print(report)
     return EXIT_OK if report.consistent else EXIT_UNBOUNDED
+
+
+def _undo_install(db, plan: Plan, created: bool) -> None:
+    """Close ``db``, first dropping what it installed in a store that existed (a new SQLite
+    file is removed whole); a failure to undo is reported beside the load's own error."""
+    from piql.runtime.install import uninstall
+
+    try:
+        if db.installed and not created:
+            uninstall(db.store, plan)
+    except PiqlError as err:
+        _error(f"could not drop what the deployment created in {db.store.location}: {err}")
+    finally:
+        db.close()
 
 
 def _load_option(plan: Plan, item: str) -> tuple[str, str]:

@@ -95,3 +95,10 @@ def _install_or_verify(store: Store, plan: Plan, found: str) -> bool:
     store.create_bookkeeping()
     store.set_meta(FINGERPRINT, found)
     return True
+
+
+def uninstall(store: Store, plan: Plan) -> bool:
+    """Undo :func:`install` of a new store (``piql deploy --load`` whose load was refused):
+    drop the plan's tables and piql's bookkeeping, if the store still holds this plan and
+    no row (another process may have started using it since). True when dropped."""
+    return store.uninstall([s.name for s in shapes(plan)], (FINGERPRINT, fingerprint(plan)))

@@ -308,6 +308,21 @@ class PostgresStore:
                   "epoch BIGINT, PRIMARY KEY (view, epoch))", prepare=False)
         self._run(f"CREATE SEQUENCE IF NOT EXISTS {_quote(VERSION)}", prepare=False)
 
+    def uninstall(self, tables: Sequence[str], meta: tuple[str, str]) -> bool:
+        # Not through transaction(): its commit bumps the version sequence dropped here.
+        with self._session(writing=True) as connection:
+            connection.execute(self._lock_key(), prepare=False)
+            if self.get_meta(meta[0]) != meta[1] or any(
+                    self._run(f"SELECT 1 FROM {_quote(t)} LIMIT 1", prepare=False)
+                    for t in tables):
+                return False
+            for table in (*tables, *RUNTIME_TABLES):
+                # CASCADE: whatever piql made on the table goes with it
+                self._run(f"DROP TABLE IF EXISTS {_quote(table)} CASCADE", prepare=False)
+                self.shapes.pop(table, None)
+            self._run(f"DROP SEQUENCE IF EXISTS {_quote(VERSION)}", prepare=False)
+        return True
+
     def get_meta(self, key: str) -> str | None:
         if META not in self.table_names():
             return None

@@ -131,6 +131,17 @@ class SQLiteStore:
         self.connection.execute(f"CREATE TABLE IF NOT EXISTS {DIRTY} (view TEXT, epoch INTEGER, "
                                 "PRIMARY KEY (view, epoch)) WITHOUT ROWID")
 
+    def uninstall(self, tables: Sequence[str], meta: tuple[str, str]) -> bool:
+        with self.transaction():
+            if self.get_meta(meta[0]) != meta[1] or any(
+                    self.connection.execute(f"SELECT 1 FROM {_quote(t)} LIMIT 1").fetchall()
+                    for t in tables):
+                return False
+            for table in (*tables, *RUNTIME_TABLES):
+                self.connection.execute(f"DROP TABLE IF EXISTS {_quote(table)}")
+                self.shapes.pop(table, None)
+        return True
+
     def get_meta(self, key: str) -> str | None:
         if not self.connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
                                        "name = ?", [META]).fetchall():

@@ -123,6 +123,12 @@ class Store(Protocol):
     def set_meta(self, key: str, value: str) -> None:
         """Record ``value`` under ``key`` (in the caller's transaction)."""
 
+    def uninstall(self, tables: Sequence[str], meta: tuple[str, str]) -> bool:
+        """Drop ``tables`` (with their indexes) and piql's bookkeeping, in one write
+        transaction of its own, if the store still records ``meta`` (key, value) and the
+        tables hold no row; False, dropping nothing, otherwise. Undoes the install of a
+        deployment whose first load was refused."""
+
     # -- transactions ----------------------------------------------------------------------
     def transaction(self) -> AbstractContextManager[None]:
         """A write transaction: takes the write lock now, commits at the end of the block,

@@ -1,0 +1,44 @@
+"""install.uninstall: undoing the install of a new store, only while it is still as
+installed (this plan, no row), on both stores."""
+from __future__ import annotations
+
+import piql
+from piql.runtime import install
+from piql.runtime.store import open_store
+
+SCHEMA = "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT);"
+QUERIES = "-- name: byId\nSELECT v FROM t WHERE id = <id>;\n"
+OTHER = "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT, w BIGINT);"  # another plan
+
+
+def tables(location: str) -> set[str]:
+    store = open_store(location, 5)
+    try:
+        return store.table_names()
+    finally:
+        store.close()
+
+
+def test_uninstall_drops_what_install_made(new_store):
+    location = new_store()
+    db = piql.loads(SCHEMA, QUERIES).deploy(location, engine="store")
+    assert db.installed and "t" in tables(location)
+    assert install.uninstall(db.store, db.plan)
+    db.close()
+    assert tables(location) == set()
+    again = piql.loads(SCHEMA, QUERIES).deploy(location, engine="store")
+    assert again.installed  # a new store again
+    again.close()
+
+
+def test_uninstall_keeps_a_store_with_rows_or_another_plan(new_store):
+    location = new_store()
+    db = piql.loads(SCHEMA, QUERIES).deploy(location, engine="store")
+    db.insert("t", id=1, v=2)
+    assert not install.uninstall(db.store, db.plan)
+    assert not install.uninstall(db.store, piql.loads(OTHER, QUERIES).plan)
+    db.close()
+    assert "t" in tables(location)
+    reopened = piql.loads(SCHEMA, QUERIES).deploy(location, engine="store")
+    assert list(reopened.query("byId", id=1).rows) == [(2,)]
+    reopened.close()
