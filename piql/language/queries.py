@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, Tokenizer, TokenType
 
@@ -116,7 +116,9 @@ def _parse_statement(source: Source, chunk: NamedBlock, at: Callable[[int], Loca
     try:
         tokens = Tokenizer().tokenize(source.sql)
         _check_nesting(tokens, at)
-        statements = sqlglot.parse(source.sql)
+        # sqlglot's default dialect parses the tokens just read (sqlglot.parse would read
+        # the text into tokens again)
+        statements = Dialect.get_or_raise(None).parser().parse(tokens, source.sql)
     except TokenError:
         # Unclosed quotes and comments were reported by prepare; what is left is rare.
         first = len(source.sql) - len(source.sql.lstrip())

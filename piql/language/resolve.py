@@ -33,6 +33,7 @@ UNSUPPORTED_NODES: dict[type, tuple[str, str]] = {
     exp.Intersect: ("INTERSECT", "rewrite as a join"),
     exp.Except: ("EXCEPT", "not supported"),
 }
+UNSUPPORTED_TYPES = tuple(UNSUPPORTED_NODES)
 # Scalar functions piql computes itself (SQLite's semantics, piql.runtime.sqlvalues).
 FUNCTION_NODES: dict[type, Func] = {
     exp.Add: Func.ADD, exp.Sub: Func.SUB, exp.Mul: Func.MUL, exp.Div: Func.DIV,
@@ -146,11 +147,20 @@ class Resolver:
         distinct = node.args.get("distinct")
         if distinct is not None and distinct.args.get("on"):
             self.refuse(distinct, "DISTINCT ON", "use GROUP BY, or ORDER BY ... LIMIT 1")
-        for found in node.find_all(*UNSUPPORTED_NODES):
+        # one walk of the tree for the three kinds of node looked for (in its order)
+        unsupported, membership, subqueries = [], [], []
+        for found in node.walk():
+            if isinstance(found, UNSUPPORTED_TYPES):
+                unsupported.append(found)
+            if isinstance(found, (exp.In, exp.Exists)):
+                membership.append(found)
+            if isinstance(found, (exp.Subquery, exp.Select)):
+                subqueries.append(found)
+        for found in unsupported:
             if found is node:
                 continue
             self.refuse(found, *UNSUPPORTED_NODES[type(found)])
-        for found in node.find_all(exp.In, exp.Exists):
+        for found in membership:
             if id(found) in self._semi or self._inside_semi(found):
                 continue
             if isinstance(found, exp.Exists):
@@ -163,7 +173,7 @@ class Resolver:
                                 found.parent, exp.Not) else
                             "make IN (SELECT ...) a condition of the WHERE clause's top-level "
                             "AND, or rewrite the subquery as a join")
-        for sub in node.find_all(exp.Subquery, exp.Select):
+        for sub in subqueries:
             if sub is node or isinstance(sub.parent, exp.Subquery) or _inside_from(sub, node):
                 continue  # the Subquery around a Select is the one reported; FROM is resolved
             if self._inside_semi(sub):
