@@ -16,9 +16,7 @@ from piql.language.loader import load_plan
 from piql.lint import command as lint_command
 from piql.planner.application import Plan
 from piql.planner.periodic import DEFAULT_PARTITIONS
-from piql.report import ddl, explain
 from piql.report.colour import Palette, wanted
-from piql.sql_types import base_name, from_text
 from piql.sqlgen import DIALECTS
 from piql.version import version
 from piql.cli_help import EPILOGS
@@ -219,11 +217,15 @@ def _explain(args: argparse.Namespace) -> int:
     if query is None:
         known = ", ".join(q.name for q in plan.queries)
         raise InputError(f"no query named '{args.name}' in {plan.queries_file} (known: {known})")
+    from piql.report import explain
+
     sys.stdout.write(explain.render(query, plan))
     return EXIT_OK if query.bounded else EXIT_UNBOUNDED
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from piql.report import ddl
+
     plan = _load(args)
     sys.stdout.write(ddl.render(plan, args.dialect))
     return EXIT_OK if all(q.bounded for q in plan.queries) else EXIT_UNBOUNDED
@@ -315,6 +317,8 @@ def _parameters(db, name: str, given: list[str]) -> dict[str, object]:
 
     NAME may be written as the query writes the parameter (``:uid``, ``%(uid)s``, ``<uid>``,
     ``$1`` for the query's ``$1``) and in another case; an error names it as given."""
+    from piql.sql_types import base_name, from_text
+
     types = {p.name: p.declared_type for p in db.query_plan(name).params}
     params: dict[str, object] = {}
     for item in given:
