@@ -26,7 +26,7 @@ def planned(sql: str, options: str = ""):
 
 def test_residual_filters_keep_the_bound_of_the_access():
     plain = planned("SELECT id FROM posts WHERE author = <a>")
-    query = planned("SELECT id FROM posts WHERE author = <a> AND score <> 2 AND title LIKE 'c%' "
+    query = planned("SELECT id FROM posts WHERE author = <a> AND score <> 2 AND title LIKE '%c' "
                     "AND LOWER(title) = 'x' AND score * 2 + 1 > <m>")
     assert (query.level, query.ops_bound) == ("SI-1", 8)
     assert plain.ops_bound == 4  # covering: the filters' columns need the row fetched
@@ -38,10 +38,10 @@ def test_residual_filters_keep_the_bound_of_the_access():
 
 
 def test_a_filter_alone_does_not_bound_a_scan_and_the_reason_says_so():
-    query = planned("SELECT id FROM posts WHERE title LIKE 'a%'")
+    query = planned("SELECT id FROM posts WHERE title LIKE '%a'")
     assert query.level == "unbounded"
     (unbounded,) = [d for d in query.diagnostics if d.code == "unbounded"]
-    assert "title LIKE 'a%' only filters the rows read" in unbounded.message
+    assert "title LIKE '%a' only filters the rows read" in unbounded.message
     assert "restrict posts by its key" in unbounded.hint
     views = [d for d in query.diagnostics if d.code == "view-rejected"]
     assert views and all("LIKE is not supported in view maintenance" in d.message for d in views)
@@ -234,3 +234,55 @@ def test_an_unbounded_union_branch_is_named():
     assert query.level == "unbounded"
     (reason,) = [d for d in query.diagnostics if d.code == "unbounded"]
     assert reason.message.startswith("no bounded plan: in branch 2 of the UNION: ")
+
+
+def test_like_prefix_is_an_exact_index_range_that_limit_can_stop():
+    query = planned("SELECT id, title FROM posts WHERE title LIKE 'ab%' ORDER BY title LIMIT 3")
+    assert (query.level, query.ops_bound) == ("SI-1", 3)
+    access = query.physical.accesses[0]
+    assert access.index is not None and access.index.columns == ("title",)
+    assert [(p.op, p.right.value) for p in access.range] == [(">=", "ab"), ("<", "ac")]
+    assert access.residual == () and access.stop_after == 3  # the range is the LIKE
+
+
+def test_like_prefix_ranges_the_column_after_a_bound_prefix():
+    query = planned("SELECT id, body FROM comments WHERE post = <p> AND body LIKE 'x%' "
+                    "ORDER BY body DESC LIMIT 2")
+    assert (query.level, query.ops_bound) == ("SI-1", 2)
+    access = query.physical.accesses[0]
+    assert access.key_columns == ("post",) and access.index.columns == ("post", "body")
+    assert [str(p) for p in access.range] == ["comments.body >= 'x'", "comments.body < 'y'"]
+    bounded = planned("SELECT id FROM posts WHERE author = <a> AND title LIKE 'c%'")
+    assert (bounded.level, bounded.ops_bound) == ("SI-1", 4)  # the bound of author = <a>
+    assert bounded.physical.accesses[0].range and not bounded.physical.accesses[0].residual
+
+
+def test_like_with_other_wildcards_reads_the_prefix_range_and_keeps_the_filter():
+    query = planned("SELECT id FROM posts WHERE author = <a> AND title LIKE 'x_y%z'")
+    assert (query.level, query.ops_bound) == ("SI-1", 4)
+    access = query.physical.accesses[0]
+    assert [p.right.value for p in access.range] == ["x", "y"]
+    assert [str(c) for c in access.residual] == ["posts.title LIKE 'x_y%z'"]
+    limited = planned("SELECT id FROM posts WHERE title LIKE 'a_b%' ORDER BY title LIMIT 3")
+    assert limited.level == "unbounded"
+    (unbounded,) = [d for d in limited.diagnostics if d.code == "unbounded"]
+    assert "title LIKE 'a_b%' filters rows after the scan" in unbounded.message
+
+
+def test_like_without_wildcards_is_an_equality_and_a_unique_key_bounds_it():
+    query = planned("SELECT id FROM users WHERE email LIKE 'b@x'")
+    assert (query.level, query.ops_bound) == ("SI-1", 1)
+    assert query.physical.accesses[0].key_columns == ("email",)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT id FROM posts WHERE title LIKE 'a%'",  # a range, but nothing bounds it
+    "SELECT id FROM posts WHERE title LIKE '%a' ORDER BY title LIMIT 3",  # no prefix
+    "SELECT id FROM posts WHERE score LIKE '1%' ORDER BY score LIMIT 3",  # not a text column
+    "SELECT id FROM posts WHERE title NOT LIKE 'a%' ORDER BY title LIMIT 3",
+])
+def test_like_that_is_no_bounded_range_stays_unbounded_with_a_reason(sql):
+    query = planned(sql)
+    assert query.level == "unbounded"
+    (unbounded,) = [d for d in query.diagnostics if d.code == "unbounded"]
+    assert "LIKE" in unbounded.message and unbounded.hint

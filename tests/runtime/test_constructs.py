@@ -35,12 +35,17 @@ COMMENTS = [
 ] + [dict(post=11, id=1, author=None, weight=0.0, body="x")]
 
 
-@pytest.fixture(scope="module")
-def session():
-    session = Session(oracle_app("constructs"), engine="store", seed=14)
+def filled(store: str = ":memory:") -> Session:
+    session = Session(oracle_app("constructs"), engine="store", seed=14, store=store)
     for table, rows in (("users", USERS), ("posts", POSTS), ("comments", COMMENTS)):
         for row in rows:
             assert session.insert(table, row), (table, row)
+    return session
+
+
+@pytest.fixture(scope="module")
+def session():
+    session = filled()
     yield session
     session.close()
 
@@ -54,7 +59,8 @@ def test_every_construct_query_is_bounded(session):
     "distinctTopics", "distinctJoined", "busyTopics", "noTopic", "userWithoutEmail", "postsIn",
     "postsOfTwo", "newestComments", "secondPage", "commentsPage", "postWithAuthor",
     "userAndGoodPosts", "usersWithoutPosts", "commentedPosts", "postsWithoutLateComments",
-    "postsByTeam", "postOrAuthored", "titlesAndName", "unionPage",
+    "postsByTeam", "postOrAuthored", "titlesAndName", "unionPage", "titlesFrom",
+    "authorTitles", "commentBodies", "titlePattern",
 ])
 def test_answers_equal_the_querys_own_sql(session, name):
     query = session.plan.query(name)
@@ -127,3 +133,22 @@ def test_the_sql_piql_renders_for_each_construct_means_the_same(session):
         rendered = session.mirror.execute(sqlgen.block_sql(block, "sqlite"), mine)
         own = session.mirror.execute(own_sql(query), mine)
         assert same_multiset(rendered, own), (query.name, rendered, own)
+
+
+def test_like_prefix_ranges_answer_as_sql_on_both_stores(store_url):
+    """LIKE is case-sensitive on both stores (the mirror, SQLite, with
+    ``case_sensitive_like``, as piql's SQLite store), so a prefix range is exact."""
+    session = filled(store_url)
+    try:
+        for name, params in [("titlesFrom", {}), ("authorTitles", {"a": 1}),
+                             ("authorTitles", {"a": 2}), ("commentBodies", {"p": 10}),
+                             ("titlePattern", {"a": 1}), ("residualFilters", {"a": 1})]:
+            session.assert_query(session.plan.query(name), params)
+        assert session.db.query("titlesFrom").rows == ((11, "c z"),)  # not 'Cab'
+        assert session.db.query("authorTitles", a=1).rows == ((10, "Cab"),)
+        assert session.db.query("titlePattern", a=1).rows == ((11,),)
+        assert session.db.query("commentBodies", p=10).rows == ((4, "y"), (2, "y"))
+        # the range read the rows it returns, no more: 'Cab' and 'Z z' are outside it
+        assert session.db.query("titlesFrom").ops == 1
+    finally:
+        session.close()

@@ -115,3 +115,19 @@ SELECT id, title AS label FROM posts WHERE id IN (<a>, <b>)
 UNION
 SELECT id, name FROM users WHERE id = <c>
 ORDER BY label DESC LIMIT 2 OFFSET 1;
+
+-- name: titlesFrom
+-- LIKE 'prefix%' as an index range (title >= 'c' AND title < 'd'), stopped by LIMIT;
+-- case-sensitive, as in PostgreSQL: 'Cab' is not among them.
+SELECT id, title FROM posts WHERE title LIKE 'c%' ORDER BY title LIMIT 3;
+
+-- name: authorTitles
+-- A range on the column after a bound prefix (author, title), within author's bound.
+SELECT id, title FROM posts WHERE author = <a> AND title LIKE 'C%';
+
+-- name: commentBodies
+SELECT id, body FROM comments WHERE post = <p> AND body LIKE 'y%' ORDER BY body DESC LIMIT 2;
+
+-- name: titlePattern
+-- A prefix range that cannot be exact ('_' after the prefix): LIKE stays a filter.
+SELECT id FROM posts WHERE author = <a> AND title LIKE 'c_z%';
