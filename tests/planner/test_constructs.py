@@ -286,3 +286,49 @@ def test_like_that_is_no_bounded_range_stays_unbounded_with_a_reason(sql):
     assert query.level == "unbounded"
     (unbounded,) = [d for d in query.diagnostics if d.code == "unbounded"]
     assert "LIKE" in unbounded.message and unbounded.hint
+
+
+TEAM_JOIN = "FROM posts p JOIN users u ON u.id = p.author "
+
+
+def test_a_row_view_keys_on_an_in_list_column_and_computes_projected_expressions():
+    query = planned("SELECT p.id, COALESCE(p.title, u.name) AS label, p.score * 2 + 1 AS s "
+                    + TEAM_JOIN + "WHERE u.team IN (<t>, <v>) ORDER BY p.id LIMIT 5")
+    assert (query.level, query.ops_bound) == ("SI-2", 10)  # 2 probes, each stops after 5
+    (view,) = query.views
+    access = query.physical.accesses[0]
+    assert access.table == view and access.key_columns == ("team",)
+    assert isinstance(access.key_values[0], AnyOf) and access.fanout == 2
+    # the view keeps the columns; the expressions are computed on its rows
+    assert "COALESCE(title, name) AS label, ((score * 2) + 1) AS s" in query.rewritten_sql
+    assert "IN (<t>, <v>)" in query.rewritten_sql
+
+
+def test_an_aggregate_view_keeps_its_state_and_computes_expressions_over_it():
+    query = planned("SELECT COALESCE(SUM(weight), 0) AS w, COUNT(*) - COUNT(weight) AS u "
+                    "FROM comments WHERE post = <p>")
+    assert (query.level, query.ops_bound) == ("SI-2", 1)
+    assert "COALESCE(sum_weight, 0) AS w, (cnt - cnt_weight) AS u" in query.rewritten_sql
+    grouped = planned("SELECT u.team, COUNT(*) AS n, CASE WHEN COUNT(*) > 1 THEN 'many' "
+                      "ELSE 'one' END AS band " + TEAM_JOIN
+                      + "WHERE u.team IN ('red', 'blue') GROUP BY u.team")
+    assert (grouped.level, grouped.ops_bound) == ("SI-2", 2)  # one view row per value
+
+
+def test_views_refuse_what_they_cannot_maintain_exactly_with_a_reason():
+    summed = planned("SELECT COUNT(*) AS n FROM comments WHERE post IN (<p>, <q>)")
+    assert summed.level == "unbounded"
+    reasons = {d.message: d.hint for d in summed.diagnostics if d.code == "view-rejected"}
+    (message, hint), = [(m, h) for m, h in reasons.items() if "scale-independent" in m]
+    assert "aggregate is over an IN list on comments.post" in message
+    assert hint.startswith("GROUP BY comments.post")
+    for sql, construct in [
+        ("SELECT id FROM comments WHERE author = <a> AND body LIKE 'x%'", "LIKE"),
+        ("SELECT SUM(weight * 2) AS w FROM comments WHERE post = <p>", "the expression"),
+        ("SELECT id FROM comments WHERE author = <a> ORDER BY -id LIMIT 2", "the expression"),
+        ("SELECT id FROM comments WHERE author NOT IN (<a>, <b>)", "IN (list)"),
+    ]:
+        query = planned(sql)
+        assert query.level == "unbounded", sql
+        messages = [d.message for d in query.diagnostics if d.code == "view-rejected"]
+        assert any(f"no scale-independent view: {construct}" in m for m in messages), messages
