@@ -164,7 +164,8 @@ class Compare:
 
 @dataclass(frozen=True)
 class Like:
-    """``arg [NOT] LIKE pattern`` (SQLite's: ``%``, ``_``, ASCII letters match either case)."""
+    """``arg [NOT] LIKE pattern`` (``%`` any text, ``_`` one character; case-sensitive, as
+    in PostgreSQL: see ``piql.runtime.sqlvalues.like``)."""
 
     arg: Scalar
     pattern: Scalar

@@ -24,7 +24,7 @@ from piql.planner.naming import Names
 from piql.planner.params import ParamSpec, param_specs
 from piql.planner.physical import IndexSpec, PhysicalPlan
 from piql.planner.tuple_window import plan_window_then_rest, rest_sql, split_window
-from piql.planner.view_construction import Invariant, Rejection
+from piql.planner.view_construction import Invariant, Rejection, view_extensions
 from piql.planner.views import TraceSection, ViewDef, WriteEvent
 from piql.planner.write_bounds import WriteBound, check_indexes, write_bounds
 from piql import sqlgen
@@ -175,8 +175,9 @@ def incremental_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
                      names: Names, partitions: int) -> QueryPlan | Refusal:
     """SI-2: an incrementally maintained view whose storage and maintenance are bounded."""
     assert query.block is not None
-    if query.block.extensions:
-        return _beyond_views(query, "no scale-independent view")
+    beyond = view_extensions(query.block)
+    if beyond:
+        return _beyond_views(query, "no scale-independent view", beyond[0])
     name = names.claim(query.view_name or f"{query.name}_view",
                        holder=f"the view of query {query.name}", owner=query.name)
     built = build_imv(catalog, query.block, name, (query.name,), names=names)
@@ -231,7 +232,7 @@ def periodic_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
     are all that stands between the query and a bounded plan."""
     assert query.block is not None
     if query.block.extensions:
-        return _beyond_views(query, "no SI-3 periodic view")
+        return _beyond_views(query, "no SI-3 periodic view", query.block.extensions[0])
     window = find_window(catalog, query.block, names)
     if isinstance(window, WindowRefusal):
         return _window_refused(window, query)
@@ -247,11 +248,9 @@ def periodic_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
                      sqlgen.block_sql(built.rewritten), (note,), phase0, views, built.trace)
 
 
-def _beyond_views(query: NamedQuery, what: str) -> Refusal:
-    """Views maintain the paper's fragment only: a construct beyond it is refused here by
-    name (never maintained approximately), so the query stays unbounded with that reason."""
-    assert query.block is not None
-    construct = query.block.extensions[0]
+def _beyond_views(query: NamedQuery, what: str, construct: str) -> Refusal:
+    """A construct a view cannot maintain exactly is refused here by name (never
+    maintained approximately), so the query stays unbounded with that reason."""
     return Refusal((Diagnostic(
         "view-rejected", "error", f"{what}: {construct} is not supported in view maintenance",
         f"make the query bounded without a view (restrict it by a key, or ORDER BY ... LIMIT n "

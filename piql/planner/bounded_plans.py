@@ -21,12 +21,14 @@ from typing import NamedTuple
 
 from piql.catalog import Catalog, Table
 from piql.planner.bounds import max_rows
+from piql import sql_types
+from piql.planner.like_range import WILDCARDS, prefix_range
 from piql.planner.naming import Names
 from piql.planner.physical import (
     AccessPath, Access, AnyOf, IndexSpec, NullKey, Operator, PhysicalPlan,
 )
 from piql.query_block import (
-    Attr, Condition, InList, JoinKind, Literal, NullTest, Param, Predicate, QueryBlock,
+    Attr, Condition, InList, JoinKind, Like, Literal, NullTest, Param, Predicate, QueryBlock,
     Relation, aliases_in, attrs_in,
 )
 
@@ -211,7 +213,7 @@ class _Search:
             return [_Option(access, sub.rows_bound)]
         table = self.catalog.table(rel.table)
         assert table is not None
-        bindings = _Bindings.of(rel.alias, mine)
+        bindings = _Bindings.of(rel.alias, mine, table)
         found: list[_Option] = []
         reasons: list[str] = []
         for path, index in self._paths(table, rel, bindings):
@@ -229,7 +231,7 @@ class _Search:
         first row it reads (one per probe), else it reads the rows its key bounds."""
         table = self.catalog.table(rel.table or "")
         assert table is not None
-        bindings = _Bindings.of(rel.alias, list(rel.on))
+        bindings = _Bindings.of(rel.alias, list(rel.on), table)
         found: list[_Option] = []
         reasons: list[str] = []
         for path, index in self._paths(table, rel, bindings):
@@ -387,7 +389,7 @@ class _Search:
         failure = self._key_failure(table, rel, bindings, reasons, placed)
         used = {id(p) for p in bindings.eq_predicate.values()}
         filters = [f for f in self.block.filters if rel.alias in aliases_in(f)
-                   and id(f) not in used]
+                   and id(f) not in used and like_read(rel.alias, f, table) is None]
         if filters:
             failure = replace(failure, message=(
                 f"{failure.message}; the condition {filters[0]} only filters the rows read, "
@@ -407,8 +409,10 @@ class _Search:
             message = (f"the rows of {rel.alias} ({table.name}) with {where} are not bounded: "
                        "no primary key or CARDINALITY constraint limits them")
         else:
+            likes = list(dict.fromkeys(str(c) for c in bindings.like_conditions()))
+            read_for = f" for {' AND '.join(likes)}" if likes else ""
             message = (f"the range scan on {rel.alias} ({table.name}) "
-                       f"({', '.join(bindings.ranges)}) is not bounded")
+                       f"({', '.join(bindings.ranges)}){read_for} is not bounded")
         if reasons:
             message += f"; {reasons[-1]}"
         refused = [h for h in self.hotspots if h.table == table.name]
@@ -455,6 +459,9 @@ class _Bindings:
     eq: dict[str, object]
     eq_predicate: dict[str, Condition]
     ranges: dict[str, tuple[Predicate, ...]]
+    # a range read for a LIKE (by id) -> that LIKE, and whether the range replaces it
+    # (``'prefix%'``: exactly the strings it matches) or it is still checked on the rows
+    likes: dict[int, tuple[Condition, bool]] = field(default_factory=dict)
 
     def read(self, path: tuple[str, ...]) -> "_KeyRead":
         """What reading ``path`` with these bindings uses: the longest prefix of bound
@@ -469,6 +476,10 @@ class _Bindings:
         rest = path[len(prefix):]
         ranged = self.ranges.get(rest[0], ()) if rest else ()
         used = {id(self.eq_predicate[c]) for c in prefix} | {id(p) for p in ranged}
+        for bound in ranged:  # an exact LIKE range leaves nothing of its LIKE to check
+            like, exact = self.likes.get(id(bound), (None, False))
+            if exact:
+                used.add(id(like))
         values = tuple(self.eq[c] for c in prefix)
         fanout = 1
         for bound in values:
@@ -476,13 +487,20 @@ class _Bindings:
                 fanout *= len(bound.values)
         return _KeyRead(prefix, rest, ranged, used, values, fanout)
 
+    def like_conditions(self) -> list[Condition]:
+        """The LIKE conditions read as ranges (exact or not)."""
+        return [c for c, _ in self.likes.values()]
+
     @staticmethod
-    def of(alias: str, predicates: list) -> "_Bindings":
+    def of(alias: str, predicates: list, table: Table | None = None) -> "_Bindings":
         """Equalities first: a column compared with ``=`` is read by that value even where an
-        IN list or IS NULL also restricts it (those are then checked on the rows read)."""
+        IN list or IS NULL also restricts it (those are then checked on the rows read).
+        With the ``table`` known, ``LIKE`` on one of its text columns reads as a range too
+        (``piql.planner.like_range``)."""
         eq: dict[str, object] = {}
         eq_predicate: dict[str, Condition] = {}
         ranges: dict[str, tuple[Predicate, ...]] = {}
+        likes: dict[int, tuple[Condition, bool]] = {}
         for pred in predicates:
             if not isinstance(pred, Predicate):
                 continue
@@ -499,7 +517,17 @@ class _Bindings:
             column, bound = _key_condition(alias, condition)
             if column is not None and column not in eq:
                 eq[column], eq_predicate[column] = bound, condition
-        return _Bindings(eq, eq_predicate, ranges)
+        for condition in predicates:
+            read = like_read(alias, condition, table)
+            if read is None:
+                continue
+            column, equal, bounds, exact = read
+            if equal is not None and column not in eq:
+                eq[column], eq_predicate[column] = equal, condition
+            elif bounds:
+                ranges[column] = ranges.get(column, ()) + bounds
+                likes.update({id(p): (condition, exact) for p in bounds})
+        return _Bindings(eq, eq_predicate, ranges, likes)
 
 
 def _column_and_value(alias: str, pred: Predicate) -> tuple[str | None, object, str]:
@@ -528,6 +556,37 @@ def _key_condition(alias: str, condition: object) -> tuple[str | None, object]:
             and isinstance(condition.arg, Attr) and condition.arg.alias == alias:
         return condition.arg.column, NullKey()
     return None, None
+
+
+def like_read(alias: str, condition: object, table: Table | None
+              ) -> tuple[str, Literal | None, tuple[Predicate, ...], bool] | None:
+    """``alias.c LIKE 'pattern'`` on a text column of ``table`` read by key: a pattern
+    without wildcards as the equality ``c = 'pattern'``, else the range of its literal
+    prefix (``c >= prefix AND c < successor``), ``exact`` when the range matches just
+    what the pattern does (``'prefix%'``), so that no filter is left to check."""
+    if table is None or not isinstance(condition, Like) or condition.negated \
+            or not isinstance(condition.arg, Attr) or condition.arg.alias != alias \
+            or not isinstance(condition.pattern, Literal) \
+            or not isinstance(condition.pattern.value, str):
+        return None
+    column = table.column(condition.arg.column)
+    if column is None or sql_types.family(column.type) is not sql_types.TypeFamily.TEXT \
+            or sql_types.base_name(column.type) == "CITEXT":  # CITEXT's LIKE ignores case
+        return None
+    pattern = condition.pattern.value
+    if not any(w in pattern for w in WILDCARDS):
+        return condition.arg.column, condition.pattern, (), True
+    found = prefix_range(pattern)
+    if found is None:
+        return None
+    bounds = [Predicate(condition.arg, ">=", _text_literal(found.lower))]
+    if found.upper is not None:
+        bounds.append(Predicate(condition.arg, "<", _text_literal(found.upper)))
+    return condition.arg.column, None, tuple(bounds), found.exact
+
+
+def _text_literal(text: str) -> Literal:
+    return Literal(text, "'" + text.replace("'", "''") + "'")
 
 
 def _placed_here(aliases: frozenset[str], alias: str, earlier: set[str]) -> bool:

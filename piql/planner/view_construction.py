@@ -13,15 +13,16 @@ windows (§3.3) lead the key.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 
 from piql.catalog import CardinalityConstraint, Catalog
 from piql.planner.storage import distinct_bound
 from piql.planner.views import TraceSection, ViewColumn, view_column_names
 from piql.query_block import (
-    Aggregate, Attr, Epoch, Expr, Literal, Operand, OrderItem, Param, Predicate, QueryBlock,
-    Ratio, Relation, SelectItem, base_attr, is_attr_like,
+    Aggregate, Attr, Call, Case, Compare, Condition, Epoch, Expr, InList, Junction, Like,
+    Literal, Negation, NullTest, Operand, OrderItem, Param, Predicate, QueryBlock, Ratio,
+    Relation, SelectItem, attrs_in, base_attr, is_attr_like, is_plain,
 )
 from piql.sql_types import TypeFamily, family
 
@@ -94,13 +95,68 @@ class EquivalenceClasses:
         return self._find(value) or [value]
 
 
+def view_extensions(block: QueryBlock) -> tuple[str, ...]:
+    """The constructs of ``block`` beyond the paper's fragment that a view cannot maintain
+    exactly (``QueryBlock.extensions`` less what a view keeps): an ``IN`` list of values on
+    a column (the view is keyed on the column, as for ``=``, and the query reads one key
+    per value) and expressions of the final projection over the view's columns and
+    aggregates (``COALESCE``, ``CASE``, arithmetic: computed on the rows the query reads)."""
+    plain = block.with_(
+        filters=tuple(f for f in block.filters if in_list_key(f) is None),
+        select=tuple(SelectItem(i.name, Attr("", i.name)) if projected(i.expr) else i
+                     for i in block.select))
+    return plain.extensions
+
+
+def in_list_key(condition: object) -> Attr | None:
+    """The column of ``column IN (<a>, 'b', ...)`` (parameters and literals), which a view
+    keys on as it keys on ``column = <a>``."""
+    if isinstance(condition, InList) and not condition.negated \
+            and isinstance(condition.arg, Attr) \
+            and all(isinstance(v, (Param, Literal)) for v in condition.values):
+        return condition.arg
+    return None
+
+
+def projected(expr: object) -> bool:
+    """An expression of the projection computed on the view's rows: functions, operators
+    and CASE over columns, literals and the aggregates a view keeps."""
+    if isinstance(expr, (Attr, Literal, Param)):
+        return True
+    if isinstance(expr, Aggregate):
+        return is_plain(expr)
+    if isinstance(expr, Call):
+        return all(projected(a) for a in expr.args)
+    if isinstance(expr, Case):
+        return all(_projected_condition(c) and projected(v) for c, v in expr.whens) \
+            and (expr.default is None or projected(expr.default))
+    return False
+
+
+def _projected_condition(condition: object) -> bool:
+    if isinstance(condition, (Compare, Predicate)):
+        return projected(condition.left) and projected(condition.right)
+    if isinstance(condition, Like):
+        return projected(condition.arg) and projected(condition.pattern)
+    if isinstance(condition, NullTest):
+        return projected(condition.arg)
+    if isinstance(condition, InList):
+        return projected(condition.arg) and all(projected(v) for v in condition.values)
+    if isinstance(condition, Junction):
+        return all(_projected_condition(p) for p in condition.parts)
+    if isinstance(condition, Negation):
+        return _projected_condition(condition.part)
+    return False
+
+
 def construct_view(catalog: Catalog, block: QueryBlock, name: str) -> Construction | Rejection:
     """Phase 1 for ``block``; the view will be called ``name``."""
     if any(not rel.is_base for rel in block.relations):
         return Rejection(Invariant.UNSUPPORTED, "an incrementally maintained view cannot hold a "
                          "FROM-subquery window", "tuple windows are answered by periodic views (SI-3)")
+    listed = _unique(a for a in map(in_list_key, block.filters) if a is not None)
     a_eq = _epochs_first(catalog, block, _unique(
-        p.left for p in block.predicates if p.kind == "attr=param"))
+        [p.left for p in block.predicates if p.kind == "attr=param"] + listed))
     a_ineq = _unique(p.left for p in block.predicates if p.kind == "attr op param")
     classes = EquivalenceClasses(block.predicates)
     p_view = _view_predicates(block.predicates, classes)
@@ -112,6 +168,14 @@ def construct_view(catalog: Catalog, block: QueryBlock, name: str) -> Constructi
         TraceSection("P_view", tuple(map(str, p_view)) or ("(empty)",)),
     ]
     if block.aggregates:
+        several = next((a for a in listed if not any(
+            g in classes.of(a) for g in block.group_by)), None)
+        if several is not None:
+            return Rejection(
+                Invariant.QUERY, f"the aggregate is over an IN list on {several}: it sums "
+                "several groups of the view, which the query would have to add up at query "
+                "time", f"GROUP BY {several} (one row per value), or query one value at a time",
+                tuple(trace))
         return _aggregate_view(catalog, block, name, a_eq, a_ineq, classes, p_view, trace)
     return _row_view(catalog, block, name, a_eq, a_ineq, classes, p_view, trace)
 
@@ -129,8 +193,8 @@ def _row_view(catalog: Catalog, block: QueryBlock, name: str, a_eq: list, a_ineq
               for column in _table(catalog, rel).primary_key]
     key, origins = _algorithm3([("A_eq", a_eq), ("A_ineq", a_ineq), ("A_order", a_order),
                                 ("A_keys", a_keys)], classes)
-    extra = [item.expr for item in block.select
-             if not _covered(item.expr, key, classes)]
+    extra = [expr for item in block.select for expr in _projection_sources(item.expr)
+             if not _covered(expr, key, classes)]
     extra = _unique(extra)
     sources = key + extra
     names = view_column_names(sources)
@@ -339,6 +403,27 @@ def _view_predicates(predicates: tuple[Predicate, ...],
     return p_view
 
 
+def _projection_sources(expr: Expr) -> list:
+    """What the view keeps for a projected expression: the expression itself when it is a
+    column or an epoch, else the columns it reads (it is computed when the query runs)."""
+    if is_attr_like(expr) or isinstance(expr, (Aggregate, Param, Literal, Ratio)):
+        return [expr]
+    return attrs_in(expr)
+
+
+def _map_leaves(node: object, leaf) -> object:
+    """``node`` with every column, epoch and aggregate in it replaced by ``leaf`` of it."""
+    if isinstance(node, (Attr, Epoch, Aggregate)):
+        return leaf(node)
+    if isinstance(node, tuple):
+        return tuple(_map_leaves(n, leaf) for n in node)
+    if isinstance(node, (Call, Case, Compare, Predicate, Like, NullTest, InList, Junction,
+                         Negation)):
+        return replace(node, **{f.name: _map_leaves(getattr(node, f.name), leaf)
+                                for f in fields(node) if f.name != "location"})
+    return node
+
+
 def _covered(expr: Expr, key: list, classes: EquivalenceClasses) -> bool:
     if isinstance(expr, (Aggregate, Param, Literal)):
         return True
@@ -351,6 +436,8 @@ def _rewrite(block: QueryBlock, view: str, columns: tuple[ViewColumn, ...],
     def column_for(expr: Expr) -> Expr:
         if isinstance(expr, (Param, Literal)):
             return expr
+        if isinstance(expr, (Call, Case)):
+            return _map_leaves(expr, column_for)  # type: ignore[return-value]
         if isinstance(expr, Aggregate):
             if expr.func == "AVG":
                 return Ratio(Attr(view, _state_name(Aggregate("SUM", expr.arg))),
@@ -368,6 +455,8 @@ def _rewrite(block: QueryBlock, view: str, columns: tuple[ViewColumn, ...],
             rewritten = Predicate(column_for(pred.left), pred.op, pred.right, pred.location)
             if rewritten not in predicates:
                 predicates.append(rewritten)
+    lists: list[Condition] = [InList(column_for(f.arg), f.values) for f in block.filters
+                              if in_list_key(f) is not None]
     relation = Relation(view, tuple(c.name for c in columns), table=view)
     aggregated = bool(block.aggregates)
     return QueryBlock(
@@ -376,7 +465,7 @@ def _rewrite(block: QueryBlock, view: str, columns: tuple[ViewColumn, ...],
         # One group answers an aggregate unless some groups are not fixed by parameters.
         order_by=() if aggregated and not keep_order else tuple(
             OrderItem(column_for(o.expr), o.desc) for o in block.order_by),
-        limit=block.limit)
+        limit=block.limit, filters=tuple(lists))
 
 
 def _table(catalog: Catalog, rel: Relation):

@@ -30,6 +30,12 @@ OPS = {"=": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 META, DIRTY = RUNTIME_TABLES  # piql's metadata, and the epochs marked for refresh
 
 
+# piql's LIKE is case-sensitive, as PostgreSQL's and standard SQL's (SQLite's default
+# ignores the case of ASCII letters): so LIKE means the same on both stores, and
+# ``LIKE 'prefix%'`` is exactly a key range (piql.planner.like_range)
+CASE_SENSITIVE_LIKE = "PRAGMA case_sensitive_like = ON"
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -52,6 +58,7 @@ class SQLiteStore:
             if self.path != ":memory:":
                 self.connection.execute("PRAGMA journal_mode=WAL")
             self.connection.execute("PRAGMA synchronous=NORMAL")
+            self.connection.execute(CASE_SENSITIVE_LIKE)
         except sqlite3.DatabaseError as err:
             self.connection.close()
             raise self.refused(err) from None
@@ -377,6 +384,7 @@ class SQLiteStore:
 
             connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
             try:
+                connection.execute("PRAGMA case_sensitive_like = ON")  # as the store's
                 return connection.execute(statement, values).fetchall()
             finally:
                 connection.close()

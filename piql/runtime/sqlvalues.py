@@ -260,12 +260,14 @@ def _like_pattern(pattern: str) -> re.Pattern[str]:
     parts = []
     for char in pattern:
         parts.append(".*" if char == "%" else "." if char == "_" else re.escape(char))
-    return re.compile("".join(parts), re.ASCII | re.IGNORECASE | re.DOTALL)
+    return re.compile("".join(parts), re.DOTALL)
 
 
 def like(value: Any, pattern: Any) -> bool | None:
-    """SQLite's ``value LIKE pattern``: ``%`` any text, ``_`` one character, ASCII letters
-    in either case; NULL when either side is."""
+    """``value LIKE pattern`` as PostgreSQL and standard SQL read it, and SQLite with
+    ``PRAGMA case_sensitive_like = ON`` (which piql's SQLite store sets): ``%`` any text,
+    ``_`` one character, every other character itself (case-sensitive); NULL when either
+    side is."""
     if value is None or pattern is None:
         return None
     return _like_pattern(text(pattern)).fullmatch(text(value)) is not None  # type: ignore[arg-type]

@@ -77,6 +77,7 @@ from piql.language.schema import load_schema
 from piql.query_block import Aggregate, Attr, Epoch, InList, Param, Predicate, QueryBlock, walk
 from piql.runtime.deployment import Deployment
 from piql.runtime.errors import ConstraintError
+from piql.runtime.sqlite_store import CASE_SENSITIVE_LIKE
 from piql.sql_types import FRACTIONAL_TYPES as REAL_TYPES, INTEGER_TYPES
 from tests.conftest import EXAMPLES, PAPER_QUERIES, PAPER_SCHEMA, paper_schema_text, plan_text
 
@@ -369,6 +370,7 @@ class Mirror:
         self.catalog = catalog
         self.connection = sqlite3.connect(":memory:", isolation_level=None)
         self.connection.execute("PRAGMA foreign_keys = OFF")  # judged by foreign_key_check
+        self.connection.execute(CASE_SENSITIVE_LIKE)  # piql's LIKE (docs/language.md)
         self.connection.create_aggregate(EXACT_SUM, 1, ExactSum)
         for table in catalog.tables:
             columns = [f"{quote(c.name)} {c.type}{'' if c.nullable else ' NOT NULL'}"

@@ -26,7 +26,7 @@ def planned(sql: str, options: str = ""):
 
 def test_residual_filters_keep_the_bound_of_the_access():
     plain = planned("SELECT id FROM posts WHERE author = <a>")
-    query = planned("SELECT id FROM posts WHERE author = <a> AND score <> 2 AND title LIKE 'c%' "
+    query = planned("SELECT id FROM posts WHERE author = <a> AND score <> 2 AND title LIKE '%c' "
                     "AND LOWER(title) = 'x' AND score * 2 + 1 > <m>")
     assert (query.level, query.ops_bound) == ("SI-1", 8)
     assert plain.ops_bound == 4  # covering: the filters' columns need the row fetched
@@ -38,10 +38,10 @@ def test_residual_filters_keep_the_bound_of_the_access():
 
 
 def test_a_filter_alone_does_not_bound_a_scan_and_the_reason_says_so():
-    query = planned("SELECT id FROM posts WHERE title LIKE 'a%'")
+    query = planned("SELECT id FROM posts WHERE title LIKE '%a'")
     assert query.level == "unbounded"
     (unbounded,) = [d for d in query.diagnostics if d.code == "unbounded"]
-    assert "title LIKE 'a%' only filters the rows read" in unbounded.message
+    assert "title LIKE '%a' only filters the rows read" in unbounded.message
     assert "restrict posts by its key" in unbounded.hint
     views = [d for d in query.diagnostics if d.code == "view-rejected"]
     assert views and all("LIKE is not supported in view maintenance" in d.message for d in views)
@@ -234,3 +234,101 @@ def test_an_unbounded_union_branch_is_named():
     assert query.level == "unbounded"
     (reason,) = [d for d in query.diagnostics if d.code == "unbounded"]
     assert reason.message.startswith("no bounded plan: in branch 2 of the UNION: ")
+
+
+def test_like_prefix_is_an_exact_index_range_that_limit_can_stop():
+    query = planned("SELECT id, title FROM posts WHERE title LIKE 'ab%' ORDER BY title LIMIT 3")
+    assert (query.level, query.ops_bound) == ("SI-1", 3)
+    access = query.physical.accesses[0]
+    assert access.index is not None and access.index.columns == ("title",)
+    assert [(p.op, p.right.value) for p in access.range] == [(">=", "ab"), ("<", "ac")]
+    assert access.residual == () and access.stop_after == 3  # the range is the LIKE
+
+
+def test_like_prefix_ranges_the_column_after_a_bound_prefix():
+    query = planned("SELECT id, body FROM comments WHERE post = <p> AND body LIKE 'x%' "
+                    "ORDER BY body DESC LIMIT 2")
+    assert (query.level, query.ops_bound) == ("SI-1", 2)
+    access = query.physical.accesses[0]
+    assert access.key_columns == ("post",) and access.index.columns == ("post", "body")
+    assert [str(p) for p in access.range] == ["comments.body >= 'x'", "comments.body < 'y'"]
+    bounded = planned("SELECT id FROM posts WHERE author = <a> AND title LIKE 'c%'")
+    assert (bounded.level, bounded.ops_bound) == ("SI-1", 4)  # the bound of author = <a>
+    assert bounded.physical.accesses[0].range and not bounded.physical.accesses[0].residual
+
+
+def test_like_with_other_wildcards_reads_the_prefix_range_and_keeps_the_filter():
+    query = planned("SELECT id FROM posts WHERE author = <a> AND title LIKE 'x_y%z'")
+    assert (query.level, query.ops_bound) == ("SI-1", 4)
+    access = query.physical.accesses[0]
+    assert [p.right.value for p in access.range] == ["x", "y"]
+    assert [str(c) for c in access.residual] == ["posts.title LIKE 'x_y%z'"]
+    limited = planned("SELECT id FROM posts WHERE title LIKE 'a_b%' ORDER BY title LIMIT 3")
+    assert limited.level == "unbounded"
+    (unbounded,) = [d for d in limited.diagnostics if d.code == "unbounded"]
+    assert "title LIKE 'a_b%' filters rows after the scan" in unbounded.message
+
+
+def test_like_without_wildcards_is_an_equality_and_a_unique_key_bounds_it():
+    query = planned("SELECT id FROM users WHERE email LIKE 'b@x'")
+    assert (query.level, query.ops_bound) == ("SI-1", 1)
+    assert query.physical.accesses[0].key_columns == ("email",)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT id FROM posts WHERE title LIKE 'a%'",  # a range, but nothing bounds it
+    "SELECT id FROM posts WHERE title LIKE '%a' ORDER BY title LIMIT 3",  # no prefix
+    "SELECT id FROM posts WHERE score LIKE '1%' ORDER BY score LIMIT 3",  # not a text column
+    "SELECT id FROM posts WHERE title NOT LIKE 'a%' ORDER BY title LIMIT 3",
+])
+def test_like_that_is_no_bounded_range_stays_unbounded_with_a_reason(sql):
+    query = planned(sql)
+    assert query.level == "unbounded"
+    (unbounded,) = [d for d in query.diagnostics if d.code == "unbounded"]
+    assert "LIKE" in unbounded.message and unbounded.hint
+
+
+TEAM_JOIN = "FROM posts p JOIN users u ON u.id = p.author "
+
+
+def test_a_row_view_keys_on_an_in_list_column_and_computes_projected_expressions():
+    query = planned("SELECT p.id, COALESCE(p.title, u.name) AS label, p.score * 2 + 1 AS s "
+                    + TEAM_JOIN + "WHERE u.team IN (<t>, <v>) ORDER BY p.id LIMIT 5")
+    assert (query.level, query.ops_bound) == ("SI-2", 10)  # 2 probes, each stops after 5
+    (view,) = query.views
+    access = query.physical.accesses[0]
+    assert access.table == view and access.key_columns == ("team",)
+    assert isinstance(access.key_values[0], AnyOf) and access.fanout == 2
+    # the view keeps the columns; the expressions are computed on its rows
+    assert "COALESCE(title, name) AS label, ((score * 2) + 1) AS s" in query.rewritten_sql
+    assert "IN (<t>, <v>)" in query.rewritten_sql
+
+
+def test_an_aggregate_view_keeps_its_state_and_computes_expressions_over_it():
+    query = planned("SELECT COALESCE(SUM(weight), 0) AS w, COUNT(*) - COUNT(weight) AS u "
+                    "FROM comments WHERE post = <p>")
+    assert (query.level, query.ops_bound) == ("SI-2", 1)
+    assert "COALESCE(sum_weight, 0) AS w, (cnt - cnt_weight) AS u" in query.rewritten_sql
+    grouped = planned("SELECT u.team, COUNT(*) AS n, CASE WHEN COUNT(*) > 1 THEN 'many' "
+                      "ELSE 'one' END AS band " + TEAM_JOIN
+                      + "WHERE u.team IN ('red', 'blue') GROUP BY u.team")
+    assert (grouped.level, grouped.ops_bound) == ("SI-2", 2)  # one view row per value
+
+
+def test_views_refuse_what_they_cannot_maintain_exactly_with_a_reason():
+    summed = planned("SELECT COUNT(*) AS n FROM comments WHERE post IN (<p>, <q>)")
+    assert summed.level == "unbounded"
+    reasons = {d.message: d.hint for d in summed.diagnostics if d.code == "view-rejected"}
+    (message, hint), = [(m, h) for m, h in reasons.items() if "scale-independent" in m]
+    assert "aggregate is over an IN list on comments.post" in message
+    assert hint.startswith("GROUP BY comments.post")
+    for sql, construct in [
+        ("SELECT id FROM comments WHERE author = <a> AND body LIKE 'x%'", "LIKE"),
+        ("SELECT SUM(weight * 2) AS w FROM comments WHERE post = <p>", "the expression"),
+        ("SELECT id FROM comments WHERE author = <a> ORDER BY -id LIMIT 2", "the expression"),
+        ("SELECT id FROM comments WHERE author NOT IN (<a>, <b>)", "IN (list)"),
+    ]:
+        query = planned(sql)
+        assert query.level == "unbounded", sql
+        messages = [d.message for d in query.diagnostics if d.code == "view-rejected"]
+        assert any(f"no scale-independent view: {construct}" in m for m in messages), messages

@@ -35,12 +35,17 @@ COMMENTS = [
 ] + [dict(post=11, id=1, author=None, weight=0.0, body="x")]
 
 
-@pytest.fixture(scope="module")
-def session():
-    session = Session(oracle_app("constructs"), engine="store", seed=14)
+def filled(store: str = ":memory:") -> Session:
+    session = Session(oracle_app("constructs"), engine="store", seed=14, store=store)
     for table, rows in (("users", USERS), ("posts", POSTS), ("comments", COMMENTS)):
         for row in rows:
             assert session.insert(table, row), (table, row)
+    return session
+
+
+@pytest.fixture(scope="module")
+def session():
+    session = filled()
     yield session
     session.close()
 
@@ -54,13 +59,15 @@ def test_every_construct_query_is_bounded(session):
     "distinctTopics", "distinctJoined", "busyTopics", "noTopic", "userWithoutEmail", "postsIn",
     "postsOfTwo", "newestComments", "secondPage", "commentsPage", "postWithAuthor",
     "userAndGoodPosts", "usersWithoutPosts", "commentedPosts", "postsWithoutLateComments",
-    "postsByTeam", "postOrAuthored", "titlesAndName", "unionPage",
+    "postsByTeam", "postOrAuthored", "titlesAndName", "unionPage", "titlesFrom",
+    "authorTitles", "commentBodies", "titlePattern", "teamPosts", "teamStats", "commentWeight",
 ])
 def test_answers_equal_the_querys_own_sql(session, name):
     query = session.plan.query(name)
     domains = {
         "a": [1, 2, 3, 0, 99], "b": [2, 1, 13], "c": [10, 10, 21],
         "p": [10, 11, 99], "q": [11, 10, 10], "i": [1, 3, 5, 6], "n": [0, 1, 3], "u": [1, 3, 9],
+        "t": ["red", "x", "blue"], "v": ["red", "blue", "x", "y"],
     }
     names = query.query.block.params
     for round_ in range(4):
@@ -118,7 +125,8 @@ def test_the_sql_piql_renders_for_each_construct_means_the_same(session):
     from piql import sqlgen
     from tests.oracle.harness import own_sql, same_multiset
 
-    params = {"a": 1, "b": 2, "c": 10, "p": 10, "q": 11, "i": 1, "n": 3, "u": 1}
+    params = {"a": 1, "b": 2, "c": 10, "p": 10, "q": 11, "i": 1, "n": 3, "u": 1, "t": "red",
+              "v": "blue"}
     for query in session.plan.queries:
         block = query.query.block
         if block.limit is not None:  # ties may be cut either way: compared elsewhere
@@ -127,3 +135,45 @@ def test_the_sql_piql_renders_for_each_construct_means_the_same(session):
         rendered = session.mirror.execute(sqlgen.block_sql(block, "sqlite"), mine)
         own = session.mirror.execute(own_sql(query), mine)
         assert same_multiset(rendered, own), (query.name, rendered, own)
+
+
+def test_like_prefix_ranges_answer_as_sql_on_both_stores(store_url):
+    """LIKE is case-sensitive on both stores (the mirror, SQLite, with
+    ``case_sensitive_like``, as piql's SQLite store), so a prefix range is exact."""
+    session = filled(store_url)
+    try:
+        for name, params in [("titlesFrom", {}), ("authorTitles", {"a": 1}),
+                             ("authorTitles", {"a": 2}), ("commentBodies", {"p": 10}),
+                             ("titlePattern", {"a": 1}), ("residualFilters", {"a": 1})]:
+            session.assert_query(session.plan.query(name), params)
+        assert session.db.query("titlesFrom").rows == ((11, "c z"),)  # not 'Cab'
+        assert session.db.query("authorTitles", a=1).rows == ((10, "Cab"),)
+        assert session.db.query("titlePattern", a=1).rows == ((11,),)
+        assert session.db.query("commentBodies", p=10).rows == ((4, "y"), (2, "y"))
+        # the range read the rows it returns, no more: 'Cab' and 'Z z' are outside it
+        assert session.db.query("titlesFrom").ops == 1
+    finally:
+        session.close()
+
+
+def test_views_with_in_lists_and_projected_expressions_answer_as_sql_on_both_stores(store_url):
+    """SI-2 views keyed on an IN list's column, with COALESCE / CASE / arithmetic computed on
+    the view's rows; maintained on every write, they answer as the query's SQL."""
+    session = filled(store_url)
+    try:
+        for name in ("teamPosts", "teamStats", "commentWeight"):
+            assert session.plan.query(name).level == "SI-2", name
+        cases = [("teamPosts", {"t": "red", "v": "blue"}), ("teamStats", {"t": "red", "v": "x"}),
+                 ("commentWeight", {"p": 10}), ("commentWeight", {"p": 99})]
+        for name, params in cases:
+            session.assert_query(session.plan.query(name), params)
+        assert session.db.query("teamStats", t="red", v="x").rows == (("red", 6, 5, "many", 174),)
+        assert session.db.query("commentWeight", p=99).rows == ((0, 0),)
+        assert session.delete("posts", {"id": 12}) and session.insert(
+            "posts", dict(id=14, author=2, score=None, title=None, topic=None))
+        for name, params in cases:  # maintained through the writes
+            session.assert_query(session.plan.query(name), params)
+        assert session.db.query("teamPosts", t="red", v="red").rows[:3] == (
+            (10, "Cab", 4), (11, "c z", -1), (13, "Z z", 3))
+    finally:
+        session.close()

@@ -112,3 +112,16 @@ def test_time_windows_before_1970_hold_the_rows_sql_puts_there(engine):
         expected = oracle(db, db.query_plan("trending"), {"hour": hour})
         assert Counter(got) == Counter(expected), hour
     assert db.query("trending", hour=0).rows != ()  # -1 and -HOUR + 1 are in epoch 0
+
+
+@pytest.mark.parametrize("value", ["abc", "ABC", "Abc", "a", "", "ab\nc", "é", "É", "a%c", 12, None])
+@pytest.mark.parametrize("pattern", ["ab%", "AB%", "a_c", "%c", "%", "_", "é%", "a%%", "12%", None])
+def test_like_equals_sqlite_with_case_sensitive_like(value, pattern):
+    """piql's LIKE is the case-sensitive one (PostgreSQL's; SQLite's with the pragma
+    piql's SQLite store sets)."""
+    from piql.runtime.sqlite_store import CASE_SENSITIVE_LIKE
+
+    connection = sqlite3.connect(":memory:")
+    connection.execute(CASE_SENSITIVE_LIKE)
+    expected = connection.execute("SELECT ? LIKE ?", (value, pattern)).fetchone()[0]
+    assert sqlvalues.like(value, pattern) == (None if expected is None else bool(expected))

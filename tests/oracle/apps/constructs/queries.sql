@@ -115,3 +115,40 @@ SELECT id, title AS label FROM posts WHERE id IN (<a>, <b>)
 UNION
 SELECT id, name FROM users WHERE id = <c>
 ORDER BY label DESC LIMIT 2 OFFSET 1;
+
+-- name: titlesFrom
+-- LIKE 'prefix%' as an index range (title >= 'c' AND title < 'd'), stopped by LIMIT;
+-- case-sensitive, as in PostgreSQL: 'Cab' is not among them.
+SELECT id, title FROM posts WHERE title LIKE 'c%' ORDER BY title LIMIT 3;
+
+-- name: authorTitles
+-- A range on the column after a bound prefix (author, title), within author's bound.
+SELECT id, title FROM posts WHERE author = <a> AND title LIKE 'C%';
+
+-- name: commentBodies
+SELECT id, body FROM comments WHERE post = <p> AND body LIKE 'y%' ORDER BY body DESC LIMIT 2;
+
+-- name: titlePattern
+-- A prefix range that cannot be exact ('_' after the prefix): LIKE stays a filter.
+SELECT id FROM posts WHERE author = <a> AND title LIKE 'c_z%';
+
+-- name: teamPosts
+-- A row view (SI-2) keyed on team: the IN list reads one key per value, and the
+-- projection's expressions are computed on the view's rows when the query runs.
+SELECT p.id, COALESCE(p.title, u.name) AS label, p.score % 5 + 1 AS s
+FROM posts p JOIN users u ON u.id = p.author
+WHERE u.team IN (<t>, <v>) ORDER BY p.id LIMIT 3;
+
+-- name: teamStats
+-- An aggregate view grouped by the IN list's column (one view row per value), with CASE
+-- and COALESCE over the aggregates it keeps.
+SELECT u.team, COUNT(*) AS n, COUNT(p.title) AS titled,
+       CASE WHEN COUNT(p.score) > 1 THEN 'many' ELSE 'few' END AS band,
+       COALESCE(SUM(p.id), 0) * 2 AS ids
+FROM posts p JOIN users u ON u.id = p.author
+WHERE u.team IN (<t>, <v>) GROUP BY u.team;
+
+-- name: commentWeight
+-- A global aggregate of one view row: COALESCE answers 0 for a post without comments.
+SELECT COALESCE(SUM(weight), 0) AS w, COUNT(*) - COUNT(weight) AS unweighted
+FROM comments WHERE post = <p>;
