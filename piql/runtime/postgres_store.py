@@ -444,6 +444,12 @@ class PostgresStore:
         bound = values if isinstance(values, Mapping) else list(values)
         return self._run(_PERCENT.sub("%%", statement), bound, prepare=False)
 
+    def run(self, statement: str, values: Sequence[Any]) -> list[tuple]:
+        """A compiled bounded query (``%s`` placeholders), prepared on the connection that
+        runs it (psycopg's ``prepare=True``; planned once: ``force_generic_plan``). Not
+        counted (the caller counts from the rows)."""
+        return self._run(statement, values, prepare=True)
+
     def _copy(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
         """Insert ``rows`` with COPY; how many."""
         count = 0

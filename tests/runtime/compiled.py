@@ -42,7 +42,7 @@ def run_sqlite(db, query: CompiledQuery, params: dict[str, Any]) -> tuple[list[t
 def assert_same_answer(db, name: str, params: dict[str, Any], rows: list[tuple], ops: int,
                        context: Any) -> None:
     """``rows`` and ``ops`` of a compiled statement against the interpreter's answer."""
-    expected = db.query(name, **params)
+    expected = db.interpret(name, **params)
     assert ops == expected.ops, (context, "ops", ops, expected.ops)
     assert ops <= expected.bound, (context, ops, expected.bound)
     query = db.query_plan(name)
