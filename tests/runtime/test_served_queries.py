@@ -13,6 +13,7 @@ import piql
 from piql.planner.compile import UncompilablePlan
 from piql.planner.store_layout import store_layout
 from piql.runtime.errors import BoundExceeded
+from piql.runtime.sqlvalues import INT64_MAX
 from tests.conftest import plan_text
 from tests.runtime.compiled import (
     assert_same_answer, explain_sqlite, full_scans, layout_of, parameter_sets, seq_scans,
@@ -165,3 +166,17 @@ def test_uncompilable_plans_are_interpreted(tmp_path):
     assert db.store.counter.ops == before + result.ops  # the interpreter's counted reads
     assert result == db.interpret("either", k=1)
     assert result.rows == ((1,),)
+
+
+def test_an_overflowing_sum_is_answered_exactly(store_url):
+    """SQLite's SUM raises where a partial sum leaves 64 bits: that execution is answered
+    by the interpreter, which sums exactly, as PostgreSQL's numeric SUM does in the
+    statement itself."""
+    db = app_of("shapes").deploy(store_url, engine="store")
+    db.insert("accounts", id=1, region="r", score=None, joined=1, nick="n")
+    for seq in (1, 2):
+        db.insert("orders", account=1, seq=seq, amount=INT64_MAX, price=1.0, placed=seq,
+                  status="a")
+    result = db.query("aggregatesOfOrders", a=1)
+    assert result == db.interpret("aggregatesOfOrders", a=1)
+    assert result.rows[0][4] == 2 * INT64_MAX
