@@ -51,9 +51,14 @@ def family(declared: str) -> TypeFamily:
 def fits(declared: str, value: Any) -> bool:
     """Does ``value`` fit a column declared ``declared``? (NULL always does; piql checks
     NOT NULL itself.)"""
+    return fits_family(family(declared), value)
+
+
+def fits_family(kind: TypeFamily, value: Any) -> bool:
+    """Does ``value`` fit a column of the family ``kind``? (:func:`fits` with the family
+    already known.)"""
     if value is None:
         return True
-    kind = family(declared)
     if kind is TypeFamily.INTEGER:
         return isinstance(value, int) and not isinstance(value, bool)
     if kind in (TypeFamily.REAL, TypeFamily.DECIMAL):

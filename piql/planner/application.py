@@ -9,12 +9,14 @@ so a developer sees why the cheaper levels were out of reach.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Callable
 
 from piql.catalog import Catalog
 from piql.diagnostics import Diagnostic
 from piql.errors import InputError
 from piql.planner.bounded_plans import Phase0Result, plan_query
+from piql.planner.compile import CompiledQuery, StoreLayout, UncompilablePlan, compile_plan
 from piql.planner.imv import build_imv
 from piql.planner.levels import LEVELS, Level
 from piql.planner.periodic import (
@@ -23,6 +25,7 @@ from piql.planner.periodic import (
 from piql.planner.naming import Names
 from piql.planner.params import ParamSpec, param_specs
 from piql.planner.physical import IndexSpec, PhysicalPlan
+from piql.planner.store_layout import store_layout
 from piql.planner.tuple_window import plan_window_then_rest, rest_sql, split_window
 from piql.planner.view_construction import Invariant, Rejection, view_extensions
 from piql.planner.views import TraceSection, ViewDef, WriteEvent
@@ -81,6 +84,9 @@ class Plan:
     check_indexes: tuple[IndexSpec, ...] = ()
     writes: tuple[WriteBound, ...] = ()
     notes: tuple[Diagnostic, ...] = field(default=(), compare=False)
+    # compiled statements by (query name, dialect), made on first use (Plan.compiled)
+    _statements: dict[tuple[str, str], CompiledQuery | str] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     def __repr__(self) -> str:
         # The dataclass repr would print every view, rule and physical plan (100k+ chars).
@@ -136,6 +142,33 @@ class Plan:
             if query.name.lower() == name.lower():
                 return query
         return None
+
+    @cached_property
+    def layout(self) -> StoreLayout:
+        """The tables this plan keeps, as the compiler reads them (``store_layout``)."""
+        return store_layout(self)
+
+    def compiled(self, name: str, dialect: str) -> CompiledQuery:
+        """The bounded query ``name`` as one prepared statement of ``dialect`` ("sqlite" or
+        "postgres") over the tables this plan keeps (``piql.planner.compile``), compiled on
+        first use and kept. Raises :class:`UncompilablePlan` for a query without bounded
+        plan or one the compiler cannot express (the runtime's interpreter serves it)."""
+        key = (name, dialect)
+        found = self._statements.get(key)
+        if found is None:
+            found = self._statements[key] = self._compile(name, dialect)
+        if isinstance(found, str):
+            raise UncompilablePlan(found)  # a new error each time: no growing traceback
+        return found
+
+    def _compile(self, name: str, dialect: str) -> CompiledQuery | str:
+        query = self.query(name)
+        if query is None or query.physical is None:
+            return f"query {name} has no bounded plan"
+        try:
+            return compile_plan(query.physical, dialect, self.layout, query=query.query.block)
+        except UncompilablePlan as refused:
+            return str(refused)
 
     def write(self, table: str, event: WriteEvent) -> WriteBound | None:
         """The bound of one ``event`` of a ``table`` row."""

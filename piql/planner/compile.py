@@ -23,7 +23,7 @@ and aggregates, ORDER BY, LIMIT, projection) is SQL over the bounded joined rows
 exactly the operations the interpreter (``piql.runtime.executor``, the reference) counts:
 per probe of an access max(1, rows read) plus one fetch per row of a non-covering index
 access, counted before residual predicates; a FROM-subquery costs its own plan's
-operations once per outer tuple. :meth:`CompiledQuery.answer` turns the fetched rows into
+operations once per query (when some outer tuple reaches it). :meth:`CompiledQuery.answer` turns the fetched rows into
 ``(rows, ops)``; :attr:`CompiledQuery.ops_source` says how:
 
 - ``rows``: one access and nothing that drops or merges rows after it: ops follow from
@@ -173,6 +173,7 @@ class CompiledQuery:
     integral: tuple[int, ...] = ()  # answer columns PostgreSQL returns as numeric (SUM)
     empty: tuple | None = None  # the answer when no row comes back (an aggregate of nothing)
     limit: int | None = None  # PER_ROW: the answer's LIMIT, applied to the rows kept
+    ratios: tuple[int, ...] = ()  # answer columns fetched as numerator, denominator
 
     # How to bind and read, decided once: the runtime calls these on every execution.
     _bind: Callable[[Mapping[str, Any]], tuple[Any, ...]] = field(
@@ -197,7 +198,7 @@ class CompiledQuery:
     def _rows(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
         rows = fetched if isinstance(fetched, list) else list(fetched)
         read = len(rows)
-        if not rows or self.integral:
+        if not rows or self.integral or self.ratios:
             rows = self._finished(rows)
         return rows, (read + read if self.fetches else read) or 1
 
@@ -220,10 +221,22 @@ class CompiledQuery:
         return self._numbers(rows)
 
     def _numbers(self, rows: list[tuple]) -> list[tuple]:
+        if self.ratios:
+            rows = [self._divided(row) for row in rows]
         if not self.integral:
             return rows
         return [tuple(_integral(v) if i in self.integral else v for i, v in enumerate(row))
                 for row in rows]
+
+
+    def _divided(self, row: Sequence[Any]) -> tuple:
+        """``row`` with each ratio's numerator and denominator replaced by their quotient
+        (REAL, NULL for no values: ``piql.runtime.sqlvalues.average``)."""
+        values = list(row)
+        for position in self.ratios:
+            total, count = values[position], values.pop(position + 1)
+            values[position] = None if total is None or not count else total / count
+        return tuple(values)
 
 
 def _binder(parameters: tuple[Param | Literal, ...]) -> Callable[[Mapping[str, Any]], tuple]:
@@ -331,8 +344,9 @@ class _Compiler:
         integral = () if self.sqlite else tuple(
             i for i, item in enumerate(block.select)
             if isinstance(item.expr, Aggregate) and item.expr.func == "SUM")
+        ratios = tuple(i for i, item in enumerate(block.select) if isinstance(item.expr, Ratio))
         return CompiledQuery(self.dialect, sql, tuple(self.bound[n] for n in order), names,
-                             source, fetches, tuple(self.reads), integral, empty, limit)
+                             source, fetches, tuple(self.reads), integral, empty, limit, ratios)
 
     # -- one access: a plain statement ---------------------------------------
     def _single(self, plan: PhysicalPlan) -> tuple[exp.Select, OpsSource, bool]:
@@ -343,8 +357,8 @@ class _Compiler:
         def ref(attr: Attr) -> exp.Expression:
             return _col(attr.column, alias)
 
-        query = exp.select(*(exp.alias_(self.expr(i.expr, ref), _ident(f"_o{n}"))
-                             for n, i in enumerate(block.select, 1)))
+        query = exp.select(*(exp.alias_(node, _ident(name))
+                             for name, node in self._projection(block.select, ref)))
         query = query.from_(self._table_ref(access, table, alias))
         where = self._probe_conditions(access, alias, ref)
         if where:
@@ -441,8 +455,8 @@ class _Compiler:
             found = exp.Not(this=exp.Is(this=matched, expression=exp.Null()))
             alive = self._all([alive.copy()] if alive is not None else [], found,
                               *(self.predicate(p, ref) for p in access.residual))
-        items = [exp.alias_(self.expr(i.expr, ref), _ident(f"_o{n}"))
-                 for n, i in enumerate(block.select, 1)]
+        items = [exp.alias_(node, _ident(name))
+                 for name, node in self._projection(block.select, ref)]
         kept = _number(1) if alive is None else exp.Case(
             ifs=[exp.If(this=alive, true=_number(1))], default=_number(0))
         query = query.select(*items, exp.alias_(kept, _ident("_alive")),
@@ -505,9 +519,9 @@ class _Compiler:
         def final_ref(attr: Attr) -> exp.Expression:
             return _col(columns[(attr.alias, attr.column)])
 
-        outputs = tuple(f"_o{n}" for n in range(1, len(block.select) + 1))
-        result = exp.select(*(exp.alias_(self.expr(i.expr, final_ref), _ident(name))
-                              for i, name in zip(block.select, outputs)))
+        projection = self._projection(block.select, final_ref, split=prefix == PREFIX)
+        outputs = tuple(name for name, _ in projection)
+        result = exp.select(*(exp.alias_(node, _ident(name)) for name, node in projection))
         order = exp.Order(expressions=[self._local_order(o, final_ref) for o in block.order_by]) \
             if block.order_by else None
         result = result.select(exp.alias_(exp.Window(this=exp.RowNumber(), order=order),
@@ -652,12 +666,13 @@ class _Compiler:
         columns.update({(access.alias, c): n for c, n in own.items()})
 
         def term(level: str) -> exp.Expression:
+            # the subquery refers to nothing outside it: it runs once per query, when some
+            # outer tuple reaches it (as the interpreter runs it, and Phase 0 counts it)
             ops = exp.Subquery(this=exp.select(_col("_ops")).from_(exp.Table(this=_ident(sub.ops))))
             if outer is None:
                 return ops
-            probes = exp.Subquery(this=exp.select(_count_star()).from_(
-                exp.Table(this=_ident(outer))))
-            return exp.Mul(this=probes, expression=ops)
+            reached = exp.Exists(this=exp.select(_number(1)).from_(exp.Table(this=_ident(outer))))
+            return exp.Case(ifs=[exp.If(this=reached, true=ops)], default=_number(0))
         return query, term
 
     def _final(self, chain: _Chain) -> exp.Expression:
@@ -677,6 +692,22 @@ class _Compiler:
         return query
 
     # -- pieces ----------------------------------------------------------------
+    def _projection(self, select: Sequence[Any], ref: Ref,
+                    split: bool = True) -> list[tuple[str, exp.Expression]]:
+        """The answer's columns ``_o1..`` as (name, expression). A ratio (an AVG read
+        from a view's SUM and COUNT) comes back as its numerator ``_oN`` and denominator
+        ``_oNd`` (when ``split``: the statement's own answer, not a FROM-subquery's), which
+        :meth:`CompiledQuery.answer` divides as the interpreter does: SQL's CAST to REAL
+        rounds an integer sum beyond 2**53 before dividing, Python's int / int does not."""
+        found = []
+        for number, item in enumerate(select, 1):
+            if split and isinstance(item.expr, Ratio):
+                found.append((f"_o{number}", self.expr(item.expr.numerator, ref)))
+                found.append((f"_o{number}d", self.expr(item.expr.denominator, ref)))
+            else:
+                found.append((f"_o{number}", self.expr(item.expr, ref)))
+        return found
+
     def _table_ref(self, access: Access, table: TableLayout, alias: str) -> exp.Table:
         """``table AS alias`` reading the access's path (SQLite names it)."""
         node = exp.Table(this=_ident(table.name), alias=exp.TableAlias(this=_ident(alias)))

@@ -7,7 +7,8 @@
 
 A :class:`Deployment` is a facade: each entry point checks its input (``rows``), takes
 the lock, and hands the work to the module that does it: ``install`` (tables, indexes,
-fingerprint), ``executor`` (bounded queries), ``writes`` (maintained writes),
+fingerprint), the store (a bounded query compiled to one prepared statement, or
+``executor``, the plan's interpreter), ``writes`` (maintained writes),
 ``bulk_load``, ``refresh`` and ``schedule`` (SI-3 periodic views), ``check``, and the
 engines for set-oriented work (``engine_bridge``). It executes the plan; it never plans.
 """
@@ -19,9 +20,11 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from piql.catalog import Table
+from piql.query_block import QueryBlock
 from piql.engines import ENGINES, make_engine
 from piql.engines.base import Engine
 from piql.planner.application import Plan, QueryPlan
+from piql.planner.compile import CompiledQuery, UncompilablePlan
 from piql.planner.views import ViewDef, ViewKind
 from piql.runtime import bulk_load, install, sqlvalues
 from piql.runtime.check import CheckReport, check_views, recompute
@@ -36,7 +39,7 @@ from piql.runtime.executor import execute
 from piql.runtime.partitions import partition_of
 from piql.runtime.progress import Progress
 from piql.runtime.refresh import RefreshReport, refresh_view
-from piql.runtime.rows import check_params, complete_row, key_of, read_rows
+from piql.runtime.rows import ParamCheck, complete_row, key_of, read_rows
 from piql.runtime.schedule import RefreshSchedule
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
 from piql.runtime.writes import Maintainer, WriteReport
@@ -84,6 +87,30 @@ class Result:
                 f"({', '.join(self.columns)}), {self.ops} ops (bound {self.bound})>")
 
 
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _result(columns: tuple[str, ...], rows: tuple[tuple, ...], ops: int, bound: int) -> Result:
+    """``Result(columns, rows, ops, bound)`` without the frozen dataclass's ``__init__``
+    (four ``object.__setattr__`` calls: a tenth of a compiled twoTags query's time)."""
+    made = _new(Result)
+    _set(made, "__dict__", {"columns": columns, "rows": rows, "ops": ops, "bound": bound})
+    return made
+
+
+@dataclass(frozen=True)
+class _Served:
+    """What :meth:`Deployment.query` needs of one query, read from the plan once."""
+
+    query: QueryPlan
+    block: QueryBlock
+    columns: tuple[str, ...]
+    bound: int
+    check: ParamCheck
+    statement: CompiledQuery | None  # None: the interpreter serves the query
+
+
 class Deployment:
     """A plan's tables, indexes and views on one store, and its bounded entry points."""
 
@@ -112,6 +139,7 @@ class Deployment:
             self.store.close()
             raise
         self.epoch_windows = epoch_windows(self.views)
+        self._served: dict[str, _Served] = {}  # by the name queries are called with
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
                                      plan.writes, strict, self.epoch_windows)
 
@@ -195,8 +223,55 @@ class Deployment:
 
     # -- queries -------------------------------------------------------------
     def query(self, name: str, /, **params: Any) -> Result:
-        """Run a named query through its bounded plan; ``.ops`` is what it cost."""
+        """Run a named query through its bounded plan; ``.ops`` is what it cost.
+
+        The plan runs as one prepared statement on the store (``Plan.compiled``), its
+        operations counted from the rows the statement read as the plan's interpreter
+        counts them (:meth:`interpret`, the reference). A plan the compiler cannot
+        express, or an execution the statement cannot answer (SQLite's SUM overflowing 64
+        bits, where SQL's SUM is exact), is answered by the interpreter."""
+        served = self._served.get(name) or self._serving(name)
+        if self.closed:
+            self._open()
+        served.check(params)
+        statement = served.statement
+        if statement is None:
+            return self._interpreted(served, params)
+        try:
+            fetched = self.store.run(statement.sql, statement.arguments(params))
+        except StoreOverflow:
+            return self._interpreted(served, params)
+        rows, ops = statement.answer(fetched)
+        if ops > served.bound and self.strict:
+            raise BoundExceeded(f"query {served.query.name} did {ops} operations; its bound "
+                                f"is {served.bound}")
+        return _result(served.columns, tuple(rows), ops, served.bound)
+
+    def interpret(self, name: str, /, **params: Any) -> Result:
+        """Run a named query with the plan's interpreter (``piql.runtime.executor``):
+        operator by operator, each access one counted read of the store. The reference
+        :meth:`query` answers as; same rows, same operations."""
+        served = self._served.get(name) or self._serving(name)
         self._open()
+        served.check(params)
+        return self._interpreted(served, params)
+
+    def _interpreted(self, served: _Served, params: dict[str, Any]) -> Result:
+        block, query = served.block, served.query
+        assert query.physical is not None
+        start = self.store.counter.ops
+        rows = execute(self.store, query.physical, params)
+        if not rows and block.aggregates and not block.group_by:
+            rows = finish(block, [], params)  # an aggregate of nothing: COUNT 0, SUM NULL
+        ops = self.store.counter.ops - start
+        if self.strict and ops > served.bound:
+            raise BoundExceeded(f"query {query.name} did {ops} operations; its bound is "
+                                f"{served.bound}")
+        return Result(served.columns, tuple(rows), ops, served.bound)
+
+    def _serving(self, name: str) -> _Served:
+        """What serving ``name`` needs, read from the plan once (UnboundedQuery for a query
+        without bounded plan)."""
         query = self.query_plan(name)
         if query.physical is None:
             reason = next((d.message for d in query.diagnostics if d.severity == "error"), "")
@@ -204,16 +279,14 @@ class Deployment:
                                  f"{reason}")
         block = query.query.block
         assert block is not None
-        check_params(query, block, params)
-        start = self.store.counter.ops
-        rows = execute(self.store, query.physical, params)
-        if not rows and block.aggregates and not block.group_by:
-            rows = finish(block, [], params)  # an aggregate of nothing: COUNT 0, SUM NULL
-        ops = self.store.counter.ops - start
-        bound = query.ops_bound or 0
-        if self.strict and ops > bound:
-            raise BoundExceeded(f"query {query.name} did {ops} operations; its bound is {bound}")
-        return Result(tuple(i.name for i in block.select), tuple(rows), ops, bound)
+        try:
+            statement: CompiledQuery | None = self.plan.compiled(query.name, self.store.dialect)
+        except UncompilablePlan:
+            statement = None  # the interpreter serves it
+        served = _Served(query, block, tuple(i.name for i in block.select),
+                         query.ops_bound or 0, ParamCheck(query, block), statement)
+        self._served[name] = served
+        return served
 
     def query_plan(self, name: str, /) -> QueryPlan:
         """The planned query called ``name`` (UnknownName if there is none)."""

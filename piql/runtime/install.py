@@ -13,6 +13,7 @@ import json
 
 from piql.planner.application import Plan
 from piql.planner.naming import RUNTIME_TABLES
+from piql.planner.store_layout import stored_tables
 from piql.runtime.errors import DeploymentError
 from piql.runtime.store import Store, TableShape
 
@@ -21,23 +22,11 @@ FINGERPRINT = "fingerprint"  # the metadata naming the plan a store holds
 
 
 def shapes(plan: Plan) -> list[TableShape]:
-    """Every table the plan keeps: the base tables, then the views (a view without key is
-    one aggregate row, kept under the key column ``_all``; a SUM of REAL values also keeps
-    its exact sum in a hidden TEXT column, ``ViewDef.exact_sums``)."""
-    found = [TableShape(t.name, t.column_names, t.primary_key, tuple(c.type for c in t.columns))
-             for t in plan.catalog.tables]
-    for view in plan.ordered_views:
-        columns = [c.name for c in view.columns]
-        types = [c.type for c in view.columns]
-        key = [c.name for c in view.key]
-        if not key:
-            columns, types, key = ["_all"] + columns, ["INTEGER"] + types, ["_all"]
-        for _, hidden in view.exact_sums:
-            columns.append(hidden)
-            types.append("TEXT")
-        found.append(TableShape(view.name, tuple(columns), tuple(key), tuple(types),
-                                view.nullable_key))
-    return found
+    """Every table the plan keeps (``piql.planner.store_layout``: the base tables, then the
+    views; a view without key kept under the key column ``_all``; a SUM of REAL values
+    with its exact sum in a hidden TEXT column, ``ViewDef.exact_sums``)."""
+    return [TableShape(t.name, t.columns, t.key, t.types, t.nullable_key)
+            for t in stored_tables(plan)]
 
 
 def indexes(plan: Plan) -> list[tuple[str, str, tuple[str, ...]]]:

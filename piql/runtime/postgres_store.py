@@ -27,7 +27,8 @@ How it keeps piql's semantics, which are SQLite's:
   :meth:`PostgresStore.version` reads).
 - **Threads.** Connections come from a pool: a transaction or snapshot holds one
   connection for its thread, and a read outside one borrows a connection for that
-  statement. Operation counters are per thread, so concurrent queries count their own.
+  statement; a compiled query outside one runs on its thread's own reader connection
+  (:meth:`PostgresStore.run`), as borrowing costs as much as the query. Operation counters are per thread, so concurrent queries count their own.
 - **Statements.** Every identifier is quoted (case kept), every value bound; bounded reads
   and point writes are prepared once per connection (their text depends only on the
   access and on which key values are NULL). Bulk rows go through ``COPY``.
@@ -152,6 +153,9 @@ class PostgresStore:
         self.busy_timeout = busy_timeout
         self.shapes: dict[str, TableShape] = {}
         self._local = threading.local()
+        # each serving thread's reader connection (_reader), closed with the store
+        self._readers: list[tuple[threading.Thread, psycopg.Connection]] = []
+        self._readers_lock = threading.Lock()
         self._check_server()
         self.pool: ConnectionPool = ConnectionPool(
             url, min_size=1, max_size=max(1, pool_size), open=True, num_workers=1,
@@ -251,6 +255,10 @@ class PostgresStore:
         return err
 
     def close(self) -> None:
+        with self._readers_lock:
+            for _, reader in self._readers:
+                reader.close()
+            self._readers.clear()
         self.pool.close()
 
     # -- schema and bookkeeping ----------------------------------------------
@@ -458,6 +466,40 @@ class PostgresStore:
             return self._run(statement, None, prepare=False)
         bound = values if isinstance(values, Mapping) else list(values)
         return self._run(_PERCENT.sub("%%", statement), bound, prepare=False)
+
+    def run(self, statement: str, values: Sequence[Any]) -> list[tuple]:
+        """A compiled bounded query (``%s`` placeholders), prepared on the connection that
+        runs it (psycopg's ``prepare=True``; planned once: ``force_generic_plan``): the
+        thread's transaction's, else the thread's reader (:meth:`_reader`). Not counted
+        (the caller counts from the rows)."""
+        connection = getattr(self._local, "connection", None) or self._reader()
+        try:
+            return connection.execute(statement, values, prepare=True).fetchall()
+        except psycopg.Error as err:
+            if connection.broken:  # the next call connects again
+                self._local.reader = None
+            raise self.refused(err) from None
+
+    def _reader(self) -> psycopg.Connection:
+        """This thread's connection for compiled queries outside a transaction: borrowing
+        a pooled connection per query costs as much as the query itself, so each serving
+        thread keeps one (autocommit: each query sees the latest commit). Readers of
+        threads that have ended are closed when another thread opens one."""
+        reader = getattr(self._local, "reader", None)
+        if reader is not None and not reader.closed:
+            return reader
+        try:
+            reader = psycopg.connect(self.url, autocommit=True)
+            self._configure(reader)
+        except psycopg.Error as err:
+            raise self.refused(err) from None
+        with self._readers_lock:
+            for thread, other in [r for r in self._readers if not r[0].is_alive()]:
+                other.close()
+                self._readers.remove((thread, other))
+            self._readers.append((threading.current_thread(), reader))
+        self._local.reader = reader
+        return reader
 
     def _copy(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
         """Insert ``rows`` with COPY; how many."""

@@ -9,13 +9,14 @@ written. Parameters are checked against the column each is compared with (the pl
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from piql import sql_types
 from piql.catalog import Table
 from piql.planner.application import QueryPlan
 from piql.query_block import QueryBlock
 from piql.runtime import sqlvalues
+from piql.runtime.sqlvalues import INT64_MAX, INT64_MIN
 from piql.runtime.datafiles import read_file
 from piql.runtime.errors import ConstraintError, ParameterError, UnknownName
 
@@ -71,28 +72,71 @@ def key_of(table: Table, values: dict[str, Any]) -> dict[str, Any]:
     return {c: given[c] for c in table.primary_key}
 
 
+class ParamCheck:
+    """The parameter check of one query (:func:`check_params`), with its names and types
+    read from the plan once: a deployment keeps one per query and runs it on every call,
+    so the common case (values of the right type) costs one test per value."""
+
+    def __init__(self, query: QueryPlan, block: QueryBlock) -> None:
+        self.query = query
+        self.expected = block.params
+        self.names = frozenset(self.expected)
+        declared = {s.name: s.declared_type for s in query.params if s.declared_type}
+        self.declared = declared
+        self.accepts = tuple((name, _acceptor(declared.get(name))) for name in self.expected)
+
+    def __call__(self, params: dict[str, Any]) -> None:
+        if params.keys() != self.names:
+            self._names(params)
+        for name, accepts in self.accepts:
+            if not accepts(params[name]):
+                self._refuse(name, params[name])
+
+    def _names(self, params: dict[str, Any]) -> None:
+        missing = [p for p in self.expected if p not in params]
+        extra = [p for p in params if p not in self.names]
+        listed = ", ".join(self.expected) or "none"
+        if missing:
+            raise ParameterError(f"query {self.query.name} needs parameter <{missing[0]}> "
+                                 f"(parameters: {listed})")
+        raise ParameterError(f"query {self.query.name} has no parameter <{extra[0]}> "
+                             f"(parameters: {listed})")
+
+    def _refuse(self, name: str, value: Any) -> None:
+        declared = self.declared.get(name)
+        if declared and (value is None or not sql_types.fits(declared, value)):
+            raise ParameterError(f"parameter <{name}> of {self.query.name} is compared with "
+                                 f"a {declared} column; got {value!r}")
+        raise ParameterError(f"parameter <{name}> of {self.query.name}: {value!r} "
+                             f"{sqlvalues.unstorable(value)}")
+
+
+def _acceptor(declared: str | None) -> Callable[[Any], bool]:
+    """Does a value pass :func:`check_params` for a parameter compared with a column of
+    type ``declared`` (None: no type to match; the value must be storable)? The common
+    types first: a str for text, an int in 64 bits for integers."""
+    def storable(value: Any) -> bool:
+        return sqlvalues.unstorable(value) is None
+
+    if declared is None:
+        return storable
+    kind = sql_types.family(declared)
+
+    def fits(value: Any) -> bool:
+        return value is not None and sql_types.fits_family(kind, value) and storable(value)
+
+    if kind is sql_types.TypeFamily.TEXT:
+        return lambda value: value.__class__ is str or fits(value)
+    if kind is sql_types.TypeFamily.INTEGER:
+        return lambda value: (value.__class__ is int and INT64_MIN <= value <= INT64_MAX) \
+            or fits(value)
+    return fits
+
+
 def check_params(query: QueryPlan, block: QueryBlock, params: dict[str, Any]) -> None:
     """Exactly the query's parameters, each of the type of the column it is compared with
     and storable."""
-    expected = block.params
-    missing = [p for p in expected if p not in params]
-    extra = [p for p in params if p not in expected]
-    if missing:
-        raise ParameterError(f"query {query.name} needs parameter <{missing[0]}> "
-                             f"(parameters: {', '.join(expected) or 'none'})")
-    if extra:
-        raise ParameterError(f"query {query.name} has no parameter <{extra[0]}> "
-                             f"(parameters: {', '.join(expected) or 'none'})")
-    for spec in query.params:
-        value = params[spec.name]
-        if spec.declared_type and (value is None or
-                                   not sql_types.fits(spec.declared_type, value)):
-            raise ParameterError(f"parameter <{spec.name}> of {query.name} is compared with a "
-                                 f"{spec.declared_type} column; got {value!r}")
-    for name, value in params.items():
-        reason = sqlvalues.unstorable(value)
-        if reason:
-            raise ParameterError(f"parameter <{name}> of {query.name}: {value!r} {reason}")
+    ParamCheck(query, block)(params)
 
 
 def read_rows(table: Table, rows: Iterable | None,

@@ -28,6 +28,9 @@ if TYPE_CHECKING:  # an engine's type; importing the engines would load pyarrow
 
 OPS = {"=": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 META, DIRTY = RUNTIME_TABLES  # piql's metadata, and the epochs marked for refresh
+# Statement texts sqlite3 keeps prepared (its default is 128): every compiled query and
+# bounded read of a large application stays prepared
+STATEMENT_CACHE = 512
 
 
 # piql's LIKE is case-sensitive, as PostgreSQL's and standard SQL's (SQLite's default
@@ -79,7 +82,7 @@ class SQLiteStore:
                                       "exist; create it first")
         try:
             return sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
-                                   check_same_thread=False)
+                                   check_same_thread=False, cached_statements=STATEMENT_CACHE)
         except sqlite3.Error as err:
             raise DeploymentError(f"{self.path}: cannot open the store: {err}") from None
 
@@ -276,6 +279,15 @@ class SQLiteStore:
             f"SELECT {', '.join(_quote(c) for c in shape.columns)} FROM {_quote(table)}")
         while batch := cursor.fetchmany(batch_rows):
             yield batch
+
+    def run(self, statement: str, values: Sequence[Any]) -> list[tuple]:
+        """A compiled bounded query (``?`` placeholders): sqlite3 keeps the statement
+        prepared in its cache (:data:`STATEMENT_CACHE` texts), so a repeated text is bound
+        and stepped, not parsed again. Not counted (the caller counts from the rows)."""
+        try:
+            return self.connection.execute(statement, values).fetchall()
+        except sqlite3.OperationalError as err:
+            raise self.refused(err) from None
 
     def sql(self, statement: str, values: Values = ()) -> list[tuple]:
         """Set-oriented SQL (bulk loads, view builds, checks, refresh shares): not counted."""

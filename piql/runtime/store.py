@@ -12,6 +12,9 @@ The protocol is shaped for a server database as much as for an embedded one:
   trip, and its statement text depends only on the access (tables, columns, the number of
   values), never on the values, which are bound. A store prepares each text once and
   reuses it (SQLite's statement cache; a server's prepared statements).
+- **Compiled queries.** :meth:`Store.run` runs a bounded query compiled to one statement
+  (``piql.planner.compile``), prepared once per connection; what it read is counted by the
+  caller from the rows it returns.
 - **Counted.** Every bounded read and point write adds what it read and wrote to
   :attr:`Store.counter`, as DESIGN.md defines an operation; set-oriented work
   (:meth:`Store.sql`, :meth:`Store.all_rows`, :meth:`Store.read_table`, bulk loads,
@@ -159,6 +162,13 @@ class Store(Protocol):
         """Distinct ``column`` values other than ``exclude`` among the rows whose ``eq``
         columns hold the given values (NULL is a value here, as CARDINALITY counts it),
         reading at most ``cap``."""
+
+    def run(self, statement: str, values: Sequence[Any]) -> list[tuple]:
+        """Run one bounded statement with positional placeholders (a compiled query,
+        ``piql.planner.compile``: ``?`` on SQLite, ``%s`` on PostgreSQL), prepared once per
+        connection and reused; its rows. Not counted here: the caller counts what the
+        plan's interpreter would (``CompiledQuery.answer``). An integer SUM leaving 64 bits
+        raises :class:`~piql.runtime.errors.StoreOverflow`."""
 
     # -- point writes (counted) ------------------------------------------------------------
     def insert(self, table: str, row: Mapping[str, Any]) -> None:

@@ -1,6 +1,6 @@
 """Running compiled statements beside the interpreter, for the compiled-query tests.
 
-The interpreter (``Deployment.query``) is the reference: a compiled statement run on the
+The interpreter (``Deployment.interpret``) is the reference: a compiled statement run on the
 same store must give the same answer (as a multiset; for ORDER BY ... LIMIT, a valid
 top-k of the query's own SQL) and exactly the same operation count.
 """
@@ -13,7 +13,7 @@ from typing import Any
 from sqlglot import exp
 
 from piql import sqlgen
-from piql.planner.compile import CompiledQuery, StoreLayout, TableLayout, compile_plan
+from piql.planner.compile import CompiledQuery, StoreLayout, TableLayout
 from piql.planner.physical import PhysicalPlan
 from piql.query_block import Epoch, Param
 from piql.runtime import sqlvalues
@@ -24,14 +24,15 @@ from tests.runtime.workload import _run, assert_ordered_match, normal, ordered_o
 
 
 def layout_of(store) -> StoreLayout:
-    """What the compiler needs of a store's tables (the runtime builds the same)."""
+    """What the compiler needs of a store's tables, read from the store (the plan derives
+    the same: ``piql.planner.store_layout``)."""
     return StoreLayout(tuple(TableLayout(s.name, s.columns, s.key, s.key_index)
                              for s in store.shapes.values()))
 
 
 def compiled(db, name: str, dialect: str = "sqlite") -> CompiledQuery:
-    query = db.query_plan(name)
-    return compile_plan(query.physical, dialect, layout_of(db.store), query=query.query.block)
+    """The statement the runtime serves ``name`` with (``Plan.compiled``)."""
+    return db.plan.compiled(name, dialect)
 
 
 def run_sqlite(db, query: CompiledQuery, params: dict[str, Any]) -> tuple[list[tuple], int]:
@@ -42,7 +43,7 @@ def run_sqlite(db, query: CompiledQuery, params: dict[str, Any]) -> tuple[list[t
 def assert_same_answer(db, name: str, params: dict[str, Any], rows: list[tuple], ops: int,
                        context: Any) -> None:
     """``rows`` and ``ops`` of a compiled statement against the interpreter's answer."""
-    expected = db.query(name, **params)
+    expected = db.interpret(name, **params)
     assert ops == expected.ops, (context, "ops", ops, expected.ops)
     assert ops <= expected.bound, (context, ops, expected.bound)
     query = db.query_plan(name)

@@ -1,0 +1,69 @@
+"""The tables a plan keeps in its store, derived from the plan alone.
+
+Every store creates exactly these tables (``piql.runtime.install``), and the compiler of
+bounded plans (``piql.planner.compile``) reads them: deriving both from one function keeps
+the statements the planner compiles in step with what is installed.
+
+- A base table keeps its columns, clustered on its primary key.
+- A view keeps its columns, clustered on its key; a view without key is one aggregate
+  row, kept under the key column ``_all``; a SUM of REAL values also keeps its exact sum in
+  a hidden TEXT column (``ViewDef.exact_sums``, see ``piql.runtime.exact_sums``).
+- A view whose key may hold NULL (``ViewDef.nullable_key``) cannot be clustered on it in
+  SQLite (a ``WITHOUT ROWID`` key refuses NULL): it is a rowid table read through the
+  unique index :func:`~piql.planner.naming.key_index_name`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from piql.planner.compile import StoreLayout, TableLayout
+from piql.planner.naming import key_index_name
+
+if TYPE_CHECKING:  # the application plan imports this module (Plan.compiled)
+    from piql.planner.application import Plan
+
+ALL_KEY = "_all"  # the key column of a view without key (one aggregate row)
+
+
+@dataclass(frozen=True)
+class StoredTable:
+    """One table of the store: columns in order with their declared types, its clustered
+    key, and whether the key may hold NULL."""
+
+    name: str
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+    types: tuple[str, ...]
+    nullable_key: bool = False
+
+    @property
+    def key_index(self) -> str | None:
+        """The unique index a table whose key may hold NULL is read through."""
+        return key_index_name(self.name) if self.nullable_key else None
+
+
+def stored_tables(plan: Plan) -> tuple[StoredTable, ...]:
+    """Every table the plan keeps: the base tables, then the views in the order they are
+    maintained (and created)."""
+    found = [StoredTable(t.name, t.column_names, t.primary_key,
+                         tuple(c.type for c in t.columns))
+             for t in plan.catalog.tables]
+    for view in plan.ordered_views:
+        columns = [c.name for c in view.columns]
+        types = [c.type for c in view.columns]
+        key = [c.name for c in view.key]
+        if not key:
+            columns, types, key = [ALL_KEY] + columns, ["INTEGER"] + types, [ALL_KEY]
+        for _, hidden in view.exact_sums:
+            columns.append(hidden)
+            types.append("TEXT")
+        found.append(StoredTable(view.name, tuple(columns), tuple(key), tuple(types),
+                                 view.nullable_key))
+    return tuple(found)
+
+
+def store_layout(plan: Plan) -> StoreLayout:
+    """What the compiler must know of the plan's tables (``piql.planner.compile``)."""
+    return StoreLayout(tuple(TableLayout(t.name, t.columns, t.key, t.key_index)
+                             for t in stored_tables(plan)))

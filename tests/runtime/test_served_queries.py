@@ -1,0 +1,182 @@
+"""``Deployment.query`` serves every bounded query as one prepared statement on the store
+(``Plan.compiled``), on SQLite and on PostgreSQL, and answers as the plan's interpreter
+(``Deployment.interpret``, the reference): the same rows (for ORDER BY ... LIMIT, a valid
+top-k of the query's own SQL) and exactly the same operation count, after random writes.
+The store's own plan of each statement (``EXPLAIN QUERY PLAN`` / ``EXPLAIN``) reads no
+table whole that the piql plan reads by key.
+"""
+from __future__ import annotations
+
+import pytest
+
+import piql
+from piql.planner.compile import UncompilablePlan
+from piql.planner.store_layout import store_layout
+from piql.runtime.errors import BoundExceeded
+from piql.runtime.sqlvalues import INT64_MAX
+from tests.conftest import plan_text
+from tests.runtime.compiled import (
+    assert_same_answer, explain_sqlite, full_scans, layout_of, parameter_sets, seq_scans,
+    sorted_accesses,
+)
+from tests.runtime.test_aggregates import STATS
+from tests.runtime.test_compiled_queries import (
+    APPS, POSTGRES_TEST_APPS, TEST_APP_IDS, TEST_APPS, app_of, bounded,
+)
+from tests.runtime.test_planner_answers import write_randomly
+
+PG_STEPS = 60  # writes through a PostgreSQL store are round trips: fewer of them
+
+
+def served(store_url: str, app: piql.App, seed: int, steps: int):
+    db = app.deploy(store_url, engine="store", partitions=3)
+    write_randomly(db, seed, steps)
+    db.refresh(now_ms=10**9)
+    return db
+
+
+def assert_served_as_interpreted(db, context) -> int:
+    """Every bounded query, for parameters drawn from the data: ``query`` runs the compiled
+    statement (the store's counter does not move: no interpreted read) and answers as
+    ``interpret``. Returns how many answers were compared."""
+    compared = 0
+    for query in bounded(db):
+        db.plan.compiled(query.name, db.store.dialect)  # compiles: no interpreter fallback
+        for params in parameter_sets(db, query):
+            before = db.store.counter.ops
+            result = db.query(query.name, **params)
+            assert db.store.counter.ops == before, (context, query.name, "interpreted")
+            assert result.columns == tuple(i.name for i in query.query.block.select)
+            assert_same_answer(db, query.name, params, list(result.rows), result.ops,
+                               (context, query.name, params))
+            compared += 1
+    return compared
+
+
+def assert_store_reads_what_the_plan_reads(db) -> None:
+    """The store's own plan of every compiled statement: no full scan of a table the plan
+    reads by key (SQLite: no sort inside an access that stops early either)."""
+    for query in bounded(db):
+        statement = db.plan.compiled(query.name, db.store.dialect)
+        if db.store.dialect == "sqlite":
+            assert full_scans(explain_sqlite(db, statement), statement) == [], statement.sql
+            assert sorted_accesses(db, statement) == [], statement.sql
+            continue
+        with db.store.pool.connection() as connection:
+            # with statistics, as autovacuum keeps them: on a table it believes empty,
+            # PostgreSQL may sort a key range rather than read its index in order
+            connection.execute("ANALYZE")
+            for params in parameter_sets(db, query, most=2):
+                assert seq_scans(connection, statement, params) == [], statement.sql
+
+
+@pytest.mark.parametrize("app", sorted(APPS))
+def test_query_serves_compiled_statements_answering_as_the_interpreter(app, store_url):
+    postgres = not store_url.endswith(".db")
+    db = served(store_url, app_of(app), seed=5, steps=PG_STEPS if postgres else 150)
+    assert assert_served_as_interpreted(db, app) >= len(bounded(db))
+    assert_store_reads_what_the_plan_reads(db)
+
+
+@pytest.mark.parametrize("number", range(len(TEST_APPS)), ids=TEST_APP_IDS)
+def test_query_serves_the_test_apps_on_sqlite(number, tmp_path):
+    db = served(str(tmp_path / "store.db"), app_of(number), seed=number, steps=60)
+    assert assert_served_as_interpreted(db, TEST_APPS[number]["test"]) >= len(bounded(db))
+    assert_store_reads_what_the_plan_reads(db)
+    db.close()
+
+
+@pytest.mark.parametrize("number", POSTGRES_TEST_APPS,
+                         ids=[TEST_APP_IDS[n] for n in POSTGRES_TEST_APPS])
+def test_query_serves_the_test_apps_on_postgres(number, postgres_stores):
+    db = served(postgres_stores(), app_of(number), seed=number, steps=PG_STEPS)
+    assert assert_served_as_interpreted(db, TEST_APPS[number]["test"]) >= len(bounded(db))
+    assert_store_reads_what_the_plan_reads(db)
+
+
+@pytest.mark.parametrize("app", ["tpcw", "shapes", "values"])
+def test_layout_from_the_plan_is_the_installed_one(app, store_url):
+    """The compiler's layout, derived from the plan alone, is the store's: every table and
+    view (hidden exact-sum columns, the key index of a view whose key may hold NULL)."""
+    db = app_of(app).deploy(store_url, engine="store")
+    assert store_layout(db.plan) == layout_of(db.store)
+
+
+def test_layout_holds_exact_sums_and_nullable_keys(store_url):
+    """A view of REAL SUMs keeps a hidden TEXT column per sum, and its key (a nullable
+    column) is read through a unique index: the layout says so, the store holds those
+    columns, and a query of nothing answers COUNT 0 as the interpreter does."""
+    db = piql.App(STATS).deploy(store_url, engine="store")
+    view = store_layout(db.plan).table("stats_view")
+    hidden = [hidden for _, hidden in db.plan.views[0].exact_sums]
+    assert hidden and set(hidden) <= set(view.columns)
+    assert view.key_index is not None
+    if db.store.dialect == "sqlite":
+        stored = [row[1] for row in db.store.sql('PRAGMA table_info("stats_view")')]
+    else:
+        stored = [name for (name,) in db.store.sql(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = "
+            "'stats_view' AND table_schema = current_schema() ORDER BY ordinal_position")]
+    assert tuple(stored) == view.columns
+    db.insert("r", k=1, g=None, v=3, w=0.1)
+    result = db.query("stats", g=1)
+    assert result == db.interpret("stats", g=1)
+    assert result.rows == ((None, None, None, 0),)
+
+
+def test_ratio_of_a_sum_beyond_2_53_divides_as_the_interpreter(store_url):
+    """AVG read from a view's SUM and COUNT: the statement returns both and the answer is
+    their exact quotient (SQL's CAST of the sum to REAL would round it first)."""
+    db = piql.App(STATS).deploy(store_url, engine="store")
+    db.insert("r", k=1, g=1, v=2**53, w=1.5)
+    db.insert("r", k=2, g=1, v=1, w=2.0)
+    db.insert("r", k=3, g=1, v=2, w=0.5)
+    compiled, reference = db.query("stats", g=1), db.interpret("stats", g=1)
+    assert compiled.rows == reference.rows == ((2**53 + 3, 4.0, (2**53 + 3) / 3, 3),)
+    assert compiled.ops == reference.ops
+
+
+def test_strict_mode_checks_the_compiled_count(tmp_path):
+    """The measured operations of a compiled execution are checked against the bound as the
+    interpreter's are: a plan whose statement counts more raises BoundExceeded."""
+    app = app_of("social")
+    db = app.deploy(str(tmp_path / "store.db"), engine="store")
+    name = "userPosts"
+    statement = db.plan.compiled(name, "sqlite")
+    db.insert("users", userId=1, name="ada", email="a@example.com", createdAt=1)
+    assert db.query(name, userId=1).ops == db.interpret(name, userId=1).ops
+    served = db._served[name]
+    db._served[name] = type(served)(served.query, served.block, served.columns, 0,
+                                    served.check, statement)  # a bound of 0 ops
+    with pytest.raises(BoundExceeded, match="userPosts did 1 operations; its bound is 0"):
+        db.query(name, userId=1)
+
+
+def test_uncompilable_plans_are_interpreted(tmp_path):
+    """A construct the compiler refuses (here DISTINCT) is served by the interpreter, with
+    the same Result."""
+    app = piql.App(plan_text("CREATE TABLE t (k BIGINT PRIMARY KEY, a BIGINT, b BIGINT);",
+                             "-- name: either\nSELECT DISTINCT a FROM t WHERE k = <k>\n"))
+    db = app.deploy(str(tmp_path / "store.db"), engine="store")
+    with pytest.raises(UncompilablePlan):
+        db.plan.compiled("either", "sqlite")
+    db.insert("t", k=1, a=1, b=0)
+    before = db.store.counter.ops
+    result = db.query("either", k=1)
+    assert db.store.counter.ops == before + result.ops  # the interpreter's counted reads
+    assert result == db.interpret("either", k=1)
+    assert result.rows == ((1,),)
+
+
+def test_an_overflowing_sum_is_answered_exactly(store_url):
+    """SQLite's SUM raises where a partial sum leaves 64 bits: that execution is answered
+    by the interpreter, which sums exactly, as PostgreSQL's numeric SUM does in the
+    statement itself."""
+    db = app_of("shapes").deploy(store_url, engine="store")
+    db.insert("accounts", id=1, region="r", score=None, joined=1, nick="n")
+    for seq in (1, 2):
+        db.insert("orders", account=1, seq=seq, amount=INT64_MAX, price=1.0, placed=seq,
+                  status="a")
+    result = db.query("aggregatesOfOrders", a=1)
+    assert result == db.interpret("aggregatesOfOrders", a=1)
+    assert result.rows[0][4] == 2 * INT64_MAX
