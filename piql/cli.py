@@ -16,7 +16,7 @@ from piql.language.loader import load_plan
 from piql.lint import command as lint_command
 from piql.planner.application import Plan
 from piql.planner.periodic import DEFAULT_PARTITIONS
-from piql.report import ddl, explain
+from piql.report import ddl, explain, migration
 from piql.report.colour import Palette, wanted
 from piql.sql_types import base_name, from_text
 from piql.sqlgen import DIALECTS
@@ -42,10 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("name", metavar="NAME", help="the query's -- name:")
     show.set_defaults(run=_explain)
 
-    plan = _command(commands, "plan", help="print the DDL of indexes and views and the rules' SQL")
+    plan = _command(commands, "plan", help="print a migration (postgres, sqlite: tables, "
+                    "indexes, views, triggers) or the DDL and rules' SQL (duckdb, spark)")
     _files(plan, database=True)
     plan.add_argument("--dialect", choices=DIALECTS, default="sqlite",
-                      help="SQL dialect (default: sqlite)")
+                      help="SQL dialect (default: sqlite); postgres and sqlite print a runnable "
+                      "migration")
     plan.set_defaults(run=_plan)
 
     deploy = _command(commands, "deploy", help="create (or reopen) a store and load data into it")
@@ -207,7 +209,10 @@ def _explain(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     plan = _load(args)
-    sys.stdout.write(ddl.render(plan, args.dialect))
+    if args.dialect in migration.DIALECTS:
+        sys.stdout.write(migration.render(plan, args.dialect))
+    else:
+        sys.stdout.write(ddl.render(plan, args.dialect))
     return EXIT_OK if all(q.bounded for q in plan.queries) else EXIT_UNBOUNDED
 
 

@@ -27,16 +27,9 @@ def shapes(plan: Plan) -> list[TableShape]:
     found = [TableShape(t.name, t.column_names, t.primary_key, tuple(c.type for c in t.columns))
              for t in plan.catalog.tables]
     for view in plan.ordered_views:
-        columns = [c.name for c in view.columns]
-        types = [c.type for c in view.columns]
-        key = [c.name for c in view.key]
-        if not key:
-            columns, types, key = ["_all"] + columns, ["INTEGER"] + types, ["_all"]
-        for _, hidden in view.exact_sums:
-            columns.append(hidden)
-            types.append("TEXT")
-        found.append(TableShape(view.name, tuple(columns), tuple(key), tuple(types),
-                                view.nullable_key))
+        stored = view.stored_columns
+        found.append(TableShape(view.name, tuple(c for c, _ in stored), view.stored_key,
+                                tuple(t for _, t in stored), view.nullable_key))
     return found
 
 

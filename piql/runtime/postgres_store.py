@@ -38,7 +38,6 @@ rules through this protocol in the writing transaction, as on SQLite.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 from contextlib import contextmanager
@@ -47,6 +46,8 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from piql import sql_types
+from piql.sql_types import POSTGRES_NAME_BYTES as NAME_BYTES
+from piql.sql_types import postgres_type as column_type, short_name
 from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE, WRITE_LOCK_KEY
 from piql.runtime import exact_sums
 from piql.runtime.errors import (
@@ -67,7 +68,6 @@ except ImportError as missing:  # pragma: no cover - the extra is part of the de
 META, DIRTY = RUNTIME_TABLES  # piql's metadata, and the epochs marked for refresh
 VERSION = VERSION_SEQUENCE  # a sequence each write transaction bumps
 MIN_SERVER = 150000  # NULLS NOT DISTINCT
-NAME_BYTES = 63  # PostgreSQL truncates longer identifiers
 # The advisory lock piql's write transactions take: a pair of int4, piql's key and the
 # hash of the schema (advisory locks are per database already)
 WRITE_LOCK = WRITE_LOCK_KEY
@@ -79,29 +79,6 @@ _POOL_SIZE = 8
 
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-def column_type(declared: str) -> str:
-    """The PostgreSQL type holding what SQLite holds for a column declared ``declared``."""
-    kind = sql_types.family(declared)
-    if kind in (sql_types.TypeFamily.INTEGER, sql_types.TypeFamily.BOOLEAN):
-        return "BIGINT"
-    if kind is sql_types.TypeFamily.REAL:
-        return "DOUBLE PRECISION"
-    if kind is sql_types.TypeFamily.DECIMAL:
-        return "NUMERIC"
-    if sql_types.base_name(declared) in ("BLOB", "BYTEA"):
-        return "BYTEA"
-    return 'TEXT COLLATE "C"'
-
-
-def short_name(name: str) -> str:
-    """An index name PostgreSQL keeps whole: a long one cut, with a hash keeping it unique."""
-    if len(name.encode()) <= NAME_BYTES:
-        return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:10]
-    cut = name.encode()[:NAME_BYTES - 11].decode(errors="ignore")
-    return f"{cut}_{digest}"
 
 
 def redacted(url: str) -> str:
