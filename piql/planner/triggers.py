@@ -42,9 +42,11 @@ from piql.catalog import CardinalityConstraint, Catalog, Table
 from piql.planner.naming import WRITE_LOCK_KEY
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.query_block import Aggregate, JoinKind
+from piql.sql_types import TypeFamily, family
 
 PREFIX = "piql_"  # every function and trigger piql creates
 EXACT = "piql_exact"  # double -> the exact numeric it is (PostgreSQL)
+CHECKED = "piql_int"  # numeric -> bigint, or a clear error naming the view column
 ROW = "piql_r"  # the PL/pgSQL loop variable over a rule's delta rows
 COUNT = "piql_n"  # an aggregate row's count after an update
 BULK = "piql.bulk"  # a transaction-local setting: piql's bulk load rebuilds the views itself
@@ -81,7 +83,8 @@ def compile_triggers(catalog: Catalog, views: tuple[ViewDef, ...],
     its rules read)."""
     kept = [v for v in views if in_database(v)]
     notes = _notes(views, dialect)
-    preamble = (exact_function(),) if dialect == TriggerDialect.POSTGRES else ()
+    preamble = (exact_function(), checked_function()) if dialect == TriggerDialect.POSTGRES \
+        else ()
     statements: list[str] = []
     for table in catalog.tables:
         rules = [(v, r) for v in kept for r in v.rules if r.table.lower() == table.name.lower()]
@@ -239,6 +242,8 @@ def _new_values(view: ViewDef, source: str, action: RuleAction,
             values.append((column.name, f"{source}.{_q(column.name, dialect)}"))
             continue
         value = _delta(source, column.name, action, dialect)
+        if _integer_sum(view, column.name, dialect):
+            value = f"{CHECKED}(({value})::numeric, {_literal(f'{view.name}.{column.name}')})"
         if column.name in counted:
             value = f"CASE WHEN {_delta(source, counted[column.name], action, dialect)} = 0 " \
                     f"THEN NULL ELSE {value} END"
@@ -266,6 +271,9 @@ def _updates(view: ViewDef, source: str, action: RuleAction,
         if column in counted:
             zero = f"{current}{_q(counted[column], dialect)} + " \
                    f"{_delta(source, counted[column], action, dialect)} = 0"
+        if _integer_sum(view, column, dialect):  # added as numeric: no bigint overflow
+            value = f"{CHECKED}(COALESCE({current}{q}, 0)::numeric + " \
+                    f"{_delta(source, column, action, dialect)}, {_literal(f'{view.name}.{column}')})"
         if column in hidden and dialect == TriggerDialect.POSTGRES:
             h = _q(hidden[column], dialect)
             total = f"COALESCE({h}::numeric, 0) + {_delta(source, column, action, dialect)}"
@@ -274,6 +282,16 @@ def _updates(view: ViewDef, source: str, action: RuleAction,
         else:
             sets.append(f"{q} = {_nulled(zero, value)}")
     return sets
+
+
+def _integer_sum(view: ViewDef, column: str, dialect: TriggerDialect) -> bool:
+    """A SUM PostgreSQL adds as numeric and keeps in a BIGINT: checked, so that leaving the
+    64-bit range is refused with the view column's name (as the runtime refuses it)."""
+    if dialect != TriggerDialect.POSTGRES:
+        return False
+    found = next(c for c in view.columns if c.name == column)
+    return isinstance(found.source, Aggregate) and found.source.func == "SUM" and \
+        family(found.type) in (TypeFamily.INTEGER, TypeFamily.BOOLEAN)
 
 
 def _nulled(zero: str | None, value: str) -> str:
@@ -309,6 +327,20 @@ BEGIN
     IF k > 0 THEN base := base * base; END IF;
   END LOOP;
   RETURN CASE WHEN bits < 0 THEN -(m * power) ELSE m * power END;
+END $piql$"""
+
+
+def checked_function() -> str:
+    """A sum as BIGINT, or the runtime's refusal when it leaves the 64-bit range."""
+    return f"""CREATE OR REPLACE FUNCTION {CHECKED}(total numeric, what text) RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE AS $piql$
+BEGIN
+  IF total < -9223372036854775808 OR total > 9223372036854775807 THEN
+    RAISE EXCEPTION USING ERRCODE = 'numeric_value_out_of_range', MESSAGE = format(
+      'the write would make %s %s, outside the store''s integer range (-2**63 .. 2**63-1), '
+      'where SQL''s SUM overflows too', what, total);
+  END IF;
+  RETURN total;
 END $piql$"""
 
 

@@ -49,7 +49,8 @@ def render(plan: Plan, dialect: str) -> str:
                     for i in indexes]
             out.append("")
     if triggers.preamble:
-        out += ["-- a double as the exact binary fraction it is (exact REAL sums)"]
+        out += ["-- functions of the triggers and builds: a double as the exact binary fraction "
+                "it is (exact REAL sums); an integer sum checked for the 64-bit range"]
         out += [s + ";" for s in triggers.preamble] + [""]
     for view in plan.ordered_views:
         out += _view(view, d) + [""]
