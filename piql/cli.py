@@ -50,10 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("name", metavar="NAME", help="the query's -- name:")
     show.set_defaults(run=_explain)
 
-    plan = _command(commands, "plan", help="print the DDL of indexes and views and the rules' SQL")
+    plan = _command(commands, "plan", help="print a migration (postgres, sqlite: tables, "
+                    "indexes, views, triggers) or the DDL and rules' SQL (duckdb, spark)")
     _files(plan, database=True)
     plan.add_argument("--dialect", choices=DIALECTS, default="sqlite",
-                      help="SQL dialect (default: sqlite)")
+                      help="SQL dialect (default: sqlite); postgres and sqlite print a runnable "
+                      "migration")
     plan.set_defaults(run=_plan)
 
     deploy = _command(commands, "deploy", help="create (or reopen) a store and load data into it")
@@ -224,10 +226,13 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from piql.report import ddl
+    from piql.report import ddl, migration
 
     plan = _load(args)
-    sys.stdout.write(ddl.render(plan, args.dialect))
+    if args.dialect in migration.DIALECTS:
+        sys.stdout.write(migration.render(plan, args.dialect))
+    else:
+        sys.stdout.write(ddl.render(plan, args.dialect))
     return EXIT_OK if all(q.bounded for q in plan.queries) else EXIT_UNBOUNDED
 
 

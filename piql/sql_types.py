@@ -11,6 +11,7 @@ DECIMAL (exact numerics, SQLite's NUMERIC affinity) keeps an integral value as a
 """
 from __future__ import annotations
 
+import hashlib
 from enum import StrEnum
 from typing import Any
 
@@ -80,3 +81,29 @@ def from_text(declared: str, text: str) -> Any:
     if kind in (TypeFamily.REAL, TypeFamily.DECIMAL):
         return float(text)
     return text
+
+
+POSTGRES_NAME_BYTES = 63  # PostgreSQL truncates longer identifiers
+
+
+def postgres_type(declared: str) -> str:
+    """The PostgreSQL type holding what SQLite holds for a column declared ``declared``."""
+    kind = family(declared)
+    if kind in (TypeFamily.INTEGER, TypeFamily.BOOLEAN):
+        return "BIGINT"
+    if kind is TypeFamily.REAL:
+        return "DOUBLE PRECISION"
+    if kind is TypeFamily.DECIMAL:
+        return "NUMERIC"
+    if base_name(declared) in ("BLOB", "BYTEA"):
+        return "BYTEA"
+    return 'TEXT COLLATE "C"'
+
+
+def short_name(name: str) -> str:
+    """An index name PostgreSQL keeps whole: a long one cut, with a hash keeping it unique."""
+    if len(name.encode()) <= POSTGRES_NAME_BYTES:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:10]
+    cut = name.encode()[:POSTGRES_NAME_BYTES - 11].decode(errors="ignore")
+    return f"{cut}_{digest}"

@@ -23,7 +23,6 @@ from piql.planner.naming import key_index_name
 if TYPE_CHECKING:  # the application plan imports this module (Plan.compiled)
     from piql.planner.application import Plan
 
-ALL_KEY = "_all"  # the key column of a view without key (one aggregate row)
 
 
 @dataclass(frozen=True)
@@ -50,16 +49,9 @@ def stored_tables(plan: Plan) -> tuple[StoredTable, ...]:
                          tuple(c.type for c in t.columns))
              for t in plan.catalog.tables]
     for view in plan.ordered_views:
-        columns = [c.name for c in view.columns]
-        types = [c.type for c in view.columns]
-        key = [c.name for c in view.key]
-        if not key:
-            columns, types, key = [ALL_KEY] + columns, ["INTEGER"] + types, [ALL_KEY]
-        for _, hidden in view.exact_sums:
-            columns.append(hidden)
-            types.append("TEXT")
-        found.append(StoredTable(view.name, tuple(columns), tuple(key), tuple(types),
-                                 view.nullable_key))
+        stored = view.stored_columns
+        found.append(StoredTable(view.name, tuple(c for c, _ in stored), view.stored_key,
+                                 tuple(t for _, t in stored), view.nullable_key))
     return tuple(found)
 
 

@@ -173,6 +173,20 @@ class ViewDef:
                      and family(c.type) is TypeFamily.REAL)
 
     @property
+    def stored_columns(self) -> tuple[tuple[str, str], ...]:
+        """(column, declared type) of the table that keeps the view: its columns (after
+        ``_all``, the key of a view without one: its single aggregate row) and the hidden
+        exact-sum columns (TEXT)."""
+        columns = tuple((c.name, c.type) for c in self.columns)
+        if not self.key:
+            columns = (("_all", "INTEGER"),) + columns
+        return columns + tuple((hidden, "TEXT") for _, hidden in self.exact_sums)
+
+    @property
+    def stored_key(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.key) or ("_all",)
+
+    @property
     def indexes(self) -> tuple[IndexSpec, ...]:
         found: list[IndexSpec] = []
         for rule in self.rules:

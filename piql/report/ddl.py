@@ -41,6 +41,16 @@ def render(plan: Plan, dialect: str) -> str:
 
 
 def _view(view: ViewDef, dialect: str) -> list[str]:
+    lines = view_header(view)
+    lines += [statement + ";" for statement in create_table(view, dialect)]
+    for column, hidden in view.exact_sums:
+        lines.append(f"-- the store also keeps {column} exactly, as a rational in a hidden TEXT "
+                     f"column {hidden}, and {column} holds it rounded (docs/views.md)")
+    return lines + _view_sql(view, dialect)
+
+
+def view_header(view: ViewDef) -> list[str]:
+    """Comment lines naming a view, its kind, queries, key, storage bound and partitions."""
     key = ", ".join(c.name for c in view.key)
     bound = ""
     if view.storage is not None:
@@ -51,10 +61,11 @@ def _view(view: ViewDef, dialect: str) -> list[str]:
     if view.staging is not None:
         lines.append(f"-- rows are spread over {view.staging.partitions} partitions by "
                      f"HASH({', '.join(view.staging.partitioned_by)}); piql computes it on write")
-    lines += [statement + ";" for statement in create_table(view, dialect)]
-    for column, hidden in view.exact_sums:
-        lines.append(f"-- the store also keeps {column} exactly, as a rational in a hidden TEXT "
-                     f"column {hidden}, and {column} holds it rounded (docs/views.md)")
+    return lines
+
+
+def _view_sql(view: ViewDef, dialect: str) -> list[str]:
+    lines: list[str] = []
     if view.kind == ViewKind.PERIODIC and view.refresh is not None:
         lines.append(f"-- refreshed every {view.refresh.refresh_every} by one task per partition "
                      f"of {view.refresh.staging}, each reading at most "
@@ -72,16 +83,22 @@ def _view(view: ViewDef, dialect: str) -> list[str]:
     name = sqlgen.identifier(view.name, dialect)
     build = f"INSERT INTO {name} {sqlgen.block_sql(view.definition, dialect)};"
     if view.kind == ViewKind.STAGING:
-        # The partition is a hash piql computes per row, so the build is shown, not runnable.
-        columns = ", ".join(sqlgen.identifier(c.name, dialect) for c in view.columns)
-        select = sqlgen.block_sql(view.definition, dialect).replace("SELECT ", "SELECT <partition>, ", 1)
-        build = f"-- initial build (piql fills partition per row): INSERT INTO {name} ({columns}) {select};"
+        build = staging_build(view, dialect)
     lines.append(build)
     for rule in view.rules:
         delta = DeltaQuery(rule.table, rule.aliases, rule.delta, rule.guards,
                            tuple(c.name for c in view.columns if not c.key) if view.aggregate else ())
         lines.append(rule_sql(rule.name, rule.event, delta, view.name, rule.action, dialect) + ";")
     return lines
+
+
+def staging_build(view: ViewDef, dialect: str) -> str:
+    """A staging view's build, shown as a comment: the partition is a hash piql computes per
+    row, which SQL does not."""
+    name = sqlgen.identifier(view.name, dialect)
+    columns = ", ".join(sqlgen.identifier(c.name, dialect) for c in view.columns)
+    select = sqlgen.block_sql(view.definition, dialect).replace("SELECT ", "SELECT <partition>, ", 1)
+    return f"-- initial build (piql fills partition per row): INSERT INTO {name} ({columns}) {select};"
 
 
 def create_table(view: ViewDef, dialect: str) -> list[str]:

@@ -37,8 +37,17 @@ def parse(text: Any) -> Fraction:
 
 
 def show(total: Fraction) -> str:
-    """The hidden column's text for an exact sum ("3/2", "-7", ...)."""
-    return str(total)
+    """The hidden column's text for an exact sum: its exact decimal ("1.5", "-7"; a sum of
+    doubles is a binary fraction, so its decimal ends), without trailing zeros. PostgreSQL's
+    triggers keep the same text (``trim_scale(numeric)::text``, ``planner.triggers``), so a
+    sum kept by either compares equal; a sum that is no binary fraction stays "p/q"."""
+    numerator, denominator = total.numerator, total.denominator
+    places = denominator.bit_length() - 1
+    if denominator != 1 << places:
+        return str(total)
+    digits = str(abs(numerator) * 5 ** places).rjust(places + 1, "0")
+    whole, fraction = digits[:len(digits) - places], digits[len(digits) - places:].rstrip("0")
+    return ("-" if numerator < 0 else "") + whole + ("." + fraction if fraction else "")
 
 
 def exact(value: Any) -> Fraction:

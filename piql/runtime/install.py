@@ -14,11 +14,13 @@ import json
 from piql.planner.application import Plan
 from piql.planner.naming import RUNTIME_TABLES
 from piql.planner.store_layout import stored_tables
+from piql.planner.triggers import compile_triggers
 from piql.runtime.errors import DeploymentError
 from piql.runtime.store import Store, TableShape
 
 META = RUNTIME_TABLES[0]  # piql's metadata table, in every store
 FINGERPRINT = "fingerprint"  # the metadata naming the plan a store holds
+TRIGGERS = "triggers"  # the metadata naming the triggers a store runs
 
 
 def shapes(plan: Plan) -> list[TableShape]:
@@ -53,9 +55,31 @@ def install(store: Store, plan: Plan) -> bool:
         store.register(shape)
     found = fingerprint(plan)
     if _deployed_with(store, found):  # reopening needs no write lock
-        return False
-    with store.transaction():
-        return _install_or_verify(store, plan, found)
+        installed = False
+    else:
+        with store.transaction():
+            installed = _install_or_verify(store, plan, found)
+    install_triggers(store, plan)
+    return installed
+
+
+def install_triggers(store: Store, plan: Plan) -> None:
+    """On a store whose database runs triggers (PostgreSQL), create the plan's
+    (``planner.triggers``) unless the store runs these already (their fingerprint, in the
+    metadata), and tell the store which rules they run."""
+    dialect = getattr(store, "trigger_dialect", None)
+    if dialect is None:
+        return
+    triggers = compile_triggers(plan.catalog, plan.ordered_views, dialect)
+    statements = triggers.preamble + triggers.statements
+    found = hashlib.sha256("\n".join(statements).encode()).hexdigest()
+    if store.get_meta(TRIGGERS) != found:
+        with store.transaction():
+            if store.get_meta(TRIGGERS) != found:  # another process may have, meanwhile
+                for statement in statements:
+                    store.sql(statement)
+                store.set_meta(TRIGGERS, found)
+    store.maintained_rules = triggers.maintained
 
 
 def _deployed_with(store: Store, found: str) -> bool:

@@ -34,12 +34,14 @@ How it keeps piql's semantics, which are SQLite's:
   access and on which key values are NULL). Bulk rows go through ``COPY``.
 
 Installing the plan is :mod:`piql.runtime.install`'s (through :meth:`create_table`,
-:meth:`create_index`, :meth:`create_bookkeeping`); maintenance runs the runtime's delta
-rules through this protocol in the writing transaction, as on SQLite.
+:meth:`create_index`, :meth:`create_bookkeeping`), with the triggers of
+:mod:`piql.planner.triggers`: the database maintains every incrementally maintained view
+and checks CARDINALITY constraints itself, in the writing statement, whichever client
+writes (:attr:`maintained_rules` names the rules, which piql's write path skips). Staging
+views and time-window marks are kept by the runtime, through this protocol.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 import threading
 from contextlib import contextmanager
@@ -48,7 +50,10 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from piql import sql_types
+from piql.sql_types import POSTGRES_NAME_BYTES as NAME_BYTES
+from piql.sql_types import postgres_type as column_type, short_name
 from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE, WRITE_LOCK_KEY
+from piql.planner.triggers import BULK, TriggerDialect
 from piql.runtime import exact_sums
 from piql.runtime.errors import (
     DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
@@ -68,7 +73,6 @@ except ImportError as missing:  # pragma: no cover - the extra is part of the de
 META, DIRTY = RUNTIME_TABLES  # piql's metadata, and the epochs marked for refresh
 VERSION = VERSION_SEQUENCE  # a sequence each write transaction bumps
 MIN_SERVER = 150000  # NULLS NOT DISTINCT
-NAME_BYTES = 63  # PostgreSQL truncates longer identifiers
 # The advisory lock piql's write transactions take: a pair of int4, piql's key and the
 # hash of the schema (advisory locks are per database already)
 WRITE_LOCK = WRITE_LOCK_KEY
@@ -80,29 +84,6 @@ _POOL_SIZE = 8
 
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-def column_type(declared: str) -> str:
-    """The PostgreSQL type holding what SQLite holds for a column declared ``declared``."""
-    kind = sql_types.family(declared)
-    if kind in (sql_types.TypeFamily.INTEGER, sql_types.TypeFamily.BOOLEAN):
-        return "BIGINT"
-    if kind is sql_types.TypeFamily.REAL:
-        return "DOUBLE PRECISION"
-    if kind is sql_types.TypeFamily.DECIMAL:
-        return "NUMERIC"
-    if sql_types.base_name(declared) in ("BLOB", "BYTEA"):
-        return "BYTEA"
-    return 'TEXT COLLATE "C"'
-
-
-def short_name(name: str) -> str:
-    """An index name PostgreSQL keeps whole: a long one cut, with a hash keeping it unique."""
-    if len(name.encode()) <= NAME_BYTES:
-        return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:10]
-    cut = name.encode()[:NAME_BYTES - 11].decode(errors="ignore")
-    return f"{cut}_{digest}"
 
 
 def redacted(url: str) -> str:
@@ -146,12 +127,14 @@ class PostgresStore:
     :class:`~piql.runtime.store.Store` protocol over a pool of connections."""
 
     dialect = "postgres"
+    trigger_dialect = TriggerDialect.POSTGRES  # views are kept by triggers (runtime.install)
 
     def __init__(self, url: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
                  pool_size: int = _POOL_SIZE) -> None:
         self.url = url
         self.busy_timeout = busy_timeout
         self.shapes: dict[str, TableShape] = {}
+        self.maintained_rules: frozenset[str] = frozenset()  # set by runtime.install
         self._local = threading.local()
         # each serving thread's reader connection (_reader), closed with the store
         self._readers: list[tuple[threading.Thread, psycopg.Connection]] = []
@@ -234,8 +217,12 @@ class PostgresStore:
                 raise self.refused(err) from None
 
     def refused(self, err: psycopg.Error) -> Exception:
-        """What to raise for an error of the database: busy, a refusal, an overflow."""
+        """What to raise for an error of the database: busy, a refusal, an overflow (one
+        raised by piql's triggers says it all in its first line)."""
         text = str(err).strip()
+        diag = getattr(err, "diag", None)
+        if diag is not None and diag.message_primary and "piql_" in (diag.context or ""):
+            text = diag.message_primary
         if isinstance(err, PoolTimeout):
             return StoreBusy(f"the store {self.location} is busy: no connection of the pool "
                              f"({self.pool.max_size}) came free within {self.pool.timeout:g} s")
@@ -538,8 +525,12 @@ class PostgresStore:
         self._copy(name, shape.columns, rows)
 
     def insert_staged(self, staged: str, table: str) -> None:
+        """Insert a staged batch; the tables' triggers leave its rows to the load, which
+        rebuilds the views they reach set-oriented (``runtime.bulk_load``)."""
+        self._run(f"SELECT set_config('{BULK}', 'on', true)", prepare=False)
         self._run(f"INSERT INTO {_quote(table)} SELECT * FROM pg_temp.{_quote(staged)}",
                   prepare=False)
+        self._run(f"SELECT set_config('{BULK}', 'off', true)", prepare=False)
 
     def drop_staged(self, name: str) -> None:
         self.shapes.pop(name, None)

@@ -54,6 +54,9 @@ class SQLiteStore:
     shapes: dict[str, TableShape] = field(default_factory=dict)
     counter: Counter = field(default_factory=Counter)
     dialect: str = field(default="sqlite", init=False)
+    # piql maintains the views of a SQLite store itself (its SQL has no exact REAL sums;
+    # ``piql plan --dialect sqlite`` prints triggers for databases piql does not serve)
+    maintained_rules: frozenset[str] = field(default=frozenset(), init=False)
 
     def __post_init__(self) -> None:
         self.connection = self._connect()

@@ -103,6 +103,9 @@ class Store(Protocol):
     location: str  # where it is (a file, a URL without password), for messages
     counter: Counter
     shapes: dict[str, TableShape]
+    # The delta rules the database runs itself, in triggers (``runtime.install``), which
+    # piql's write path then skips: none on SQLite, every IMV's on PostgreSQL.
+    maintained_rules: frozenset[str]
 
     # -- tables, indexes, piql's own bookkeeping ------------------------------------------
     def register(self, shape: TableShape) -> None:

@@ -178,3 +178,76 @@ def test_long_index_names_are_cut_uniquely_and_passwords_never_shown():
     assert redacted("postgresql://me:s3cret@db.example:5432/app") == \
         "postgresql://me:***@db.example:5432/app"
     assert redacted("postgresql://me@db/app") == "postgresql://me@db/app"
+
+
+# -- triggers: the database keeps the views for every client ----------------------------
+
+def test_plain_psycopg_writes_keep_a_deployments_views_right(postgres_stores):
+    """Another client (plain psycopg, not piql) writes the base tables: the triggers keep
+    every view equal to its definition, piql's queries see the writes, and an insert
+    breaking the CARDINALITY constraint fails and changes nothing."""
+    url = postgres_stores()
+    db = APP.deploy(url)
+    db.load("Documents", [(d, 100 * d, f"d{d}") for d in range(1, 6)])
+    with psycopg.connect(url, autocommit=True) as other:
+        for doc in range(1, 6):
+            for n in range(doc + 1):
+                other.execute('INSERT INTO "Tags" VALUES (%s, %s, %s)', [doc, f"t{n}", n])
+        other.execute('UPDATE "Documents" SET "timestamp" = -"timestamp" WHERE "docId" > 3')
+        other.execute('DELETE FROM "Tags" WHERE tag = %s AND "docId" < 3', ["t0"])
+        other.execute('UPDATE "Tags" SET tag = %s WHERE tag = %s', ["moved", "t2"])
+        assert db.check().consistent
+        assert db.query("countTags", tag="t1").rows == ((5,),)
+        assert db.query("twoTags", tag1="t1", tag2="moved").rows == ((5,), (4,), (2,), (3,))
+        before = db.rows("Tags"), db.query("countTags", tag="new").rows
+        with psycopg.connect(url, autocommit=True) as refused:
+            for n in range(10):  # document 5 has 6 tags; the limit is 10
+                if n < 4:
+                    refused.execute('INSERT INTO "Tags" VALUES (5, %s, 1)', [f"x{n}"])
+            with pytest.raises(psycopg.errors.CheckViolation, match=r"Tags breaks CARDINALITY"):
+                refused.execute('INSERT INTO "Tags" VALUES (5, %s, 1)', ["new"])
+        assert db.query("countTags", tag="new").rows == before[1]
+        assert db.check().consistent
+
+
+def test_piqls_writes_are_maintained_by_the_triggers_and_report_their_bounds(postgres_stores):
+    db = APP.deploy(postgres_stores())
+    assert db.store.maintained_rules == {r.name for v in APP.plan.views for r in v.rules}
+    db.insert("Documents", docId=1, timestamp=5, text="x")
+    report = db.insert("Tags", docId=1, tag="a", timestamp=5)
+    bounds = {r.name: r.ops_bound for v in APP.plan.views for r in v.rules
+              if r.table == "Tags" and r.event == "insert"}
+    assert {name: (ops, bound) for name, ops, bound in report.rules} == \
+        {name: (bound, bound) for name, bound in bounds.items()}
+    assert report.ops <= report.bound
+    assert db.query("countTags", tag="a").rows == ((1,),)
+    with pytest.raises(ConstraintError, match="CARDINALITY"):
+        for n in range(10):
+            db.insert("Tags", docId=1, tag=f"b{n}", timestamp=5)
+    assert db.check().consistent
+
+
+def test_reopening_reuses_the_triggers_and_a_store_without_them_gets_them(postgres_stores):
+    from piql.runtime.install import TRIGGERS
+
+    url = postgres_stores()
+    first = APP.deploy(url)
+    installed = first.store.get_meta(TRIGGERS)
+    with psycopg.connect(url, autocommit=True) as other:
+        (oid,), = other.execute("SELECT oid FROM pg_trigger WHERE tgname = 'piql_Tags_write'")
+    first.close()
+    again = APP.deploy(url)
+    assert again.store.get_meta(TRIGGERS) == installed
+    with psycopg.connect(url, autocommit=True) as other:
+        assert other.execute("SELECT oid FROM pg_trigger WHERE tgname = 'piql_Tags_write'"
+                             ).fetchall() == [(oid,)]  # the same trigger, not made anew
+        # a store deployed before piql kept its views by triggers
+        other.execute('DROP TRIGGER "piql_Tags_write" ON "Tags"')
+        other.execute("DELETE FROM _piql_meta WHERE key = %s", [TRIGGERS])
+    again.close()
+    third = APP.deploy(url)
+    third.insert("Documents", docId=1, timestamp=1, text="x")
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute('INSERT INTO "Tags" VALUES (1, %s, 1)', ["a"])
+    assert third.query("countTags", tag="a").rows == ((1,),)
+    assert third.check().consistent

@@ -1,0 +1,103 @@
+"""Delta rules compiled to triggers (planner/triggers.py): what the SQL says, without a
+database (tests/report/test_migration.py runs it on PostgreSQL and SQLite)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from piql.planner.naming import WRITE_LOCK_KEY
+from piql.planner.triggers import TriggerDialect, compile_triggers, delta_select
+from piql.planner.views import ViewKind
+from tests.conftest import FIXTURES, paper_plan_for, plan_text
+
+
+@pytest.fixture(scope="module")
+def paper():
+    return paper_plan_for()
+
+
+def compiled(plan, dialect):
+    return compile_triggers(plan.catalog, plan.ordered_views, dialect)
+
+
+@pytest.mark.parametrize("dialect", list(TriggerDialect))
+def test_every_rule_of_every_incrementally_maintained_view_is_in_a_trigger(paper, dialect):
+    triggers = compiled(paper, dialect)
+    rules = {r.name for v in paper.views for r in v.rules}
+    assert triggers.maintained == rules  # the paper's views are all IMVs
+    text = "\n".join(triggers.statements)
+    for rule in rules:
+        assert f"-- {rule}:" in text
+
+
+def test_postgres_runs_one_before_row_trigger_per_table_under_the_write_lock(paper):
+    triggers = compiled(paper, TriggerDialect.POSTGRES)
+    created = [s for s in triggers.statements if s.startswith("CREATE TRIGGER")]
+    assert created == [
+        f'CREATE TRIGGER "piql_{t}_write" BEFORE INSERT OR UPDATE OR DELETE ON "{t}" FOR EACH ROW '
+        f'EXECUTE FUNCTION "piql_{t}_write"()' for t in ("Documents", "Tags")]
+    function = next(s for s in triggers.statements if '"piql_Tags_write"() RETURNS trigger' in s)
+    assert f"pg_advisory_xact_lock({WRITE_LOCK_KEY}, hashtext(TG_TABLE_SCHEMA))" in function
+    # a row whose key is taken is left to the key (an error) or to ON CONFLICT
+    assert 'EXISTS (SELECT 1 FROM "Tags" WHERE "docId" = NEW."docId" AND "tag" = NEW."tag")' \
+        in function
+    assert triggers.preamble and "piql_exact" in triggers.preamble[0]
+
+
+def test_a_self_join_reads_the_table_without_the_deleted_row(paper):
+    """A BEFORE trigger still sees the row it deletes; the rules read the state without it."""
+    view = next(v for v in paper.views if v.name == "twoTags_view")
+    rule = next(r for r in view.rules if r.name == "twoTags_view_on_delete_Tags_t1")
+    tags = paper.catalog.table("Tags")
+    sql = delta_select(rule, view, tags, "OLD", "OLD", TriggerDialect.POSTGRES)
+    assert 'NOT ("t2"."docId" = OLD."docId" AND "t2"."tag" = OLD."tag")' in sql
+    assert 'OLD."tag" AS "t1_tag"' in sql
+    # an insert reads before its row is in: nothing to leave out
+    insert = next(r for r in view.rules if r.name == "twoTags_view_on_insert_Tags_t1")
+    assert "NOT (" not in delta_select(insert, view, tags, "NEW", None, TriggerDialect.POSTGRES)
+
+
+@pytest.mark.parametrize("dialect", list(TriggerDialect))
+def test_cardinality_is_counted_with_a_stop_after_of_its_limit(paper, dialect):
+    text = "\n".join(compiled(paper, dialect).statements)
+    counts = re.findall(r'SELECT count\(\*\) FROM \(SELECT DISTINCT "tag" FROM "Tags" WHERE '
+                        r'[^()]*(?:\([^()]*\)[^()]*)*LIMIT 10\) AS piql_others\) >= 10', text)
+    assert len(counts) == 2  # an insert, and an update moving a row
+    assert "CARDINALITY (tag, 10) PER (docId)" in text
+
+
+def test_periodic_and_staging_views_are_left_to_piql_and_said_so():
+    social = plan_text((FIXTURES.parent.parent / "examples/social/schema.sql").read_text(),
+                       (FIXTURES.parent.parent / "examples/social/queries.sql").read_text())
+    triggers = compiled(social, TriggerDialect.POSTGRES)
+    kinds = {v.kind for v in social.views}
+    assert {ViewKind.STAGING, ViewKind.PERIODIC} <= kinds
+    for view in social.views:
+        mine = {r.name for r in view.rules} & triggers.maintained
+        assert bool(mine) == (view.kind == ViewKind.IMV and bool(view.rules))
+        if view.kind == ViewKind.PERIODIC:
+            assert any(f"periodic view {view.name}" in n and "piql refresh" in n
+                       for n in triggers.notes)
+        if view.kind == ViewKind.STAGING:
+            assert any(f"staging view {view.name}" in n for n in triggers.notes)
+
+
+def test_exact_sums_are_numeric_on_postgres_and_said_inexact_on_sqlite():
+    plan = plan_text("CREATE TABLE p (id BIGINT PRIMARY KEY, k VARCHAR, x REAL);",
+                     "-- name: s\nSELECT SUM(x) AS total FROM p WHERE k = <k>")
+    pg = "\n".join(compiled(plan, TriggerDialect.POSTGRES).statements)
+    assert 'piql_exact(new."x") as "sum_x"' in pg.lower()
+    assert '"_piql_exact_sum_x" = CASE' in pg and "trim_scale(" in pg
+    sqlite = compiled(plan, TriggerDialect.SQLITE)
+    assert any("no exact arithmetic" in n for n in sqlite.notes)
+    assert "piql_exact(" not in "\n".join(sqlite.statements).lower()
+
+
+def test_odd_names_are_quoted_and_keep_their_case():
+    plan = plan_text((FIXTURES / "odd_names_schema.sql").read_text(),
+                     (FIXTURES / "odd_names_queries.sql").read_text())
+    for dialect in TriggerDialect:
+        text = "\n".join(compiled(plan, dialect).statements)
+        assert 'NEW."gr""oup"' in text or 'OLD."gr""oup"' in text
+        assert '"sel""ect"' in text
