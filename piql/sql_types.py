@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 
@@ -44,8 +45,10 @@ def base_name(declared: str) -> str:
     return declared.upper().split("(")[0].strip()
 
 
+@lru_cache(maxsize=1024)
 def family(declared: str) -> TypeFamily:
-    """The family of a declared type (OTHER for a type piql does not know)."""
+    """The family of a declared type (OTHER for a type piql does not know); remembered,
+    as every written value is checked against its column's type."""
     return _FAMILY_OF.get(base_name(declared), TypeFamily.OTHER)
 
 

@@ -70,8 +70,8 @@ def paper_plan_temporal() -> Plan:
 
 @pytest.fixture(scope="session")
 def postgres_server():
-    """A real PostgreSQL 18 server for the session (tests/pg_server.py), started on first use."""
-    from tests.pg_server import PostgresServer
+    """A real PostgreSQL 18 server for the session (piql/bench/pg_server.py), started on first use."""
+    from piql.bench.pg_server import PostgresServer
 
     server = PostgresServer()
     yield server

@@ -8,7 +8,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import IO, Any, Sequence
 
 
 def machine() -> dict[str, Any]:
@@ -64,10 +64,72 @@ def save_figure(plt, figure, path: Path, dpi: int) -> None:
     plt.close(figure)
 
 
-def progress(label: str, done: int, total: int) -> None:
-    """A one-line progress bar on stderr (benchmarks run for minutes)."""
-    width = 30
-    filled = int(width * done / max(total, 1))
-    end = "\n" if done >= total else ""
-    print(f"\r{label:<40} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end=end,
-          file=sys.stderr, flush=True)
+class Progress:
+    """Where a benchmark says how far it is (benchmarks run for minutes).
+
+    On a terminal, a tqdm bar per step that redraws itself in place; anywhere else (a log,
+    CI, a pipe) plain lines, one when a step starts and one when it ends with the time it
+    took, and a line per quarter of a long step: no carriage returns or escape codes in a
+    log. ``stream`` is standard error unless given."""
+
+    QUARTERS = 4
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        self._stream = stream
+        self._label: str | None = None
+        self._bar: Any = None
+        self._started = 0.0
+        self._quarter = 0
+
+    @property
+    def stream(self) -> IO[str]:
+        return self._stream if self._stream is not None else sys.stderr
+
+    def terminal(self) -> bool:
+        try:
+            return self.stream.isatty()
+        except (AttributeError, ValueError):
+            return False
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        """Step ``label`` has done ``done`` of ``total``; done >= total ends it."""
+        if label != self._label:
+            self._start(label, total)
+        if self._bar is not None:
+            self._bar.update(done - self._bar.n)
+        else:
+            quarter = self.QUARTERS * done // max(total, 1)
+            if 0 < quarter < self.QUARTERS and quarter > self._quarter:
+                self._line(f"{label}: {done}/{total}")
+            self._quarter = max(self._quarter, quarter)
+        if done >= total:
+            self._finish(total)
+
+    def _start(self, label: str, total: int) -> None:
+        self._finish(None)
+        self._label, self._started, self._quarter = label, time.perf_counter(), 0
+        if self.terminal():
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=label, file=self.stream, leave=True,
+                             dynamic_ncols=True, mininterval=0.2)
+        else:
+            self._line(f"{label}: started ({total} steps)")
+
+    def _finish(self, total: int | None) -> None:
+        """End the current step (``total`` None: it was left unfinished)."""
+        if self._label is None:
+            return
+        if self._bar is not None:
+            self._bar.close()
+        elif total is not None:
+            self._line(f"{self._label}: done {total}/{total} in "
+                       f"{time.perf_counter() - self._started:.1f} s")
+        self._label, self._bar = None, None
+
+    def _line(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
+
+
+progress = Progress()
+"""The benchmarks' progress: ``progress(label, done, total)``."""

@@ -9,7 +9,10 @@ At every scale (items, emulated browsers) the generator's data goes into:
   reference implementation in a plain SQLite store, and in-memory in DuckDB,
   running each query's original SQL and plain INSERT/UPDATE/DELETE;
 - a piql deployment of the schema with no queries, so no views: its writes
-  are BuyConfirm without view maintenance (Figure 5's comparison).
+  are BuyConfirm without view maintenance (Figure 5's comparison);
+- with ``--postgres``, two more columns: the piql deployment on a PostgreSQL
+  store (``piql_postgres``) and the on-demand baseline on the same server
+  (``postgres``: the same tables, indexes, original SQL and plain writes).
 
 Every backend runs the same seeded ordering-mix sequence (``tpcw_mix``), so
 they end in the same state. Latency is per web interaction (all its queries and
@@ -31,11 +34,13 @@ from piql.bench import tpcw_backends as backends
 from piql.bench import tpcw_data as data
 from piql.bench import tpcw_mix as mix
 from piql.bench.common import machine, median, percentile, progress, write_json
+from piql.bench.stores import PostgresPlace
 from piql.planner.views import ViewKind
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tpcw"
 P99_TARGET = 1.5  # piql's p99 per interaction may vary at most this much across scales
 GROWTH = 1.5      # an on-demand figure growing more than this across scales is scale-dependent
+P50_TARGET = 1.0  # piql's p50 over on demand's on the same store, read-only interactions
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class Settings:
     engine: str = "duckdb"
     schema: Path = EXAMPLE / "schema.sql"
     queries: Path = EXAMPLE / "queries.sql"
+    postgres: str | None = None  # also on PostgreSQL: a server's URI, or "embedded"
 
 
 @dataclass
@@ -91,13 +97,17 @@ def run(settings: Settings, out: Path) -> dict[str, Any]:
 
     app = piql.load(settings.schema, settings.queries)
     work = Path(tempfile.mkdtemp(prefix="piql-tpcw-"))
+    place = PostgresPlace(settings.postgres) if settings.postgres else None
     try:
         bare = _bare_app(settings, work)
-        results = [_measure_scale(app, bare, settings, scale, work, number, len(settings.scales))
+        results = [_measure_scale(app, bare, settings, scale, work, number, place)
                    for number, scale in enumerate(settings.scales)]
+        server = place.server_version() if place else None
     finally:
+        if place is not None:
+            place.close()
         shutil.rmtree(work, ignore_errors=True)
-    document = _document(app, settings, results)
+    document = _document(app, settings, results, server)
     write_json(out / "tpcw.json", document)
     report.plot_all(document, out)
     return document
@@ -111,7 +121,7 @@ def _bare_app(settings: Settings, work: Path) -> piql.App:
 
 
 def _measure_scale(app: piql.App, bare: piql.App, settings: Settings, scale: data.Scale,
-                   work: Path, number: int, total: int) -> dict[str, Any]:
+                   work: Path, number: int, place: PostgresPlace | None) -> dict[str, Any]:
     label = f"tpcw {scale.items} items {scale.ebs} EB"
     here = work / f"{scale.items}-{scale.ebs}"
     catalog = app.plan.catalog
@@ -125,10 +135,10 @@ def _measure_scale(app: piql.App, bare: piql.App, settings: Settings, scale: dat
     names = sorted({n for group in workload.queries.values() for n in group})
     compared = backends.comparable(app.plan, names)
     steps = workload.steps
-    stages = 4
+    stages = 6 if place else 4
     show = lambda stage: lambda done: progress(label, stage * len(steps) + done, stages * len(steps))  # noqa: E731
 
-    db, loads["piql"] = _deploy(app, here / "piql.db", dataset, settings)
+    db, loads["piql"] = _deploy(app, str(here / "piql.db"), dataset, settings)
     refresher = Refresher(db, app, dataset.now_ms)
     piql_samples = backends.run(backends.PiqlBackend(db), steps, compared=compared,
                                 before=refresher, progress=show(0))
@@ -138,7 +148,7 @@ def _measure_scale(app: piql.App, bare: piql.App, settings: Settings, scale: dat
     started = time.perf_counter()
     sqlite = backends.sqlite_baseline(app.plan, dataset, here / "sqlite.db", names)
     loads["sqlite"] = time.perf_counter() - started
-    plans = _sqlite_plans(sqlite, app.plan, names)
+    plans = _plans(sqlite, app.plan, names)
     sqlite_samples = backends.run(sqlite, steps, compared=compared, progress=show(1))
     sqlite.close()
 
@@ -148,17 +158,24 @@ def _measure_scale(app: piql.App, bare: piql.App, settings: Settings, scale: dat
     duck_samples = backends.run(duck, steps, progress=show(2))
     duck.close()
 
-    plain, loads["piql_no_views"] = _deploy(bare, here / "bare.db", dataset, settings)
+    plain, loads["piql_no_views"] = _deploy(bare, str(here / "bare.db"), dataset, settings)
     bare_samples = backends.run(backends.PiqlBackend(plain, "piql_no_views"), steps, reads=False,
                                 progress=show(3))
     plain.close()
+
+    samples = {"piql": piql_samples, "sqlite": sqlite_samples, "duckdb": duck_samples}
+    found: dict[str, Any] = {}
+    if place is not None:
+        found = _on_postgres(app, settings, dataset, steps, compared, names, place, loads,
+                             show(4), show(5))
+        samples |= found.pop("samples")
     progress(label, stages * len(steps), stages * len(steps))
     shutil.rmtree(here, ignore_errors=True)
-    return {
+    return found | {
         "items": scale.items, "ebs": scale.ebs, "label": scale.label,
         "rows": dataset.rows, "title_vocabulary": dataset.vocabulary,
         "load_seconds": {k: round(v, 3) for k, v in loads.items()},
-        "interactions": _interactions(piql_samples, sqlite_samples, duck_samples),
+        "interactions": _interactions(samples),
         "buy_confirm": _buy_confirm(piql_samples, bare_samples),
         "refresh": refresher.summary(),
         "views": views,
@@ -169,6 +186,33 @@ def _measure_scale(app: piql.App, bare: piql.App, settings: Settings, scale: dat
         "sqlite_plans": plans,
         "simulated_seconds": round((steps[-1].now_ms - dataset.now_ms) / 1000, 1) if steps else 0,
         "steps": len(steps),
+    }
+
+
+def _on_postgres(app: piql.App, settings: Settings, dataset: data.Dataset, steps, compared,
+                 names: Sequence[str], place: PostgresPlace, loads: dict[str, float],
+                 show_piql, show_baseline) -> dict[str, Any]:
+    """The same steps through piql on a PostgreSQL store, and on demand on the same server:
+    their samples, and what the JSON says of them."""
+    db, loads["piql_postgres"] = _deploy(app, place.new_store("piql"), dataset, settings)
+    refresher = Refresher(db, app, dataset.now_ms)
+    piql_samples = backends.run(backends.PiqlBackend(db, "piql_postgres"), steps,
+                                compared=compared, before=refresher, progress=show_piql)
+    db.close()
+    started = time.perf_counter()
+    baseline = backends.postgres_baseline(app.plan, dataset, place.new_store("ondemand"), names)
+    loads["postgres"] = time.perf_counter() - started
+    plans = _plans(baseline, app.plan, names)
+    baseline_samples = backends.run(baseline, steps, compared=compared, progress=show_baseline)
+    baseline.close()
+    return {
+        "samples": {"piql_postgres": piql_samples, "postgres": baseline_samples},
+        "buy_confirm_postgres": {"with_views": _buy_confirm(piql_samples, [])["with_views"]},
+        "refresh_postgres": refresher.summary(),
+        "answers_postgres": _answers(piql_samples, baseline_samples, steps, compared),
+        "errors_postgres": {b: backends.summary_of(s) for b, s in (
+            ("piql_postgres", piql_samples), ("postgres", baseline_samples))},
+        "postgres_plans": plans,
     }
 
 
@@ -183,9 +227,9 @@ def _check_dataset(dataset: data.Dataset, catalog) -> None:
                               + "; ".join(broken))
 
 
-def _deploy(app: piql.App, path: Path, dataset: data.Dataset, settings: Settings):
+def _deploy(app: piql.App, location: str, dataset: data.Dataset, settings: Settings):
     started = time.perf_counter()
-    db = app.deploy(path, partitions=settings.partitions, engine=settings.engine)
+    db = app.deploy(location, partitions=settings.partitions, engine=settings.engine)
     for table in data.LOAD_ORDER:
         if app.plan.catalog.table(table) is not None:
             db.load(table, path=dataset.path(table))
@@ -238,33 +282,33 @@ def _view_sizes(db) -> dict[str, int]:
     return {v.name: db.store.sql(f'SELECT COUNT(*) FROM "{v.name}"')[0][0] for v in db.views}
 
 
-def _sqlite_plans(backend: backends.SqlBackend, plan, names: Sequence[str]) -> dict[str, list[str]]:
-    """SQLite's EXPLAIN QUERY PLAN of every query (with NULL parameters): SCAN steps read a
-    whole table or index."""
+def _plans(backend: backends.SqlBackend, plan, names: Sequence[str]) -> dict[str, list[str]]:
+    """The baseline database's plan of every query (with NULL parameters): SQLite's EXPLAIN
+    QUERY PLAN (its SCAN steps read a whole table or index), PostgreSQL's EXPLAIN."""
     found = {}
     for name in names:
-        query = plan.query(name)
-        params = {p: None for p in query.query.block.params}
-        rows = backend.connection.execute("EXPLAIN QUERY PLAN " + backend.queries[name],
-                                          params).fetchall()
-        found[name] = [r[-1] for r in rows]
+        params = {p: None for p in plan.query(name).query.block.params}
+        found[name] = [r[-1] for r in backend.explain(name, params)]
     return found
 
 
-def _interactions(piql_samples, sqlite_samples, duck_samples) -> dict[str, Any]:
+def _interactions(backend_samples: dict[str, list[backends.Sample]]) -> dict[str, Any]:
+    """Latency per interaction on every backend (piql, sqlite, duckdb, and with
+    ``--postgres`` piql_postgres and postgres); piql's operations, SQLite's VM steps."""
     found = {}
     for interaction in mix.MIX:
         picked = {name: [s for s in samples if s.measured and s.interaction == interaction
                          and s.error is None]
-                  for name, samples in (("piql", piql_samples), ("sqlite", sqlite_samples),
-                                        ("duckdb", duck_samples))}
+                  for name, samples in backend_samples.items()}
         entry: dict[str, Any] = {"count": len(picked["piql"])}
         for name, samples in picked.items():
             latency = Latency.of([s.seconds for s in samples])
             entry[name] = asdict(latency) if latency else None
-        ops = Work.of(picked["piql"], bounded=True)
+        for name in ("piql", "piql_postgres"):
+            if name in picked:
+                ops = Work.of(picked[name], bounded=True)
+                entry[f"{name}_ops"] = asdict(ops) if ops else None
         vm = Work.of(picked["sqlite"], bounded=False)
-        entry["piql_ops"] = asdict(ops) if ops else None
         entry["sqlite_vm_instructions"] = {"p50": vm.p50, "max": vm.max} if vm else None
         found[interaction] = entry
     return found
@@ -296,7 +340,8 @@ def _answers(piql_samples, sqlite_samples, steps, compared) -> dict[str, int]:
     return {"compared": checked, "differ": differ, "queries": sorted(compared)}
 
 
-def _document(app: piql.App, settings: Settings, results: list[dict[str, Any]]) -> dict[str, Any]:
+def _document(app: piql.App, settings: Settings, results: list[dict[str, Any]],
+              server: str | None) -> dict[str, Any]:
     plan = app.plan
     groups, unmapped, skipped = mix.interaction_queries(plan)
     return {
@@ -305,7 +350,10 @@ def _document(app: piql.App, settings: Settings, results: list[dict[str, Any]]) 
                      "interactions": settings.interactions, "warmup": settings.warmup,
                      "min_samples": settings.min_samples, "seed": settings.seed,
                      "partitions": settings.partitions, "engine": settings.engine,
-                     "schema": str(settings.schema), "queries": str(settings.queries)},
+                     "schema": str(settings.schema), "queries": str(settings.queries),
+                     "postgres": bool(settings.postgres)},
+        "stores": {"sqlite": "SQLite files (WAL)",
+                   **({"postgres": f"PostgreSQL {server}"} if server else {})},
         "mix": mix.MIX,
         "interaction_queries": {k: [list(g) for g in v] for k, v in groups.items()},
         "unmapped_queries": list(unmapped),
@@ -317,6 +365,9 @@ def _document(app: piql.App, settings: Settings, results: list[dict[str, Any]]) 
             "sqlite": "plain SQLite store (WAL, synchronous=NORMAL, as piql's), primary keys "
                       "and the standard TPC-W indexes, original SQL, ANALYZEd",
             "duckdb": "in-memory DuckDB, 1 thread, primary keys and the same indexes",
+            "postgres": "with --postgres: the same tables, keys and indexes on the PostgreSQL "
+                        "server piql_postgres runs on, original SQL as prepared statements, "
+                        "plain writes in autocommit, ANALYZEd",
             "indexes": [[n, t, list(c)] for n, t, c in backends.standard_indexes(plan.catalog)],
             "buy_confirm_without_views": "the same BuyConfirm writes as maintained writes on a "
                                          "piql deployment of the schema with no queries (no "
@@ -330,11 +381,15 @@ def _document(app: piql.App, settings: Settings, results: list[dict[str, Any]]) 
 
 def targets(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Across scales, per interaction: how much piql's p99 varies (target: at most 1.5x),
-    and how much the on-demand baselines grow."""
+    and how much the on-demand baselines grow; at the largest scale, piql's p50 over the
+    on-demand p50 on the same store (target for read-only interactions: at most 1x)."""
     found = {}
+    largest = results[-1]["interactions"]
     for interaction in mix.MIX:
-        entry: dict[str, Any] = {}
-        for backend in ("piql", "sqlite", "duckdb"):
+        entry: dict[str, Any] = {"read_only": interaction not in mix.WRITE_INTERACTIONS}
+        for backend in ("piql", "sqlite", "duckdb", "piql_postgres", "postgres"):
+            if backend not in largest[interaction]:
+                continue
             values = [r["interactions"][interaction][backend]["p99_ms"] for r in results
                       if r["interactions"][interaction].get(backend)]
             entry[f"{backend}_p99_ratio"] = _ratio(values)
@@ -349,8 +404,13 @@ def targets(results: list[dict[str, Any]]) -> dict[str, Any]:
         entry["on_demand_p99_growth"] = {b: _growth([
             r["interactions"][interaction][b]["p99_ms"] for r in results
             if r["interactions"][interaction].get(b)]) for b in ("sqlite", "duckdb")}
+        for ours, theirs in (("piql", "sqlite"), ("piql_postgres", "postgres")):
+            if largest[interaction].get(ours) and largest[interaction].get(theirs):
+                entry[f"{ours}_p50_over_{theirs}"] = round(
+                    largest[interaction][ours]["p50_ms"] / largest[interaction][theirs]["p50_ms"], 3)
         found[interaction] = entry
-    return {"p99_ratio_limit": P99_TARGET, "growth_threshold": GROWTH, "interactions": found}
+    return {"p99_ratio_limit": P99_TARGET, "growth_threshold": GROWTH,
+            "p50_over_on_demand_limit": P50_TARGET, "interactions": found}
 
 
 def _ratio(values: Sequence[float]) -> float | None:

@@ -7,6 +7,8 @@
   (:data:`STANDARD_INDEXES`), each query's original SQL, and plain
   INSERT/UPDATE/DELETE statements.
 - :class:`SqlBackend` on DuckDB: the same, in an in-memory DuckDB database.
+- :class:`SqlBackend` on PostgreSQL (``--postgres``): the same on the server piql's
+  PostgreSQL store runs on, every statement prepared (psycopg), writes in autocommit.
 
 :func:`run` executes a workload's steps on one backend and returns one
 :class:`Sample` per step.
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import gc
+import re
 import sqlite3
 import time
 import zlib
@@ -114,6 +117,9 @@ class SqlBackend:
         self.connection = connection
         self.catalog = catalog
         self.queries = queries
+        # psycopg: prepared statements, %s placeholders; sqlite3 and DuckDB: ?
+        self.prepared = {"prepare": True} if name == "postgres" else {}
+        self.placeholder = "%s" if name == "postgres" else "?"
         self._statements: dict[tuple[str, str], str] = {}
         self.ticks: int | None = None
         if isinstance(connection, sqlite3.Connection):
@@ -129,8 +135,14 @@ class SqlBackend:
 
     def read(self, read: Read) -> tuple[list[tuple], int | None, int | None]:
         start = self.ticks
-        rows = self.connection.execute(self.queries[read.query], read.values).fetchall()
+        rows = self.connection.execute(self.queries[read.query], read.values,
+                                       **self.prepared).fetchall()
         return rows, self._work(start), None
+
+    def explain(self, query: str, values: dict[str, Any]) -> list[tuple]:
+        """The database's plan of a query (EXPLAIN QUERY PLAN on SQLite, EXPLAIN elsewhere)."""
+        explain = "EXPLAIN QUERY PLAN " if self.ticks is not None else "EXPLAIN "
+        return self.connection.execute(explain + self.queries[query], values).fetchall()
 
     def write(self, write: Write) -> tuple[int | None, int | None]:
         values = write.values
@@ -145,18 +157,20 @@ class SqlBackend:
         else:
             args = key
         start = self.ticks
-        self.connection.execute(statement, args)
+        self.connection.execute(statement, args, **self.prepared)
         return self._work(start), None
 
     def _statement(self, table: Table, kind: str) -> str:
         cached = self._statements.get((table.name, kind))
         if cached is None:
-            where = " AND ".join(f"{c} = ?" for c in table.primary_key)
+            mark = self.placeholder
+            where = " AND ".join(f"{c} = {mark}" for c in table.primary_key)
             if kind == "insert":
                 cached = (f"INSERT INTO {table.name} ({', '.join(table.column_names)}) VALUES "
-                          f"({', '.join('?' for _ in table.column_names)})")
+                          f"({', '.join(mark for _ in table.column_names)})")
             elif kind == "update":
-                sets = ", ".join(f"{c} = ?" for c in table.column_names if c not in table.primary_key)
+                sets = ", ".join(f"{c} = {mark}" for c in table.column_names
+                                 if c not in table.primary_key)
                 cached = f"UPDATE {table.name} SET {sets} WHERE {where}"
             else:
                 cached = f"DELETE FROM {table.name} WHERE {where}"
@@ -188,9 +202,10 @@ def query_sql(plan: Plan, names: Sequence[str], dialect: str) -> dict[str, str]:
     return found
 
 
-def _create_tables(connection, catalog: Catalog) -> None:
+def _create_tables(connection, catalog: Catalog, types: Callable[[str], str] = str) -> None:
+    """Every table with its primary key; ``types`` maps a declared type to the database's."""
     for table in catalog.tables:
-        columns = ", ".join(f"{c.name} {c.type}" for c in table.columns)
+        columns = ", ".join(f"{c.name} {types(c.type)}" for c in table.columns)
         connection.execute(f"CREATE TABLE {table.name} ({columns}, "
                            f"PRIMARY KEY ({', '.join(table.primary_key)}))")
 
@@ -238,6 +253,48 @@ def duckdb_baseline(plan: Plan, dataset: data.Dataset, names: Sequence[str]) -> 
     return SqlBackend("duckdb", connection, catalog, query_sql(plan, names, "duckdb"))
 
 
+def postgres_baseline(plan: Plan, dataset: data.Dataset, url: str,
+                      names: Sequence[str]) -> SqlBackend:
+    """The generated data on a PostgreSQL server (the schema ``url`` names), with the same
+    keys and standard indexes, loaded with COPY and ANALYZEd: the on-demand baseline beside
+    piql's PostgreSQL store. Types as piql's store declares them (text compared by byte)."""
+    import psycopg
+
+    from piql.runtime.postgres_store import column_type
+
+    connection = psycopg.connect(url, autocommit=True)
+    catalog = plan.catalog
+    _create_tables(connection, catalog, column_type)
+    for table in data.LOAD_ORDER:
+        definition = catalog.table(table)
+        if definition is None:
+            continue
+        columns = definition.column_names
+        with connection.cursor() as cursor, cursor.copy(
+                f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in data.rows(dataset, table, columns):
+                copy.write_row(row)
+    _create_indexes(connection, catalog)
+    connection.execute("ANALYZE")
+    # psycopg reads every % as a placeholder: a literal one (a LIKE pattern) is doubled
+    queries = {name: re.sub(r"%(?!\(\w+\)s)", "%%", sql)
+               for name, sql in query_sql(plan, names, "postgres").items()}
+    return SqlBackend("postgres", connection, catalog, queries)
+
+
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    """The errors a backend's statement may raise: piql's, and each driver's."""
+    found: tuple[type[BaseException], ...] = (PiqlError, sqlite3.Error, duckdb.Error)
+    try:
+        import psycopg
+    except ImportError:
+        return found
+    return found + (psycopg.Error,)
+
+
+DRIVER_ERRORS = _driver_errors()
+
+
 # -- running ---------------------------------------------------------------------------------
 def run(backend: Backend, steps: Sequence[Step], *, compared: frozenset[str] = frozenset(),
         before: Callable[[Step], None] | None = None, reads: bool = True,
@@ -276,7 +333,7 @@ def _run_step(backend: Backend, step: Step, compared: frozenset[str], reads: boo
                 digests.append(_digest(rows) if action.query in compared else None)
             else:
                 used, limit = backend.write(action)
-        except (PiqlError, sqlite3.Error, duckdb.Error) as err:
+        except DRIVER_ERRORS as err:
             error = error or f"{_describe(action)}: {err}"
             used = limit = None
             if isinstance(action, Read):

@@ -153,6 +153,7 @@ def _ms(entry: dict | None, field: str) -> str:
 
 
 def _latency_table(document: dict[str, Any], table) -> str:
+    postgres = _postgres_columns(document)
     rows = []
     for interaction in MIX:
         for result in document["scales"]:
@@ -164,10 +165,21 @@ def _latency_table(document: dict[str, Any], table) -> str:
                          f"{ops['max']} ({ops['bound_max']})" if ops else "-",
                          _ms(entry["sqlite"], "p50_ms"), _ms(entry["sqlite"], "p99_ms"),
                          _ms(entry["duckdb"], "p50_ms"), _ms(entry["duckdb"], "p99_ms"),
-                         f"{vm['p50']:.0f}" if vm else "-"))
+                         f"{vm['p50']:.0f}" if vm else "-",
+                         *(_ms(entry.get(b), f) for b in postgres for f in ("p50_ms", "p99_ms"))))
     return table.render(["interaction", "items/EB", "n", "piql p50", "piql p99",
                          "piql ops max (bound)", "sqlite p50", "sqlite p99", "duckdb p50",
-                         "duckdb p99", "sqlite VM instr p50"], rows)
+                         "duckdb p99", "sqlite VM instr p50",
+                         *(f"{POSTGRES_TITLES[b]} {f}" for b in postgres for f in ("p50", "p99"))],
+                        rows)
+
+
+POSTGRES_TITLES = {"piql_postgres": "piql on PostgreSQL", "postgres": "postgres"}
+
+
+def _postgres_columns(document: dict[str, Any]) -> tuple[str, ...]:
+    """The PostgreSQL backends measured (``--postgres``), or none."""
+    return tuple(POSTGRES_TITLES) if "postgres" in document.get("stores", {}) else ()
 
 
 def _targets_table(document: dict[str, Any], table) -> str:
@@ -175,15 +187,21 @@ def _targets_table(document: dict[str, Any], table) -> str:
     rows = []
     for interaction, entry in targets["interactions"].items():
         growth = entry["on_demand_p99_growth"]
+        postgres = [_x(entry.get(k)) for k in ("piql_postgres_p99_ratio",
+                                               "piql_postgres_p50_over_postgres")]
         rows.append((interaction, _x(entry["piql_p99_ratio"]),
                      "yes" if entry["piql_p99_within_target"] else "NO",
                      _x(entry["piql_ops_max_ratio"]), _x(growth["sqlite"]), _x(growth["duckdb"]),
                      _x(entry["sqlite_vm_p50_growth"]),
-                     "yes" if entry["on_demand_scale_dependent"] else "no"))
+                     "yes" if entry["on_demand_scale_dependent"] else "no",
+                     "yes" if entry["read_only"] else "no", _x(entry.get("piql_p50_over_sqlite")),
+                     *(postgres if _postgres_columns(document) else ())))
     return table.render(["across scales (ms in ms, x = largest/smallest)", "piql p99 x",
                          f"<= {targets['p99_ratio_limit']}x", "piql ops x", "sqlite p99 growth",
-                         "duckdb p99 growth", "sqlite VM growth", "on-demand scale-dependent"],
-                        rows)
+                         "duckdb p99 growth", "sqlite VM growth", "on-demand scale-dependent",
+                         "read-only", "largest: piql p50 / sqlite p50",
+                         *(("piql on PostgreSQL p99 x", "largest: piql / postgres p50")
+                           if _postgres_columns(document) else ())], rows)
 
 
 def _x(value: float | None) -> str:

@@ -10,9 +10,19 @@ Documents get 1 to 10 tags (4 on average) drawn from a Zipf distribution
   demand, and its writes do no view maintenance;
 - an in-memory DuckDB database, where the original query runs on demand too.
 
+With ``--postgres`` the piql store and the baseline store are deployed on a
+PostgreSQL server as well (``piql.bench.stores``), and every query and write runs
+there too, side by side with SQLite's.
+
 Queries draw both tags from the same Zipf distribution; every answer through
-the view is compared with the on-demand ones. Writes insert one tag on a random
-document (never more than 10 per document), the same sequence into both stores.
+the view is compared with the on-demand ones, and with a hand-written prepared
+``SELECT`` on the view table (the physical floor of a query through the view).
+Latency is reported overall and per result size (rows returned): at small scales
+most pairs of tags share no document, at large ones most do, and scale
+independence is read at equal work. Writes insert one tag on a random document
+(never more than 10 per document), the same sequence into every store: with
+maintenance (the piql store), without (the baseline store, through piql), and as
+a plain ``INSERT`` of the same row into the baseline's identical Tags table.
 """
 from __future__ import annotations
 
@@ -30,6 +40,7 @@ from typing import Any, Callable, Iterator, Sequence
 import piql
 from piql import sqlgen
 from piql.bench.common import machine, percentile, progress, pyplot, save_figure, write_json
+from piql.bench.stores import Driver, PostgresPlace
 
 SCHEMA = """
 CREATE TABLE Documents (docId BIGINT, timestamp BIGINT, text VARCHAR, PRIMARY KEY (docId));
@@ -62,6 +73,34 @@ DEFAULT_SCALES = (1_000, 10_000, 100_000)
 STORES = ("memory", "file")
 SYSTEMS = ("piql IMV", "on-demand SQLite", "on-demand DuckDB")
 WRITES = ("with maintenance", "without maintenance")
+STORE_KINDS = ("sqlite", "postgres")
+QUERY_TARGET = 1.5  # piql's p50 through the view over the hand-written SELECT's, at most
+WRITE_TARGET = 3.0  # a maintained tag insert's p50 over a plain INSERT's, at most
+# Result sizes (rows returned) whose latencies are reported apart: (label, low, high).
+ROW_BUCKETS = (("0", 0, 0), ("1", 1, 1), ("2-4", 2, 4), ("5+", 5, None))
+
+
+@dataclass(frozen=True)
+class Names:
+    """What the JSON calls each system and write on one store (SQLite's names are the
+    ones the benchmark always had)."""
+
+    store: str
+    imv: str
+    ondemand: str
+    floor: str  # the hand-written prepared SELECT on the view table
+    maintained: str
+    unmaintained: str
+    plain: str  # a plain INSERT of the same row, no piql
+
+
+NAMES = {
+    "sqlite": Names("sqlite", SYSTEMS[0], SYSTEMS[1], "view SELECT, SQLite", WRITES[0],
+                    WRITES[1], "plain INSERT, SQLite"),
+    "postgres": Names("postgres", "piql IMV, PostgreSQL", "on-demand PostgreSQL",
+                      "view SELECT, PostgreSQL", "with maintenance, PostgreSQL",
+                      "without maintenance, PostgreSQL", "plain INSERT, PostgreSQL"),
+}
 # Tuples the on-demand SQLite plan reads (see ScaleResult.sqlite_plan): every index
 # entry of tag1, one primary-key probe of t2 per entry, one Documents row per match.
 ONDEMAND_COUNTS = """
@@ -81,6 +120,7 @@ class Settings:
     warmup: int = 50
     seed: int = 7
     store: str = "memory"  # SQLite stores in memory, or in files (WAL, as deployed)
+    postgres: str | None = None  # also on PostgreSQL: a server's URI, or "embedded"
 
 
 @dataclass
@@ -133,19 +173,21 @@ class Ops:
 class Queries:
     """twoTags at one scale."""
 
-    latency: dict[str, Latency]  # by SYSTEMS
+    latency: dict[str, Latency]  # by system (SYSTEMS, then each store's Names)
     ops: Ops  # through the IMV, shape = rows returned
     ondemand_tuples: Ops  # read by the on-demand SQLite plan (no bound: -1)
-    mismatches: int  # answers that differ between the IMV, SQLite and DuckDB
+    mismatches: int  # answers that differ between the systems
     empty_answers: int
+    # by ROW_BUCKETS label: {"count": queries, "latency": {system: {"p50_ms", "p99_ms"}}}
+    by_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Writes:
     """Tag inserts at one scale, by WRITES."""
 
-    latency: dict[str, Latency]
-    ops: dict[str, Ops]  # shape = tags the document had before
+    latency: dict[str, Latency]  # by write (WRITES, then each store's Names)
+    ops: dict[str, Ops]  # shape = tags the document had before (piql's writes)
 
 
 @dataclass(frozen=True)
@@ -159,6 +201,7 @@ class ScaleResult:
     sqlite_plan: list[str]  # SQLite's EXPLAIN QUERY PLAN of the on-demand query
     queries: Queries
     writes: Writes
+    postgres_plan: list[str] = field(default_factory=list)  # PostgreSQL's EXPLAIN of it
 
 
 @dataclass(frozen=True)
@@ -225,15 +268,19 @@ def run(settings: Settings, out: Path) -> dict[str, Any]:
     if settings.store not in STORES:
         raise ValueError(f"store must be one of {STORES}, not {settings.store!r}")
     work = Path(tempfile.mkdtemp(prefix="piql-twotags-"))
+    place = PostgresPlace(settings.postgres) if settings.postgres else None
     try:
         piql_app = _app(work, "piql", PIQL_QUERIES)
         baseline_app = _app(work, "baseline", BASELINE_QUERIES)
         zipf = Zipf()
-        results = [_measure_scale(piql_app, baseline_app, work, zipf, documents, settings)
+        results = [_measure_scale(piql_app, baseline_app, work, place, zipf, documents, settings)
                    for documents in settings.scales]
+        server = place.server_version() if place else None
     finally:
+        if place is not None:
+            place.close()
         shutil.rmtree(work, ignore_errors=True)
-    document = _document(settings, piql_app, baseline_app, results)
+    document = _document(settings, piql_app, baseline_app, results, server)
     write_json(out / "twotags.json", document)
     plot_queries(document, out / "twotags-queries.png")
     plot_writes(document, out / "twotags-writes.png")
@@ -246,42 +293,74 @@ def _app(work: Path, name: str, queries: str) -> piql.App:
     return piql.load(work / f"{name}-schema.sql", work / f"{name}-queries.sql")
 
 
-def _measure_scale(piql_app: piql.App, baseline_app: piql.App, work: Path, zipf: Zipf,
-                   documents: int, settings: Settings) -> ScaleResult:
+@dataclass
+class Stores:
+    """One store kind's pair: the piql store (with the view) and the baseline store (index
+    only), and a driver on each for hand-written SQL."""
+
+    names: Names
+    db: Any
+    baseline: Any
+    db_driver: Driver
+    baseline_driver: Driver
+
+    def close(self) -> None:
+        self.db_driver.close()
+        self.baseline_driver.close()
+        self.db.close()
+        self.baseline.close()
+
+
+def _measure_scale(piql_app: piql.App, baseline_app: piql.App, work: Path,
+                   place: PostgresPlace | None, zipf: Zipf, documents: int,
+                   settings: Settings) -> ScaleResult:
     rng = random.Random(settings.seed * 1_000_003 + documents)
     label = f"twotags {documents:,} docs"
     data = generate(documents, zipf, rng)
     tag_rows = len(data.tags)
     loads: dict[str, float] = {}
-    stores = {"piql store (with view)": piql_app, "baseline store (index only)": baseline_app}
-    deployed = []
-    for number, (name, app) in enumerate(stores.items()):
-        progress(f"{label}: load", number, len(stores) + 1)
-        path = ":memory:" if settings.store == "memory" else work / f"{number}-{documents}.db"
-        deployed.append(_deploy(app, path, data, loads, name))
-    db, baseline = deployed
-    progress(f"{label}: load", len(stores), len(stores) + 1)
-    duck = _duckdb(data, loads)
-    progress(f"{label}: load", len(stores) + 1, len(stores) + 1)
-    data.documents.clear()  # loaded everywhere; only tags_of is needed from here on
-    data.tags.clear()
-    _quiet_collector()
+    where = {"sqlite": lambda name, number: ":memory:" if settings.store == "memory"
+             else str(work / f"{number}-{documents}.db")}
+    if place is not None:
+        where["postgres"] = lambda name, number: place.new_store(f"{name}{documents}")
+    steps = 2 * len(where) + 1
+    pairs: list[Stores] = []
+    duck = None
     try:
-        view_rows = db.store.sql("SELECT COUNT(*) FROM twoTags_view")[0][0]
-        queries = _measure_queries(db, baseline, duck, zipf, rng, settings, label)
-        plan = _sqlite_plan(db, baseline)
-        writes = _measure_writes(db, baseline, data, zipf, rng, settings, label)
+        for kind, location in where.items():
+            suffix = "" if kind == "sqlite" else f", {kind}"
+            progress(f"{label}: load", 2 * len(pairs), steps)
+            db = _deploy(piql_app, location("piql", 0), data, loads,
+                         f"piql store (with view){suffix}")
+            progress(f"{label}: load", 2 * len(pairs) + 1, steps)
+            baseline = _deploy(baseline_app, location("baseline", 1), data, loads,
+                               f"baseline store (index only){suffix}")
+            pairs.append(Stores(NAMES[kind], db, baseline, Driver(db.store),
+                                Driver(baseline.store)))
+        progress(f"{label}: load", steps - 1, steps)
+        duck = _duckdb(data, loads)
+        progress(f"{label}: load", steps, steps)
+        data.documents.clear()  # loaded everywhere; only tags_of is needed from here on
+        data.tags.clear()
+        _quiet_collector()
+        sqlite = pairs[0]
+        view_rows = sqlite.db.store.sql("SELECT COUNT(*) FROM twoTags_view")[0][0]
+        queries = _measure_queries(pairs, duck, zipf, rng, settings, label)
+        plans = {kind: _store_plan(pair) for kind, pair in zip(where, pairs)}
+        writes = _measure_writes(pairs, data, zipf, rng, settings, label)
     finally:
         gc.unfreeze()
-        db.close()
-        baseline.close()
-        duck.close()
-    return ScaleResult(documents, tag_rows, view_rows, loads, plan, queries, writes)
+        for pair in pairs:
+            pair.close()
+        if duck is not None:
+            duck.close()
+    return ScaleResult(documents, tag_rows, view_rows, loads, plans["sqlite"], queries, writes,
+                       plans.get("postgres", []))
 
 
-def _deploy(app: piql.App, path: str | Path, data: Dataset, loads: dict[str, float], name: str):
+def _deploy(app: piql.App, location: str, data: Dataset, loads: dict[str, float], name: str):
     """Deploy ``app`` (strict: any operation count over its bound raises) and bulk-load."""
-    db = app.deploy(path, strict=True)
+    db = app.deploy(location, strict=True)
     started = time.perf_counter()
     db.load("Documents", data.documents)
     db.load("Tags", data.tags)
@@ -313,25 +392,55 @@ def _quiet_collector() -> None:
     gc.freeze()
 
 
-def _sqlite_plan(db, baseline) -> list[str]:
-    """How SQLite runs the original twoTags on the baseline store."""
-    sql = sqlgen.block_sql(db.query_plan("twoTags").query.block, "sqlite")
-    return [row[-1] for row in baseline.store.sql(
-        f"EXPLAIN QUERY PLAN {sql}", {"tag1": "tag0001", "tag2": "tag0002"})]
+def _store_plan(pair: Stores) -> list[str]:
+    """How the store runs the original twoTags on the baseline store: SQLite's EXPLAIN
+    QUERY PLAN, PostgreSQL's EXPLAIN."""
+    store = pair.baseline.store
+    sql = sqlgen.block_sql(pair.db.query_plan("twoTags").query.block, store.dialect)
+    explain = "EXPLAIN QUERY PLAN" if store.dialect == "sqlite" else "EXPLAIN"
+    return [row[-1] for row in store.sql(f"{explain} {sql}", {"tag1": "tag0001",
+                                                              "tag2": "tag0002"})]
 
 
-def _measure_queries(db, baseline, duck, zipf: Zipf, rng: random.Random, settings: Settings,
-                     label: str) -> Queries:
-    """twoTags through the IMV, on demand on SQLite (baseline store) and on DuckDB."""
-    block = db.query_plan("twoTags").query.block
-    sqlite_sql = sqlgen.block_sql(block, "sqlite")
-    duckdb_sql = sqlgen.block_sql(block, "duckdb")
-    systems: dict[str, Callable[[dict[str, str]], list]] = {
-        SYSTEMS[0]: lambda p: [r[0] for r in db.query("twoTags", **p).rows],
-        SYSTEMS[1]: lambda p: [r[0] for r in baseline.store.sql(sqlite_sql, p)],
-        SYSTEMS[2]: lambda p: [r[0] for r in duck.execute(duckdb_sql, p).fetchall()],
-    }
+def view_select(db, driver: Driver) -> str:
+    """The hand-written SELECT of twoTags on the view table (the physical floor): the view's
+    key range, in the view's order, stop after 5, placeholders in the driver's dialect."""
+    view = db.query_plan("twoTags").physical.accesses[0]
+    quote = lambda name: sqlgen.identifier(name, driver.dialect)  # noqa: E731
+    keys = " AND ".join(f"{quote(c)} = {driver.param(p)}"
+                        for c, p in zip(view.key_columns, ("tag1", "tag2")))
+    order = ", ".join(quote(c) for c in view.order_columns)
+    return (f"SELECT {quote('docId')} FROM {quote(view.table)} WHERE {keys} "
+            f"ORDER BY {order} LIMIT {view.stop_after}")
+
+
+def _systems(pairs: Sequence[Stores], duck) -> dict[str, Callable[[dict[str, str]], list]]:
+    """Each system's twoTags, by name: piql, on demand and the view SELECT on every store;
+    on demand on DuckDB."""
+    systems: dict[str, Callable[[dict[str, str]], list]] = {}
+    block = pairs[0].db.query_plan("twoTags").query.block
+    for pair in pairs:
+        ondemand = sqlgen.block_sql(block, pair.baseline_driver.dialect)
+        floor = view_select(pair.db, pair.db_driver)
+        systems[pair.names.imv] = lambda p, db=pair.db: [r[0] for r in db.query("twoTags", **p).rows]
+        systems[pair.names.ondemand] = \
+            lambda p, d=pair.baseline_driver, sql=ondemand: [r[0] for r in d.rows(sql, p)]
+        systems[pair.names.floor] = \
+            lambda p, d=pair.db_driver, sql=floor: [r[0] for r in d.rows(sql, p)]
+        if pair.names.store == "sqlite":
+            duckdb_sql = sqlgen.block_sql(block, "duckdb")
+            systems[SYSTEMS[2]] = lambda p: [r[0] for r in duck.execute(duckdb_sql, p).fetchall()]
+    return systems
+
+
+def _measure_queries(pairs: Sequence[Stores], duck, zipf: Zipf, rng: random.Random,
+                     settings: Settings, label: str) -> Queries:
+    """twoTags through the IMV, on demand on each baseline store and on DuckDB, and the
+    hand-written SELECT on each view table, side by side."""
+    db, baseline = pairs[0].db, pairs[0].baseline
+    systems = _systems(pairs, duck)
     seconds: dict[str, list[float]] = {name: [] for name in systems}
+    sizes: list[int] = []  # rows returned by each measured query
     ops: list[tuple[int, int]] = []
     tuples: list[tuple[int, int]] = []
     bound = mismatches = empty = 0
@@ -352,6 +461,7 @@ def _measure_queries(db, baseline, duck, zipf: Zipf, rng: random.Random, setting
             continue
         result = db.query("twoTags", **params)  # again, outside the clock, for its ops
         bound = max(bound, result.bound)
+        sizes.append(len(result.rows))
         ops.append((len(result.rows), result.ops))
         ((entries, matches),) = baseline.store.sql(ONDEMAND_COUNTS, params)
         tuples.append((len(result.rows), 2 * entries + matches))
@@ -359,33 +469,85 @@ def _measure_queries(db, baseline, duck, zipf: Zipf, rng: random.Random, setting
         empty += not result.rows
     progress(f"{label}: queries", total, total)
     return Queries({name: Latency.of(s) for name, s in seconds.items()}, Ops.of(ops, bound),
-                   Ops.of(tuples, -1), mismatches, empty)
+                   Ops.of(tuples, -1), mismatches, empty, by_rows(sizes, seconds))
 
 
-def _measure_writes(db, baseline, data: Dataset, zipf: Zipf, rng: random.Random,
+def bucket(rows: int) -> str:
+    """The ROW_BUCKETS label of a result of ``rows`` rows."""
+    return next(name for name, low, high in ROW_BUCKETS
+                if rows >= low and (high is None or rows <= high))
+
+
+def by_rows(sizes: Sequence[int], seconds: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
+    """p50 and p99 of every system per result size (``sizes[i]``: rows the i-th measured
+    query returned), for the buckets that occurred."""
+    found: dict[str, dict[str, Any]] = {}
+    for name, _, _ in ROW_BUCKETS:
+        picked = [i for i, rows in enumerate(sizes) if bucket(rows) == name]
+        if not picked:
+            continue
+        latency = {}
+        for system, samples in seconds.items():
+            measured = Latency.of([samples[i] for i in picked])
+            latency[system] = {"p50_ms": measured.p50_ms, "p99_ms": measured.p99_ms}
+        found[name] = {"count": len(picked), "latency": latency}
+    return found
+
+
+def _measure_writes(pairs: Sequence[Stores], data: Dataset, zipf: Zipf, rng: random.Random,
                     settings: Settings, label: str) -> Writes:
-    """Insert the same new tags into the piql store (view maintained) and the baseline."""
-    stores = dict(zip(WRITES, (db, baseline)))
-    seconds: dict[str, list[float]] = {name: [] for name in WRITES}
-    ops: dict[str, list[tuple[int, int]]] = {name: [] for name in WRITES}
-    bounds = dict.fromkeys(WRITES, 0)
+    """Insert the same new tags into every store: into the piql store (view maintained),
+    into the baseline through piql (no view), and as a plain INSERT into the baseline's
+    Tags (then deleted again, outside the clock, for piql's insert of the same row)."""
+    seconds: dict[str, list[float]] = {}
+    ops: dict[str, list[tuple[int, int]]] = {}
+    bounds: dict[str, int] = {}
+    plain = {}
+    for pair in pairs:
+        names = pair.names
+        for name in (names.maintained, names.unmaintained, names.plain):
+            seconds[name] = []
+        for name in (names.maintained, names.unmaintained):
+            ops[name], bounds[name] = [], 0
+        plain[names.store] = _plain_statements(pair.baseline_driver)
     stamp = len(data.tags_of) * 10
     total = settings.warmup + settings.writes
     for number, (doc, tag, before) in enumerate(_new_tags(data, zipf, rng, total)):
         if number % 10 == 0:
             progress(f"{label}: tag inserts", number, total)
         stamp += 1
-        for name, store in stores.items():
+        measured = number >= settings.warmup
+        for pair in pairs:
+            names = pair.names
+            insert, delete = plain[names.store]
             started = time.perf_counter()
-            report = store.insert("Tags", docId=doc, tag=tag, timestamp=stamp)
+            pair.baseline_driver.execute(insert, (doc, tag, stamp))
             elapsed = time.perf_counter() - started
-            if number >= settings.warmup:
-                seconds[name].append(elapsed)
-                ops[name].append((before, report.ops))
-                bounds[name] = max(bounds[name], report.bound)
+            pair.baseline_driver.execute(delete, (doc, tag))
+            if measured:
+                seconds[names.plain].append(elapsed)
+            for name, store in ((names.maintained, pair.db), (names.unmaintained, pair.baseline)):
+                started = time.perf_counter()
+                report = store.insert("Tags", docId=doc, tag=tag, timestamp=stamp)
+                elapsed = time.perf_counter() - started
+                if measured:
+                    seconds[name].append(elapsed)
+                    ops[name].append((before, report.ops))
+                    bounds[name] = max(bounds[name], report.bound)
     progress(f"{label}: tag inserts", total, total)
     return Writes({name: Latency.of(s) for name, s in seconds.items()},
-                  {name: Ops.of(ops[name], bounds[name]) for name in WRITES})
+                  {name: Ops.of(ops[name], bounds[name]) for name in ops})
+
+
+def _plain_statements(driver: Driver) -> tuple[str, str]:
+    """A plain INSERT of one Tags row, and the DELETE that takes it out again."""
+    quote = lambda name: sqlgen.identifier(name, driver.dialect)  # noqa: E731
+    tags = quote("Tags")
+    columns = ", ".join(quote(c) for c in ("docId", "tag", "timestamp"))
+    insert = f"INSERT INTO {tags} ({columns}) VALUES ({', '.join([driver.param()] * 3)})"
+    delete = (f"DELETE FROM {tags} WHERE {quote('docId')} = {driver.param()} "
+              f"AND {quote('tag')} = {driver.param()}")
+    return insert, delete
 
 
 def _new_tags(data: Dataset, zipf: Zipf, rng: random.Random,
@@ -428,7 +590,24 @@ def targets(results: Sequence[ScaleResult]) -> list[Target]:
     writes = ratio(lambda r: r.writes.latency[WRITES[0]].p99_ms)
     found.append(Target("tag insert p99 with maintenance, largest / smallest scale",
                         f"{writes:.2f}x", "<= 1.5x", writes <= 1.5))
+    for names in NAMES.values():
+        if names.imv in large.queries.latency:
+            found += _overhead_targets(large, names)
     return found
+
+
+def _overhead_targets(large: ScaleResult, names: Names) -> list[Target]:
+    """piql's own overhead on one store at the largest scale, side by side in one run: a
+    query through the view against the hand-written SELECT on the view table, a maintained
+    tag insert against a plain INSERT of the same row."""
+    where = f"{large.documents:,} documents, {names.store}"
+    query = large.queries.latency[names.imv].p50_ms / large.queries.latency[names.floor].p50_ms
+    write = large.writes.latency[names.maintained].p50_ms / \
+        large.writes.latency[names.plain].p50_ms
+    return [Target(f"twoTags p50 through piql / hand-written SELECT on the view ({where})",
+                   f"{query:.2f}x", f"<= {QUERY_TARGET}x", query <= QUERY_TARGET),
+            Target(f"tag insert p50 with maintenance / plain INSERT ({where})",
+                   f"{write:.2f}x", f"<= {WRITE_TARGET}x", write <= WRITE_TARGET)]
 
 
 def _same_ops(name: str, per_scale: Sequence[Ops]) -> Target:
@@ -451,8 +630,25 @@ def _same_ops(name: str, per_scale: Sequence[Ops]) -> Target:
 
 
 def _document(settings: Settings, piql_app: piql.App, baseline_app: piql.App,
-              results: list[ScaleResult]) -> dict[str, Any]:
+              results: list[ScaleResult], server: str | None) -> dict[str, Any]:
     block = piql_app.plan.query("twoTags").query.block
+    kinds = [k for k in STORE_KINDS if NAMES[k].imv in results[0].queries.latency]
+    systems, writes = {}, {}
+    for kind in kinds:
+        names, title = NAMES[kind], "SQLite" if kind == "sqlite" else "PostgreSQL"
+        systems[names.imv] = (f"Deployment.query('twoTags') on the piql store ({title}): a "
+                              "range scan of twoTags_view")
+        systems[names.ondemand] = f"the original SQL on the baseline {title} store (same " \
+                                  "data, no view), prepared, through its own driver"
+        systems[names.floor] = (f"a hand-written prepared SELECT on twoTags_view ({title}, its "
+                                "own driver): the physical floor of a query through the view")
+        writes[names.maintained] = (f"Deployment.insert('Tags') on the piql store ({title}: "
+                                    "base row, index and twoTags_view, one transaction)")
+        writes[names.unmaintained] = (f"Deployment.insert('Tags') on the baseline store "
+                                      f"({title}: base row and index)")
+        writes[names.plain] = (f"a plain prepared INSERT of the same row into the baseline's "
+                               f"Tags ({title}, its own driver, autocommit)")
+    systems[SYSTEMS[2]] = "the original SQL on an in-memory DuckDB copy of the data"
     return {
         "benchmark": "twotags",
         "query": "twoTags (paper §2.3, §8.1)",
@@ -462,22 +658,16 @@ def _document(settings: Settings, piql_app: piql.App, baseline_app: piql.App,
                  "mean_tags_per_document": MEAN_TAGS,
                  "tags_per_document": "1 + Binomial(9, 1/3)",
                  "query_tags": "tag1 != tag2, both drawn from the same Zipf distribution"},
-        "systems": {
-            SYSTEMS[0]: "Deployment.query('twoTags') on the piql store: a range scan of "
-                        "twoTags_view",
-            SYSTEMS[1]: "the original SQL on the baseline SQLite store (same data, no view)",
-            SYSTEMS[2]: "the original SQL on an in-memory DuckDB copy of the data",
-        },
+        "stores": {"sqlite": f"SQLite, {settings.store}",
+                   **({"postgres": f"PostgreSQL {server}"} if server else {})},
+        "systems": systems,
         "indexes": {"baseline": _indexes(baseline_app), "piql": _indexes(piql_app)},
         "piql_views": [v.name for v in piql_app.plan.views],
-        "ondemand_sql": {"sqlite": sqlgen.block_sql(block, "sqlite"),
-                         "duckdb": sqlgen.block_sql(block, "duckdb")},
+        "ondemand_sql": {kind: sqlgen.block_sql(block, kind) for kind in (*kinds, "duckdb")},
+        "row_buckets": [name for name, _, _ in ROW_BUCKETS],
         "ondemand_tuples": "tuples the on-demand SQLite plan reads: the index entries of tag1, "
                            "a primary-key probe of t2 for each, a Documents row per match",
-        "writes": {WRITES[0]: "Deployment.insert('Tags') on the piql store (base row, index and "
-                              "twoTags_view, one transaction)",
-                   WRITES[1]: "Deployment.insert('Tags') on the baseline store (base row and "
-                              "index)"},
+        "writes": writes,
         "results": [_jsonable(r) for r in results],
         "targets": [asdict(t) for t in targets(results)],
     }
@@ -502,7 +692,8 @@ def plot_queries(document: dict[str, Any], path: Path) -> None:
     docs = [r["documents"] for r in results]
     plt = pyplot()
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    _latency_lines(left, docs, [r["queries"]["latency"] for r in results], SYSTEMS)
+    _latency_lines(left, docs, [r["queries"]["latency"] for r in results],
+                   list(results[0]["queries"]["latency"]))
     left.set_title("twoTags latency (p99 solid, p50 dashed)")
     for key, name, marker in (("ops", "piql IMV: measured ops (one per row returned)", "o"),
                               ("ondemand_tuples", "on-demand SQLite: tuples read", "s")):
@@ -525,9 +716,10 @@ def plot_writes(document: dict[str, Any], path: Path) -> None:
     docs = [r["documents"] for r in results]
     plt = pyplot()
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    _latency_lines(left, docs, [r["writes"]["latency"] for r in results], WRITES)
+    _latency_lines(left, docs, [r["writes"]["latency"] for r in results],
+                   list(results[0]["writes"]["latency"]))
     left.set_title("tag insert latency (p99 solid, p50 dashed)")
-    for name, marker in zip(WRITES, "os"):
+    for name, marker in zip(results[0]["writes"]["ops"], "osvD"):
         line, = right.plot(docs, [r["writes"]["ops"][name]["max"] for r in results],
                            marker=marker, label=f"{name}, max")
         right.plot(docs, [r["writes"]["ops"][name]["mean"] for r in results], linestyle="--",
@@ -541,7 +733,7 @@ def plot_writes(document: dict[str, Any], path: Path) -> None:
 
 
 def _latency_lines(axis, docs: list[int], latencies: list[dict], names: Sequence[str]) -> None:
-    for name, marker in zip(names, "os^"):
+    for name, marker in zip(names, "os^vDPX*h"):
         line, = axis.plot(docs, [lat[name]["p99_ms"] for lat in latencies], marker=marker,
                           label=f"{name} p99")
         axis.plot(docs, [lat[name]["p50_ms"] for lat in latencies], linestyle="--",
@@ -564,36 +756,45 @@ def _work_axis(axis, title: str) -> None:
 
 
 def summary(document: dict[str, Any]) -> str:
-    """The figures as terminal tables: queries, writes, then the targets."""
+    """The figures as terminal tables: work per query, query latency (overall and per
+    result size), writes, then the targets."""
     from piql.report import table
 
-    def ms(latency: dict) -> str:
-        return f"{latency['p50_ms']:.3f} / {latency['p99_ms']:.3f}"
+    def ms(latency: dict | None) -> str:
+        return "-" if latency is None else f"{latency['p50_ms']:.3f} / {latency['p99_ms']:.3f}"
 
     def ops(counts: dict) -> str:
         bound = f" / {counts['bound']}" if counts["bound"] >= 0 else ""
         return f"{counts['mean']:.1f} / {counts['max']}{bound}"
 
-    query_rows, write_rows = [], []
+    buckets = document["row_buckets"]
+    work_rows, latency_rows, write_rows = [], [], []
     for r in document["results"]:
-        queries, writes = r["queries"], r["writes"]
-        query_rows.append((f"{r['documents']:,}", f"{r['tag_rows']:,}", f"{r['view_rows']:,}",
-                           *(ms(queries["latency"][s]) for s in SYSTEMS), ops(queries["ops"]),
-                           ops(queries["ondemand_tuples"]),
-                           f"{queries['empty_answers']}", queries["mismatches"]))
-        write_rows.append((f"{r['documents']:,}", *(ms(writes["latency"][n]) for n in WRITES),
-                           *(ops(writes["ops"][n]) for n in WRITES)))
-    store = document["settings"]["store"]
-    queries = table.render(
-        ["documents", "Tags rows", "view rows", *(f"{s} p50/p99 ms" for s in SYSTEMS),
-         "IMV ops mean/max/bound", "on-demand tuples mean/max", "empty", "mismatches"],
-        query_rows)
-    writes = table.render(
-        ["documents", *(f"insert {n} p50/p99 ms" for n in WRITES),
-         *(f"ops {n} mean/max/bound" for n in WRITES)], write_rows)
+        queries, writes, documents = r["queries"], r["writes"], f"{r['documents']:,}"
+        work_rows.append((documents, f"{r['tag_rows']:,}", f"{r['view_rows']:,}",
+                          ops(queries["ops"]), ops(queries["ondemand_tuples"]),
+                          f"{queries['empty_answers']}", queries["mismatches"]))
+        sized = queries["by_rows"]
+        latency_rows.append((documents, "(queries)", len(queries["latency"][SYSTEMS[0]]["samples_ms"]),
+                             *(sized[b]["count"] if b in sized else 0 for b in buckets)))
+        for system, latency in queries["latency"].items():
+            latency_rows.append(("", system, ms(latency),
+                                 *(ms(sized[b]["latency"][system]) if b in sized else "-"
+                                   for b in buckets)))
+        for name, latency in writes["latency"].items():
+            counted = writes["ops"].get(name)
+            write_rows.append((documents, name, ms(latency), ops(counted) if counted else "-"))
+    work = table.render(["documents", "Tags rows", "view rows", "IMV ops mean/max/bound",
+                         "on-demand tuples mean/max", "empty", "mismatches"], work_rows)
+    latency = table.render(["documents", "system", "all p50/p99 ms",
+                            *(f"{b} rows p50/p99 ms" for b in buckets)], latency_rows)
+    writes = table.render(["documents", "tag insert", "p50/p99 ms", "ops mean/max/bound"],
+                          write_rows)
     goals = table.render(["target", "measured", "goal", "met"],
                          [(t["name"], t["measured"], t["goal"], "yes" if t["met"] else "NO")
                           for t in document["targets"]])
-    return (f"twoTags queries ({document['settings']['queries']} per scale, SQLite stores in "
-            f"{store})\n{queries}\n\ntag inserts ({document['settings']['writes']} per scale)\n"
-            f"{writes}\n\ntargets\n{goals}")
+    stores = ", ".join(document["stores"].values())
+    return (f"twoTags queries ({document['settings']['queries']} per scale; {stores})\n{work}"
+            f"\n\nquery latency, overall and by rows returned\n{latency}\n\n"
+            f"tag inserts ({document['settings']['writes']} per scale)\n{writes}\n\n"
+            f"targets\n{goals}")

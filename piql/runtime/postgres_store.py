@@ -558,6 +558,12 @@ class PostgresStore:
                     f"VALUES ({', '.join('%s' for _ in columns)})", [row[c] for c in columns])
         self.counter.writes += 1
 
+    def insert_rows(self, table: str, columns: Sequence[str],
+                    rows: Sequence[Sequence[Any]]) -> None:
+        """Insert rows in ``columns`` order: one prepared INSERT each, one write each."""
+        for row in rows:
+            self.insert(table, dict(zip(columns, row)))
+
     def delete(self, table: str, key: Mapping[str, Any]) -> int:
         """Delete the row with this key (NULL key values match NULL)."""
         where, values = _identical(key)

