@@ -3,6 +3,7 @@
 #   make demo   lint the bundled example app (examples/social), then deploy it on an
 #               embedded store with generated data and run every query
 #   make test   run the default test suite
+#   make parser rebuild grammar/schema.parser after editing grammar/schema.lark
 #
 # Both create .venv on first use and refresh it whenever pyproject.toml changes.
 
@@ -11,7 +12,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 EXAMPLE := examples/social
 
-.PHONY: venv demo test
+.PHONY: venv demo test parser
 
 venv: $(STAMP)
 
@@ -37,3 +38,6 @@ demo: venv
 
 test: venv
 	$(VENV)/bin/python -m pytest -q
+
+parser: venv
+	$(VENV)/bin/python -c 'from piql.language.schema_parser import write_shipped; print("wrote", write_shipped())'

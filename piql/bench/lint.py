@@ -9,8 +9,8 @@ CPU time shows what load added to the wall time).
 The runs read compiled bytecode from a cache of their own (``PYTHONPYCACHEPREFIX``),
 filled by the unmeasured warm-up runs, as an installed package has its bytecode; so the
 figure does not depend on whether the source tree's ``__pycache__`` may be written
-(``PYTHONDONTWRITEBYTECODE``). The schema parser's own cache (~/.cache/piql) is used
-as in any run.
+(``PYTHONDONTWRITEBYTECODE``). The schema parser's tables ship with piql
+(``piql.language.schema_parser``), so the first run needs no cache of its own either.
 """
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ partial index's predicate reads). Parsing happens in four steps:
 1. ``piql.language.schema_scan`` splits the text into statements, classifies them and
    blanks out the ones that do not affect bounds (each becomes an info note
    of the catalog), keeping every position of the rest;
-2. lark (LALR, contextual lexer) turns the remaining text into a parse tree;
+2. lark (LALR, contextual lexer; the parser ``piql.language.schema_parser`` loads) turns
+   the remaining text into a parse tree;
    its syntax errors become :class:`InputError` with a human-readable
    "found ... expected ..." message (:func:`_syntax_error`);
 3. ``piql.language.schema_tree`` turns the tree into raw statements that still carry
@@ -27,11 +28,10 @@ the others in its ``all_errors`` attribute, as ``piql.language.queries`` does.
 """
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Iterable
 
-from lark import Lark, Token, Tree
+from lark import Token, Tree
 from lark.exceptions import (
     LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError,
 )
@@ -39,6 +39,7 @@ from lark.exceptions import (
 from piql.catalog import Catalog
 from piql.errors import InputError, Location
 from piql.language.schema_build import CatalogBuilder
+from piql.language.schema_parser import parser
 from piql.language.source_text import read_source
 from piql.language.schema_scan import scan_schema
 from piql.language.schema_tree import SchemaTransformer, at_least_1
@@ -72,55 +73,9 @@ def parse_schema(text: str, file: str = "<schema>") -> Catalog:
     return builder.build(statements)
 
 
-@functools.lru_cache(maxsize=1)
-def _parser() -> Lark:
-    """The lark parser, built once per process (building the LALR tables is the slow part:
-    most of a short ``piql lint``), and kept between processes in the user's cache."""
-    grammar = _grammar_text()
-    options: dict = {}
-    cache = _cache_file(grammar)
-    if cache is not None:
-        options["cache"] = cache
-    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True,
-                start=["start", "annotation"], **options)
-
-
-def _cache_file(grammar: str) -> str | None:
-    """Where lark keeps the built parser: a directory of the user's own (lark's default is
-    the shared temporary directory, where another user could plant the pickle it loads).
-    None when there is no such directory to write."""
-    import hashlib
-    import os
-    import sys
-
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    directory = os.path.join(base, "piql")
-    try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        if not os.access(directory, os.W_OK) or (hasattr(os, "getuid") and
-                                                 os.stat(directory).st_uid != os.getuid()):
-            return None
-    except OSError:
-        return None
-    digest = hashlib.sha256(grammar.encode()).hexdigest()[:16]
-    return os.path.join(directory, f"schema-parser-{digest}-py{sys.version_info[0]}"
-                                   f"{sys.version_info[1]}.lark")
-
-
-def _grammar_text() -> str:
-    try:
-        from importlib.resources import files
-        return (files("piql.grammar") / "schema.lark").read_text(encoding="utf-8")
-    except (ImportError, OSError, TypeError):
-        # Running from the source tree without an install: piql.grammar is not
-        # a package there, the file sits in the top-level grammar/ directory.
-        path = Path(__file__).resolve().parents[2] / "grammar" / "schema.lark"
-        return path.read_text(encoding="utf-8")
-
-
 def _parse_tree(text: str, file: str, start: str = "start") -> Tree:
     try:
-        return _parser().parse(text, start=start)
+        return parser().parse(text, start=start)
     except UnexpectedInput as err:
         raise _syntax_error(err, text, file, start) from None
     except LarkError as err:  # should not happen with an LALR parser; never leak it
@@ -287,7 +242,7 @@ def _acceptable(err: UnexpectedInput, fallback: Iterable[str], text: str,
     elif isinstance(token, Token):
         position = None  # the end of input
     try:
-        interactive = _parser().parse_interactive(text, start=start)
+        interactive = parser().parse_interactive(text, start=start)
         try:
             for seen in interactive.iter_parse():
                 if position is not None and seen.start_pos is not None and seen.start_pos >= position:

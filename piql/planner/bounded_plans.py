@@ -126,8 +126,8 @@ class _Search:
         # which relations precede it (and, for a LIMIT that may stop its scan, on the order
         # of those after it), not on the order of those before, so each is found once.
         self.options: dict[tuple, list[_Option]] = {}
-        # Each predicate's aliases, and whether LIMIT may stop a scan at all (no grouping,
-        # aggregate or DISTINCT), asked at every step of every order.
+        # Each predicate's and filter's aliases, and whether the block groups or aggregates
+        # (then LIMIT cannot stop a scan), asked at every step of every order.
         self.predicate_aliases = [(p, frozenset(p.aliases())) for p in block.predicates]
         self.filter_aliases = [(f, frozenset(aliases_in(f))) for f in block.filters]
         self.aggregated = bool(block.group_by or block.aggregates or block.having)
