@@ -23,6 +23,7 @@ from piql.planner.periodic import (
 from piql.planner.naming import Names
 from piql.planner.params import ParamSpec, param_specs
 from piql.planner.physical import IndexSpec, PhysicalPlan
+from piql.planner.pushdown import plan_pushdown
 from piql.planner.tuple_window import plan_window_then_rest, rest_sql, split_window
 from piql.planner.view_construction import Invariant, Rejection
 from piql.planner.views import TraceSection, ViewDef, WriteEvent
@@ -203,6 +204,37 @@ def incremental_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
                      (note, *hot), phase0, views, built.trace)
 
 
+def aggregate_pushdown(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
+                       names: Names, partitions: int) -> QueryPlan | Refusal:
+    """SI-2: an aggregate over an adjacency join, combined at query time from per-writer
+    views (COUNT or SUM per writer, O(1) upkeep) over the bounded neighbourhood
+    (``planner.pushdown``)."""
+    assert query.block is not None
+    found = plan_pushdown(catalog, query.block, query.name, names)
+    if found is None:
+        return Refusal()
+    if isinstance(found, str):
+        return Refusal((Diagnostic("view-rejected", "error", f"no per-writer view: {found}",
+                                   "compare the neighbourhood's key with a parameter and "
+                                   "bound it with a CARDINALITY constraint", query.location),))
+    view = found.view
+    combined = next(a for a in found.plan.accesses if a.alias == found.split.writer.alias)
+    indexes: list[IndexSpec] = list(found.plan.indexes)
+    for maintained in found.views:
+        indexes += [i for i in maintained.indexes if i not in indexes]
+    note = Diagnostic(
+        "view", "info", f"answered by combining at most {combined.probes * combined.fanout * combined.rows_per_probe}"
+        f" rows of the "
+        f"per-writer view {view.name} (partial aggregates per {found.split.writer.alias}."
+        f"{', '.join(w.column for w, _ in found.split.joins)}), maintained on every write to "
+        f"{', '.join(sorted({r.table for r in view.rules}))}; storage <= "
+        f"{view.storage.factor} x |{view.storage.relation}|",  # type: ignore[union-attr]
+        "", query.location)
+    return QueryPlan(query, Level.SI2, found.plan.ops_bound, found.plan, tuple(indexes),
+                     tuple(v.name for v in found.views), sqlgen.block_sql(found.rewritten),
+                     (note,), phase0, found.views, found.trace)
+
+
 def _single_row_hotspot(catalog: Catalog, query: NamedQuery, view: ViewDef) -> Diagnostic:
     """A view without key is one row: every write to its tables updates that row, so all
     writers contend for it however the store is partitioned (the level stays SI-2)."""
@@ -303,7 +335,7 @@ def periodic_window_then_rest(catalog: Catalog, query: NamedQuery, phase0: Phase
                      views, trace)
 
 
-STRATEGIES: list[Strategy] = [on_demand, incremental_view, periodic_view,
+STRATEGIES: list[Strategy] = [on_demand, incremental_view, aggregate_pushdown, periodic_view,
                               periodic_window_then_rest]
 
 
