@@ -14,6 +14,7 @@ from typing import Callable
 from piql.catalog import Catalog
 from piql.diagnostics import Diagnostic
 from piql.errors import InputError
+from piql.planner.adaptive import AdaptivePlan, adaptive_diagnostic, adaptive_plan
 from piql.planner.bounded_plans import Phase0Result, plan_query
 from piql.planner.imv import build_imv
 from piql.planner.levels import LEVELS, Level
@@ -50,6 +51,7 @@ class QueryPlan:
     view_defs: tuple[ViewDef, ...] = ()
     trace: tuple[TraceSection, ...] = ()
     params: tuple[ParamSpec, ...] = ()
+    adaptive: AdaptivePlan | None = None  # both a pull and a push plan are bounded
 
     @property
     def name(self) -> str:
@@ -392,7 +394,12 @@ def plan_named(catalog: Catalog, query: NamedQuery, names: Names | None = None,
                         partitions)
     if query.block is None:
         return planned
-    return replace(planned, params=param_specs(catalog, query.block))
+    planned = replace(planned, params=param_specs(catalog, query.block))
+    adaptive = adaptive_plan(catalog, query.block, planned.level, planned.physical)
+    if adaptive is None:
+        return planned
+    return replace(planned, adaptive=adaptive, diagnostics=planned.diagnostics
+                   + (adaptive_diagnostic(adaptive, query.location),))
 
 
 def param_types(plan: Plan, block: QueryBlock) -> dict[str, str]:
