@@ -221,14 +221,14 @@ def aggregate_pushdown(catalog: Catalog, query: NamedQuery, phase0: Phase0Result
                                    "bound it with a CARDINALITY constraint", query.location),))
     view = found.view
     combined = next(a for a in found.plan.accesses if a.alias == found.split.writer.alias)
+    rows = combined.probes * combined.fanout * combined.rows_per_probe
+    writer = ", ".join(str(w) for w, _ in found.split.joins)
     indexes: list[IndexSpec] = list(found.plan.indexes)
     for maintained in found.views:
         indexes += [i for i in maintained.indexes if i not in indexes]
     note = Diagnostic(
-        "view", "info", f"answered by combining at most {combined.probes * combined.fanout * combined.rows_per_probe}"
-        f" rows of the "
-        f"per-writer view {view.name} (partial aggregates per {found.split.writer.alias}."
-        f"{', '.join(w.column for w, _ in found.split.joins)}), maintained on every write to "
+        "view", "info", f"answered by combining at most {rows} rows of the per-writer view "
+        f"{view.name} (partial aggregates per {writer}), maintained on every write to "
         f"{', '.join(sorted({r.table for r in view.rules}))}; storage <= "
         f"{view.storage.factor} x |{view.storage.relation}|",  # type: ignore[union-attr]
         "", query.location)
