@@ -115,7 +115,8 @@ def writers(block: QueryBlock) -> list[Relation]:
     """The relations that could be the writer side of a neighbourhood aggregate, likeliest
     first: a base relation every aggregate argument reads (any, for COUNT(*) alone), the
     last written first (``follows f, checkins c``)."""
-    if not block.aggregates or len(block.relations) < 2 or block.group_by or block.unions:
+    if not block.aggregates or len(block.relations) < 2 or block.group_by or block.unions \
+            or block.order_by:
         return []
     if any(not isinstance(item.expr, Aggregate) for item in block.select):
         return []

@@ -9,7 +9,7 @@ from piql.planner.compile import StoreLayout, UncompilablePlan, compile_plan
 from piql.planner.levels import Level
 from piql.planner.pushdown import combine, split_writer, writers
 from piql.planner.views import RuleAction, ViewKind
-from piql.query_block import Attr
+from piql.query_block import Attr, OrderItem
 from tests.conftest import plan_text
 
 SOCIAL = """
@@ -96,6 +96,8 @@ def test_the_rewrite_is_a_pure_tree_to_tree_function():
     assert block == query.query.block  # the query is not changed in place
     assert writers(block.with_(select=(block.select[0],), group_by=(Attr("f", "followee"),))) \
         == []
+    ordered = block.with_(order_by=(OrderItem(block.select[0].expr),))
+    assert writers(ordered) == []  # an ORDER BY an aggregate is not rewritten
 
 
 def test_the_compiler_leaves_the_combined_plan_to_the_interpreter():

@@ -87,3 +87,32 @@ def test_per_writer_views_answer_as_sql_under_random_writes(new_store):
         db.delete("checkins", checkinId=key)
     assert_answers_equal_sql(db)
     assert db.rows("friendCheckins_by_checkins") == []
+
+
+SUBSCRIPTIONS = plan_text(
+    """CREATE TABLE subs (id BIGINT PRIMARY KEY, consumer BIGINT, producer BIGINT)
+        WITH CARDINALITY (id, 50) PER (consumer);
+    CREATE TABLE checkins (checkinId BIGINT PRIMARY KEY, userId BIGINT, points BIGINT);""",
+    """-- name: q
+SELECT COUNT(*) AS n, SUM(c.points) AS s FROM subs s, checkins c
+WHERE s.consumer = <me> AND c.userId = s.producer
+""")
+
+
+def test_null_and_repeated_edges_join_as_in_sql(new_store):
+    """An edge table whose producer may be NULL (it is no key) and may repeat: a NULL
+    producer joins no writer, not even the NULL group of the per-writer view, and a
+    repeated edge counts its writer twice, as the join does."""
+    assert SUBSCRIPTIONS.query("q").level == "SI-2"
+    db = App(SUBSCRIPTIONS).deploy(new_store(), strict=True)
+    for key, consumer, producer in [(1, 1, None), (2, 1, 2), (3, 1, 2), (4, None, 2), (5, 2, 3)]:
+        db.insert("subs", id=key, consumer=consumer, producer=producer)
+    for key, user, points in [(1, None, 5), (2, 2, 7), (3, 2, None), (4, 3, None)]:
+        db.insert("checkins", checkinId=key, userId=user, points=points)
+    answers = {}
+    for me in (1, 2, 3):
+        got = db.query("q", me=me)
+        assert list(got.rows) == oracle(db, db.query_plan("q"), {"me": me})
+        assert got.ops <= got.bound
+        answers[me] = got.rows
+    assert answers == {1: ((4, 14),), 2: ((1, None),), 3: ((0, None),)}
