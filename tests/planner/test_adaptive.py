@@ -9,6 +9,7 @@ import pytest
 from piql.planner.adaptive import PUSH_FANOUT_CAP, AdaptiveShape
 from piql.planner.levels import Level
 from piql.report.explain import render
+from piql.report.json_report import to_dict
 from piql.rules import rule
 from tests.conftest import plan_text
 
@@ -93,6 +94,15 @@ def test_explain_shows_both_plans():
             "f.followee (piql's cap of 1000 push edges per producer; the edges past it stay "
             "pull), then 3 ops per edge: ops <= 4000\n"
             "    on a read: the consumer's view, one range: ops <= 20\n") in text
+
+
+def test_lint_json_carries_both_bounds():
+    queries = {q["name"]: q for q in to_dict(plan_text(SCHEMA, QUERIES))["queries"]}
+    assert queries["feed"]["adaptive"] == {
+        "shape": "feed", "pull_ops": 10500, "push_write_ops": 4000, "push_read_ops": 20,
+        "push_fanout": 1000, "push_fanout_capped": True}
+    assert queries["friendCheckins"]["adaptive"]["shape"] == "neighbourhood aggregate"
+    assert queries["myPosts"]["adaptive"] is None
 
 
 def test_the_decisions_are_frozen():

@@ -101,6 +101,8 @@ def test_the_rewrite_is_a_pure_tree_to_tree_function():
 
 
 def test_the_compiler_leaves_the_combined_plan_to_the_interpreter():
+    """The combination is an expression over aggregates (COALESCE(SUM(c.cnt), 0)), which the
+    compiler does not express: it refuses, and the runtime runs the interpreter."""
     query = planned("COUNT(*) AS n")
-    with pytest.raises(UncompilablePlan, match="COALESCE"):
+    with pytest.raises(UncompilablePlan):
         compile_plan(query.physical, "sqlite", StoreLayout(()), query=query.query.block)
