@@ -18,7 +18,8 @@ writer's rows (the same reason a view of them is refused).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
+from typing import Callable
 
 from piql import sqlgen
 from piql.catalog import Catalog
@@ -30,7 +31,7 @@ from piql.planner.view_construction import Rejection
 from piql.planner.views import TraceSection, ViewDef
 from piql.query_block import (
     Aggregate, Attr, Call, Func, Literal, Param, Predicate, QueryBlock, Relation, SelectItem,
-    base_attr, is_attr_like,
+    aliases_in, is_attr_like,
 )
 
 COMBINABLE = ("COUNT", "SUM", "AVG")
@@ -120,7 +121,7 @@ def writers(block: QueryBlock) -> list[Relation]:
         return []
     if any(not isinstance(item.expr, Aggregate) for item in block.select):
         return []
-    readers = {a.alias for agg in block.aggregates for a in _attrs(agg.arg)}
+    readers = aliases_in([a.arg for a in block.aggregates])
     return [r for r in reversed(block.relations) if r.is_base and readers <= {r.alias}]
 
 
@@ -175,11 +176,12 @@ def combine(block: QueryBlock, split: WriterSplit, view: ViewDef) -> QueryBlock:
     predicates += [Predicate(column(p.left), "=", p.right, p.location) for p in block.predicates
                    if p.aliases() == {alias} and p.op == "=" and isinstance(p.right, Param)
                    and is_attr_like(p.left)]
-    select = tuple(SelectItem(i.name, _combined(i.expr, column)) for i in block.select)
+    select = tuple(SelectItem(i.name, _combined(i.expr, column))  # type: ignore[arg-type]
+                   for i in block.select)  # every item is an aggregate (writers())
     return replace(block, relations=relations, predicates=tuple(predicates), select=select)
 
 
-def _combined(aggregate: Aggregate, column) -> Call | Aggregate:  # type: ignore[no-untyped-def]
+def _combined(aggregate: Aggregate, column: Callable[[object], Attr]) -> Call | Aggregate:
     """One aggregate of the query from the per-writer state of the view."""
     if aggregate.func == "COUNT":  # a count of no joined row is 0, not SUM's NULL
         return Call(Func.COALESCE, (Aggregate("SUM", column(aggregate)), Literal(0, "0")))
@@ -200,19 +202,6 @@ def _join_pair(pred: Predicate, alias: str) -> tuple[Attr, Attr] | None:
     if pred.right.alias == alias and pred.left.alias != alias:
         return pred.right, pred.left
     return None
-
-
-def _attrs(node: object) -> list[Attr]:
-    if node is None:
-        return []
-    attr = base_attr(node) if isinstance(node, Attr) else None
-    if attr is not None:
-        return [attr]
-    if hasattr(node, "__dataclass_fields__"):
-        return [a for f in fields(node) for a in _attrs(getattr(node, f.name))]
-    if isinstance(node, tuple):
-        return [a for item in node for a in _attrs(item)]
-    return []
 
 
 def view_name(names: Names, query: str, writer: Relation) -> str:
