@@ -278,23 +278,29 @@ def node_costs(edges: Iterable[tuple[Node, Node]], writes: Mapping[Node, float],
     return found
 
 
-def partition(costs: Mapping[Node, NodeCost], edges: Iterable[tuple[Node, Node]]) -> Partition:
+def partition(costs: Mapping[Node, NodeCost], edges: Iterable[tuple[Node, Node]],
+              must_push: Iterable[Node] = ()) -> Partition:
     """The optimal dataflow decisions of an overlay (EAGr §4.4): the difference-maximising
     partition with w(v) = PULL(v) - PUSH(v), found as an s-t min-cut. An overlay edge
     (u, v) (u feeds v) gets infinite capacity, s -> v capacity -w(v) when w(v) < 0, v -> t
     capacity w(v) when w(v) > 0; the nodes reachable from s in the residual graph are pull
     (an infinite edge carries reachability downstream, so no pull node feeds a push node),
-    the rest push (Theorem 4.1)."""
+    the rest push (Theorem 4.1). ``must_push`` nodes (EAGr's writers, or a node whose pull
+    piql cannot bound) get an infinite edge to t, so they and everything upstream of them
+    are push."""
     pairs = list(edges)
     graph = _dag(pairs, set(costs))
     source, sink = object(), object()  # never equal to a node of the overlay
     flow = networkx.DiGraph()
     flow.add_nodes_from([source, sink, *graph.nodes])
     flow.add_edges_from(graph.edges)  # no capacity attribute: infinite
+    forced = set(must_push)
     for node in graph.nodes:
         cost = costs[node]
         weight = cost.pull - cost.push
-        if weight < 0:
+        if node in forced:
+            flow.add_edge(node, sink)  # infinite: never on the pull side
+        elif weight < 0:
             flow.add_edge(source, node, capacity=-weight)
         elif weight > 0:
             flow.add_edge(node, sink, capacity=weight)

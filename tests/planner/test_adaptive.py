@@ -76,6 +76,17 @@ def test_a_constraint_on_consumers_per_producer_bounds_push_without_the_cap():
     assert aggregate.adaptive is None
 
 
+def test_a_neighbourhood_aggregate_phase_0_bounds_is_adaptive_too():
+    """With at most 100 checkins per user, Phase 0 bounds the aggregate over the tables
+    (SI-1): that is its pull plan, and no per-writer view is needed."""
+    bounded = SCHEMA.replace("points BIGINT);", "points BIGINT)\n"
+                             "    WITH CARDINALITY (checkinId, 100) PER (userId);")
+    query = plan_text(bounded, QUERIES).query("friendCheckins")
+    assert query.level == Level.SI1 and not query.view_defs
+    assert query.adaptive.shape == AdaptiveShape.AGGREGATE
+    assert query.adaptive.pull_ops == query.ops_bound
+
+
 @pytest.mark.parametrize("name", ["myPosts", "everyFolloweePost"])
 def test_other_queries_are_not_adaptive(name):
     query = plan_text(SCHEMA, QUERIES).query(name)

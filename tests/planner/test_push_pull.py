@@ -107,6 +107,18 @@ def test_min_cut_resolves_the_conflict_of_figure_5():
     assert found.decision("i3") == Decision.PULL
 
 
+def test_writers_can_be_kept_push_and_then_so_is_everything_upstream():
+    """EAGr §2.2.1: writer nodes are always push. Forcing a node push forces its inputs
+    push too (no pull node feeds a push node): in the cheap-read case above, keeping i3
+    push costs 3 + 10 + 50 = 63."""
+    costs = {"a_w": NodeCost(3, 1), "i3": NodeCost(10, 6), "s_r": NodeCost(70, 50)}
+    edges = [("a_w", "i3"), ("i3", "s_r")]
+    assert partition(costs, edges).push == frozenset()  # a_w alone would rather pull
+    assert partition(costs, edges, must_push=["a_w"]).push == {"a_w"}
+    forced = partition(costs, edges, must_push=["i3"])
+    assert (forced.push, forced.cost) == ({"a_w", "i3"}, 63)
+
+
 def test_a_cyclic_overlay_is_refused():
     with pytest.raises(ValueError, match="acyclic"):
         partition({"a": NodeCost(1, 1), "b": NodeCost(1, 1)}, [("a", "b"), ("b", "a")])
@@ -170,17 +182,18 @@ def overlays(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(overlays())
-def test_the_min_cut_partition_is_consistent_and_optimal(overlay):
+@given(overlays(), st.sets(st.integers(0, 6), max_size=2))
+def test_the_min_cut_partition_is_consistent_and_optimal(overlay, must_push):
     """Theorem 4.1 checked by brute force over every partition without an edge from a pull
-    node to a push node."""
+    node to a push node (and with the forced nodes push)."""
     costs, edges = overlay
-    found = partition(costs, edges)
-    assert consistent(found.push, edges)
+    must_push = must_push & set(costs)
+    found = partition(costs, edges, must_push)
+    assert consistent(found.push, edges) and must_push <= found.push
     assert found.push | found.pull == set(costs) and not found.push & found.pull
     nodes = list(costs)
     optimum = min(partition_cost(costs, push, set(nodes) - push)
                   for mask in product((False, True), repeat=len(nodes))
                   for push in [frozenset(n for n, m in zip(nodes, mask) if m)]
-                  if consistent(push, edges))
+                  if consistent(push, edges) and must_push <= push)
     assert found.cost == pytest.approx(optimum)
