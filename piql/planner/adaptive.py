@@ -69,23 +69,9 @@ class PushPlan:
     rows_per_consumer: int  # k for a feed, 1 for an aggregate
     fanout: int  # push edges per producer write, at most
     capped: bool  # fanout is PUSH_FANOUT_CAP: the edges past it stay pull
+    ops_per_edge: int  # after reading the edge: the consumer's view rows written
     write_ops: int
     read_ops: int
-
-    def lines(self) -> tuple[str, ...]:
-        """The push plan for ``piql explain``."""
-        a = self.adjacency
-        kept = "its newest " + str(self.rows_per_consumer) + " rows" \
-            if self.rows_per_consumer > 1 else "its aggregate row"
-        why = (f"piql's cap of {self.fanout} push edges per producer; the edges past it stay "
-               "pull" if self.capped else f"at most {self.fanout} by the schema's constraints")
-        per_edge = (self.write_ops - self.fanout) // self.fanout
-        return (
-            f"per consumer {a.consumer} a view of {kept}",
-            f"on a write to {a.events}: read the push edges of its {a.writer} in {a.edges} by "
-            f"{a.producer} ({why}), then {per_edge} ops per edge: ops <= {self.write_ops}",
-            f"on a read: the consumer's view, one range: ops <= {self.read_ops}",
-        )
 
 
 @dataclass(frozen=True)
@@ -98,6 +84,21 @@ class AdaptivePlan:
     pull_ops: int
     push_write_ops: int
     push_read_ops: int
+
+    def push_lines(self) -> tuple[str, ...]:
+        """The push plan for ``piql explain``."""
+        push, a = self.push, self.push.adjacency
+        newest = "row" if push.rows_per_consumer == 1 else f"{push.rows_per_consumer} rows"
+        kept = f"its newest {newest}" if self.shape == AdaptiveShape.FEED else "its aggregate row"
+        why = (f"piql's cap of {push.fanout} push edges per producer; the edges past it stay "
+               "pull" if push.capped else f"at most {push.fanout} by the schema's constraints")
+        return (
+            f"per consumer {a.consumer} a view of {kept}",
+            f"on a write to {a.events}: read the push edges of its {a.writer} in {a.edges} by "
+            f"{a.producer} ({why}), then {push.ops_per_edge} ops per edge: "
+            f"ops <= {push.write_ops}",
+            f"on a read: the consumer's view, one range: ops <= {push.read_ops}",
+        )
 
 
 def adaptive_plan(catalog: Catalog, block: QueryBlock, level: Level,
@@ -125,7 +126,7 @@ def adaptive_plan(catalog: Catalog, block: QueryBlock, level: Level,
     consumers = max_rows(edges, frozenset({adjacency.producer.column}))
     capped = consumers is None or consumers > PUSH_FANOUT_CAP
     fanout = PUSH_FANOUT_CAP if capped else consumers  # type: ignore[assignment]
-    push = PushPlan(adjacency, rows, fanout, capped, fanout + per_edge * fanout, rows)
+    push = PushPlan(adjacency, rows, fanout, capped, per_edge, fanout * (1 + per_edge), rows)
     return AdaptivePlan(shape, pull, push, pull.ops_bound, push.write_ops, push.read_ops)
 
 

@@ -42,7 +42,7 @@ def _adaptive_lines(plan: AdaptivePlan) -> list[str]:
     return ["", f"adaptive {plan.shape} (both plans bounded; piql serves the pull plan):",
             f"  pull: ops <= {plan.pull_ops} per read: the plan above",
             f"  push: ops <= {plan.push_write_ops} per write, <= {plan.push_read_ops} per read"] + [
-        f"    {line}" for line in plan.push.lines()]
+        f"    {line}" for line in plan.push_lines()]
 
 
 def _written(query: QueryPlan, plan: Plan) -> list[str]:

@@ -24,6 +24,9 @@ CREATE TABLE checkins (checkinId BIGINT PRIMARY KEY, userId BIGINT, points BIGIN
 BOTH_WAYS = SCHEMA.replace("WITH CARDINALITY (followee, 500)",
                            "WITH CARDINALITY (followee, 500), CARDINALITY (follower, 200)")
 QUERIES = """
+-- name: latest
+SELECT p.postId FROM follows f, posts p
+WHERE f.follower = <me> AND p.author = f.followee ORDER BY p.createdAt DESC LIMIT 1
 -- name: feed
 SELECT p.postId, p.createdAt FROM follows f, posts p
 WHERE f.follower = <me> AND p.author = f.followee ORDER BY p.createdAt DESC LIMIT 20
@@ -56,6 +59,12 @@ def test_the_feed_is_adaptive_with_both_bounds():
         "producer, the rest pull")
 
 
+def test_a_feed_of_one_row_is_a_feed():
+    plan = plan_text(SCHEMA, QUERIES).query("latest").adaptive
+    assert plan.shape == AdaptiveShape.FEED and plan.push_read_ops == 1
+    assert plan.push_lines()[0] == "per consumer f.follower a view of its newest row"
+
+
 def test_a_neighbourhood_aggregate_is_adaptive_over_its_per_writer_views():
     query = plan_text(SCHEMA, QUERIES).query("friendCheckins")
     assert query.level == Level.SI2
@@ -70,6 +79,8 @@ def test_a_constraint_on_consumers_per_producer_bounds_push_without_the_cap():
     feed = plan.query("feed").adaptive
     assert not feed.push.capped and feed.push.fanout == 200
     assert feed.push_write_ops == 200 * 4
+    assert "(at most 200 by the schema's constraints), then 3 ops per edge: ops <= 800" in \
+        feed.push_lines()[1]
     # the aggregate is now a per-consumer view (push itself, SI-2): no pull plan to adapt
     aggregate = plan.query("friendCheckins")
     assert aggregate.level == Level.SI2 and aggregate.view_defs[0].name == "friendCheckins_view"
