@@ -137,6 +137,18 @@ RULES: tuple[Rule, ...] = (
          "by an earlier query, so it got a suffix.",
          "-- name: twoTags\n-- (the schema already has a table called twoTags_view)",
          "Name the view yourself with -- view: <name>, or rename what holds the name."),
+    Rule("adaptive", "PQ305", Severity.INFO,
+         "The query has both a bounded pull plan and a bounded push plan.",
+         "A feed or neighbourhood aggregate over a CARDINALITY-bounded adjacency can be "
+         "computed when it is read (pull, the plan piql serves) or maintained per consumer on "
+         "every producer write (push, with at most a capped number of push edges per "
+         "producer). The diagnostic gives both bounds: pull ops per read, push ops per write "
+         "and per read. Which is cheaper depends on the read and write rates (docs/adaptive.md).",
+         "-- schema: follows WITH CARDINALITY (followee, 500)\n"
+         "-- name: homeTimeline\nSELECT p.postId FROM follows f, posts p\n"
+         "WHERE f.follower = <userId> AND p.author = f.followee\n"
+         "ORDER BY p.createdAt DESC LIMIT 20;",
+         "Nothing to fix; piql serves the pull plan, and `piql explain` shows both."),
     Rule("skipped", "PQ401", Severity.INFO,
          "A schema statement that does not affect bounds was skipped.",
          "SET, GRANT, CREATE FUNCTION and the like change nothing piql reasons about, so "

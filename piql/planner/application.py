@@ -15,6 +15,7 @@ from typing import Callable
 from piql.catalog import Catalog
 from piql.diagnostics import Diagnostic
 from piql.errors import InputError
+from piql.planner.adaptive import AdaptivePlan, adaptive_diagnostic, adaptive_plan
 from piql.planner.bounded_plans import Phase0Result, plan_query
 from piql.planner.compile import CompiledQuery, StoreLayout, UncompilablePlan, compile_plan
 from piql.planner.imv import build_imv
@@ -26,6 +27,7 @@ from piql.planner.naming import Names
 from piql.planner.params import ParamSpec, param_specs
 from piql.planner.physical import IndexSpec, PhysicalPlan
 from piql.planner.store_layout import store_layout
+from piql.planner.pushdown import plan_pushdown
 from piql.planner.tuple_window import plan_window_then_rest, rest_sql, split_window
 from piql.planner.view_construction import Invariant, Rejection, view_extensions
 from piql.planner.views import TraceSection, ViewDef, WriteEvent
@@ -52,6 +54,7 @@ class QueryPlan:
     view_defs: tuple[ViewDef, ...] = ()
     trace: tuple[TraceSection, ...] = ()
     params: tuple[ParamSpec, ...] = ()
+    adaptive: AdaptivePlan | None = None  # both a pull and a push plan are bounded
 
     @property
     def name(self) -> str:
@@ -237,6 +240,37 @@ def incremental_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
                      (note, *hot), phase0, views, built.trace)
 
 
+def aggregate_pushdown(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
+                       names: Names, partitions: int) -> QueryPlan | Refusal:
+    """SI-2: an aggregate over an adjacency join, combined at query time from per-writer
+    views (COUNT or SUM per writer, O(1) upkeep) over the bounded neighbourhood
+    (``planner.pushdown``)."""
+    assert query.block is not None
+    found = plan_pushdown(catalog, query.block, query.name, names)
+    if found is None:
+        return Refusal()
+    if isinstance(found, str):
+        return Refusal((Diagnostic("view-rejected", "error", f"no per-writer view: {found}",
+                                   "compare the neighbourhood's key with a parameter and "
+                                   "bound it with a CARDINALITY constraint", query.location),))
+    view = found.view
+    combined = next(a for a in found.plan.accesses if a.alias == found.split.writer.alias)
+    rows = combined.probes * combined.fanout * combined.rows_per_probe
+    writer = ", ".join(str(w) for w, _ in found.split.joins)
+    indexes: list[IndexSpec] = list(found.plan.indexes)
+    for maintained in found.views:
+        indexes += [i for i in maintained.indexes if i not in indexes]
+    note = Diagnostic(
+        "view", "info", f"answered by combining at most {rows} rows of the per-writer view "
+        f"{view.name} (partial aggregates per {writer}), maintained on every write to "
+        f"{', '.join(sorted({r.table for r in view.rules}))}; storage <= "
+        f"{view.storage.factor} x |{view.storage.relation}|",  # type: ignore[union-attr]
+        "", query.location)
+    return QueryPlan(query, Level.SI2, found.plan.ops_bound, found.plan, tuple(indexes),
+                     tuple(v.name for v in found.views), sqlgen.block_sql(found.rewritten),
+                     (note,), phase0, found.views, found.trace)
+
+
 def _single_row_hotspot(catalog: Catalog, query: NamedQuery, view: ViewDef) -> Diagnostic:
     """A view without key is one row: every write to its tables updates that row, so all
     writers contend for it however the store is partitioned (the level stays SI-2)."""
@@ -335,7 +369,7 @@ def periodic_window_then_rest(catalog: Catalog, query: NamedQuery, phase0: Phase
                      views, trace)
 
 
-STRATEGIES: list[Strategy] = [on_demand, incremental_view, periodic_view,
+STRATEGIES: list[Strategy] = [on_demand, incremental_view, aggregate_pushdown, periodic_view,
                               periodic_window_then_rest]
 
 
@@ -392,7 +426,12 @@ def plan_named(catalog: Catalog, query: NamedQuery, names: Names | None = None,
                         partitions)
     if query.block is None:
         return planned
-    return replace(planned, params=param_specs(catalog, query.block))
+    planned = replace(planned, params=param_specs(catalog, query.block))
+    adaptive = adaptive_plan(catalog, query.block, planned.level, planned.physical)
+    if adaptive is None:
+        return planned
+    return replace(planned, adaptive=adaptive, diagnostics=planned.diagnostics
+                   + (adaptive_diagnostic(adaptive, query.location),))
 
 
 def param_types(plan: Plan, block: QueryBlock) -> dict[str, str]:

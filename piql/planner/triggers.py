@@ -148,6 +148,11 @@ def delta_select(rule: DeltaRule, view: ViewDef, table: Table, record: str,
                 conditions.append(exp.Not(this=exp.paren(same)))
     if conditions:
         query = query.where(exp.and_(*conditions))
+    if not rule.delta.relations and rule.guards and not query.args.get("group") \
+            and query.find(exp.AggFunc):
+        # an aggregate over no rows still answers one (COUNT 0): a row its guards refuse
+        # must give no delta row at all, as piql's own maintenance gives none
+        query = query.having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0)))
     if dialect == TriggerDialect.POSTGRES:
         _exact_contributions(query, rule, view)
     columns = {re.sub(r"\W", "_", c.name): c.name for c in table.columns}

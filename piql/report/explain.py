@@ -1,6 +1,7 @@
 """``piql explain``: one query's verdict, plan tree with per-operator bounds, and reasoning."""
 from __future__ import annotations
 
+from piql.planner.adaptive import AdaptivePlan
 from piql.planner.application import Plan, QueryPlan
 from piql.report.text import write_lines
 
@@ -13,6 +14,8 @@ def render(query: QueryPlan, plan: Plan) -> str:
         lines += ["", "rewritten:", f"  {query.rewritten_sql}"]
     if query.physical is not None:
         lines += ["", "plan:"] + query.physical.root.lines(1)
+    if query.adaptive is not None:
+        lines += _adaptive_lines(query.adaptive)
     if query.indexes:
         lines += ["", "indexes:"] + [
             f"  {i.name} on {i.table}({', '.join(i.columns)})"
@@ -31,6 +34,15 @@ def render(query: QueryPlan, plan: Plan) -> str:
             if d.hint:
                 lines.append(f"    hint: {d.hint}")
     return "\n".join(lines) + "\n"
+
+
+def _adaptive_lines(plan: AdaptivePlan) -> list[str]:
+    """Both plans of an adaptive query: the pull plan piql serves (printed above), and the
+    push plan."""
+    return ["", f"adaptive {plan.shape} (both plans bounded; piql serves the pull plan):",
+            f"  pull: ops <= {plan.pull_ops} per read: the plan above",
+            f"  push: ops <= {plan.push_write_ops} per write, <= {plan.push_read_ops} per read"] + [
+        f"    {line}" for line in plan.push_lines()]
 
 
 def _written(query: QueryPlan, plan: Plan) -> list[str]:

@@ -6,6 +6,7 @@ from typing import Any
 
 from piql.diagnostics import Diagnostic
 from piql.lint.findings import Findings, QueryFindings, as_findings
+from piql.planner.adaptive import AdaptivePlan
 from piql.planner.application import Plan
 
 FORMAT_VERSION = 1
@@ -45,7 +46,15 @@ def _query(found: QueryFindings) -> dict[str, Any]:
         "rewritten_sql": query.rewritten_sql,
         "diagnostics": [diagnostic(d) for d in found.diagnostics],
         "suppressed": [diagnostic(d) for d in found.suppressed],
+        "adaptive": None if query.adaptive is None else _adaptive(query.adaptive),
     }
+
+
+def _adaptive(plan: AdaptivePlan) -> dict[str, Any]:
+    """Both plans' bounds of an adaptive query (docs/adaptive.md)."""
+    return {"shape": plan.shape, "pull_ops": plan.pull_ops,
+            "push_write_ops": plan.push_write_ops, "push_read_ops": plan.push_read_ops,
+            "push_fanout": plan.push.fanout, "push_fanout_capped": plan.push.capped}
 
 
 def diagnostic(d: Diagnostic) -> dict[str, Any]:

@@ -1,0 +1,330 @@
+"""Push or pull, from read and write rates (pure: rates in, frozen decisions out).
+
+Two papers decide what to precompute for the queries social applications live on:
+
+- **Feeding Frenzy** (Silberstein et al., SIGMOD 2010), for feeds: per producer/consumer
+  edge. Pushing an event along edge (p, c) costs H once; pulling it costs L at each of c's
+  reads during the event's lifetime, ``L * phi_c / phi_p`` (Claim 1). So push iff
+  ``phi_c / phi_p >= H / L`` (Lemma 1), and deciding each edge alone is globally optimal
+  (Theorem 1): :func:`min_cost`. Under a per-read budget, pull edges move to push in
+  order of ``phi_c / epsilon`` (epsilon: the extra cost of the move) until the budget
+  holds, and back when it is slack (§3.3.1): :func:`latency_constrained`.
+- **EAGr** (Mondal and Deshpande, SIGMOD 2014), for ego-centric aggregates: per node of an
+  aggregation overlay (writers -> partial aggregates -> readers), with the constraint
+  that no pull node feeds a push node. Minimising the sum of PUSH(v) over push nodes and
+  PULL(v) over pull nodes is an s-t min-cut (§4.4, Theorem 4.1): :func:`partition`.
+
+Every producer's push edges can be capped (``cap``): a write then maintains at most that
+many consumers' views, whatever its fan-out, and the rest of its edges stay pull, which
+keeps every write bounded (the cap piql's push plans assume, ``planner.adaptive``).
+
+Nothing here reads a database or a clock: the runtime measures rates and applies
+decisions (docs/adaptive.md says what is still to come).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Callable, Hashable, Iterable, Mapping
+
+import networkx
+
+Node = Hashable
+
+
+class Decision(StrEnum):
+    """Precompute on write (push) or compute on read (pull)."""
+
+    PUSH = "push"
+    PULL = "pull"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``consumer`` follows ``producer``: the producer's events reach the consumer's reads."""
+
+    producer: Node
+    consumer: Node
+
+
+@dataclass(frozen=True)
+class Costs:
+    """H, the cost of pushing one event to one consumer; L, the cost of pulling one
+    producer's recent events at one read; ``read_push``, the cost of reading a consumer's
+    pushed events at one read (paid once per read when some edge is push)."""
+
+    push: float
+    pull: float
+    read_push: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.push < 0 or self.pull <= 0 or self.read_push < 0:
+            raise ValueError(f"costs must be positive (pull) or non-negative: {self}")
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Events per unit time of each producer (phi_p) and reads of each consumer (phi_c);
+    a node without a rate has rate 0."""
+
+    producers: tuple[tuple[Node, float], ...]
+    consumers: tuple[tuple[Node, float], ...]
+
+    @staticmethod
+    def of(producers: Mapping[Node, float], consumers: Mapping[Node, float]) -> "Rates":
+        return Rates(tuple(producers.items()), tuple(consumers.items()))
+
+    def producer(self, node: Node) -> float:
+        return dict(self.producers).get(node, 0.0)
+
+    def consumer(self, node: Node) -> float:
+        return dict(self.consumers).get(node, 0.0)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Every edge pushed or pulled, and the cost per unit time (Σ_push φp·H + Σ_pull φc·L)."""
+
+    push: frozenset[Edge]
+    pull: frozenset[Edge]
+    cost: float
+
+    def decision(self, edge: Edge) -> Decision:
+        return Decision.PUSH if edge in self.push else Decision.PULL
+
+
+# -- Feeding Frenzy: per edge ----------------------------------------------------------
+
+def prefers_push(producer_rate: float, consumer_rate: float, costs: Costs) -> bool:
+    """Lemma 1 (§3.2.1): push iff phi_c / phi_p >= H / L, compared as phi_c·L >= phi_p·H so
+    a producer that never writes is pushed (it costs nothing) without dividing by 0."""
+    return consumer_rate * costs.pull >= producer_rate * costs.push
+
+
+def edge_cost(edge: Edge, decision: Decision, rates: Rates, costs: Costs) -> float:
+    """Cost per unit time of one edge: every event pushed (phi_p·H) or every read pulling
+    (phi_c·L); Claim 1's lifetime costs times the producer's event rate."""
+    if decision == Decision.PUSH:
+        return rates.producer(edge.producer) * costs.push
+    return rates.consumer(edge.consumer) * costs.pull
+
+
+def assign(edges: Iterable[Edge], push: Iterable[Edge], rates: Rates,
+           costs: Costs) -> Assignment:
+    """The assignment pushing exactly ``push`` (the rest of ``edges`` pulled), with its cost."""
+    every = frozenset(edges)
+    pushed = frozenset(push) & every
+    pulled = every - pushed
+    cost = sum(edge_cost(e, Decision.PUSH, rates, costs) for e in pushed) \
+        + sum(edge_cost(e, Decision.PULL, rates, costs) for e in pulled)
+    return Assignment(pushed, pulled, cost)
+
+
+def min_cost(edges: Iterable[Edge], rates: Rates, costs: Costs,
+             cap: int | None = None) -> Assignment:
+    """MinCost (Theorem 1, §3.2.3): each edge by Lemma 1 alone; with ``cap``, each producer
+    keeps the ``cap`` push edges of its most frequent readers (the largest saving, phi_c·L -
+    phi_p·H, for one producer) and pulls the rest."""
+    every = list(edges)
+    push = [e for e in every
+            if prefers_push(rates.producer(e.producer), rates.consumer(e.consumer), costs)]
+    if cap is not None:
+        push = capped(push, cap, rates)
+    return assign(every, push, rates, costs)
+
+
+def capped(push: Iterable[Edge], cap: int, rates: Rates) -> list[Edge]:
+    """At most ``cap`` push edges per producer: those of its most frequent readers."""
+    if cap < 0:
+        raise ValueError(f"the push cap must be non-negative, not {cap}")
+    by_producer: dict[Node, list[Edge]] = {}
+    for edge in push:
+        by_producer.setdefault(edge.producer, []).append(edge)
+    kept: list[Edge] = []
+    for group in by_producer.values():
+        group.sort(key=lambda e: (-rates.consumer(e.consumer), repr(e.consumer)))
+        kept += group[:cap]
+    return kept
+
+
+def read_ops(consumer: Node, assignment: Assignment, costs: Costs) -> float:
+    """What one read of ``consumer`` costs: L per pull edge, plus reading its pushed events."""
+    pulls = sum(1 for e in assignment.pull if e.consumer == consumer)
+    pushes = any(e.consumer == consumer for e in assignment.push)
+    return pulls * costs.pull + (costs.read_push if pushes else 0.0)
+
+
+def read_percentile(assignment: Assignment, rates: Rates, costs: Costs,
+                    percentile: float = 1.0) -> float:
+    """The ``percentile`` of read costs over reads (each consumer weighted by its read
+    rate): 1.0 is the costliest read any consumer makes."""
+    consumers = {e.consumer for e in assignment.push | assignment.pull}
+    weighted = sorted((read_ops(c, assignment, costs), rates.consumer(c)) for c in consumers
+                      if rates.consumer(c) > 0)
+    total = sum(w for _, w in weighted)
+    seen = 0.0
+    for ops, weight in weighted:
+        seen += weight
+        if seen >= percentile * total - 1e-12:
+            return ops
+    return 0.0
+
+
+@dataclass(frozen=True)
+class Constrained:
+    """LatencyConstrainedMinCost's greedy result: the assignment, whether the read budget
+    holds, and its percentile read cost."""
+
+    assignment: Assignment
+    met: bool
+    read_cost: float
+
+
+def latency_constrained(edges: Iterable[Edge], rates: Rates, costs: Costs, budget: float,
+                        percentile: float = 1.0, cap: int | None = None,
+                        start: Assignment | None = None) -> Constrained:
+    """§3.3.1's adaptive greedy from ``start`` (default MinCost): while the ``percentile``
+    read cost exceeds ``budget``, shift the pull edge with the largest phi_c / epsilon to
+    push (epsilon = phi_p·H - phi_c·L, the extra cost); while it is within budget, shift the
+    least-ranked push edges that MinCost pulls back to pull as long as the budget still
+    holds. MinCost's push edges are never pulled; a producer never exceeds ``cap`` push
+    edges; only consumers whose reads exceed the budget gain push edges (the others'
+    reads are not what breaks it)."""
+    every = list(edges)
+    best = min_cost(every, rates, costs, cap)
+    current = start if start is not None else best
+
+    def rank(edge: Edge) -> float:
+        extra = rates.producer(edge.producer) * costs.push \
+            - rates.consumer(edge.consumer) * costs.pull
+        return float("inf") if extra <= 0 else rates.consumer(edge.consumer) / extra
+
+    push = set(current.push)
+    assignment = assign(every, push, rates, costs)
+    per_producer: dict[Node, int] = {}
+    for edge in push:
+        per_producer[edge.producer] = per_producer.get(edge.producer, 0) + 1
+    for edge in sorted(assignment.pull, key=lambda e: (-rank(e), repr(e))):
+        if read_percentile(assignment, rates, costs, percentile) <= budget:
+            break
+        if rates.consumer(edge.consumer) == 0 \
+                or read_ops(edge.consumer, assignment, costs) <= budget:
+            continue  # a consumer that never reads, or reads within budget, is not the cause
+        if cap is not None and per_producer.get(edge.producer, 0) >= cap:
+            continue
+        push.add(edge)
+        per_producer[edge.producer] = per_producer.get(edge.producer, 0) + 1
+        assignment = assign(every, push, rates, costs)
+    for edge in sorted(push - best.push, key=lambda e: (rank(e), repr(e))):
+        trial = assign(every, push - {edge}, rates, costs)
+        if read_percentile(trial, rates, costs, percentile) <= budget:
+            push.discard(edge)
+            assignment = trial
+    cost = read_percentile(assignment, rates, costs, percentile)
+    return Constrained(assignment, cost <= budget, cost)
+
+
+# -- EAGr: per overlay node --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NodeCost:
+    """PUSH(v) = f_h(v)·H(deg v) and PULL(v) = f_l(v)·L(deg v) of one overlay node (§4.3)."""
+
+    push: float
+    pull: float
+
+
+@dataclass(frozen=True)
+class Partition:
+    """The overlay's dataflow decisions: push nodes X, pull nodes Y (no edge from Y to X),
+    and the total cost Σ_X PUSH + Σ_Y PULL."""
+
+    push: frozenset[Node]
+    pull: frozenset[Node]
+    cost: float
+
+    def decision(self, node: Node) -> Decision:
+        return Decision.PUSH if node in self.push else Decision.PULL
+
+
+def frequencies(edges: Iterable[tuple[Node, Node]], writes: Mapping[Node, float],
+                reads: Mapping[Node, float]) -> dict[Node, tuple[float, float]]:
+    """(f_h, f_l) of every overlay node (§4.1): push frequencies flow downstream from the
+    writers' write rates (a node's is the sum of its inputs'), pull frequencies upstream
+    from the readers' read rates (the sum of its outputs')."""
+    graph = _dag(edges, set(writes) | set(reads))
+    push: dict[Node, float] = {}
+    for node in networkx.topological_sort(graph):
+        inputs = list(graph.predecessors(node))
+        push[node] = sum(push[u] for u in inputs) if inputs else writes.get(node, 0.0)
+    pull: dict[Node, float] = {}
+    for node in reversed(list(networkx.topological_sort(graph))):
+        outputs = list(graph.successors(node))
+        pull[node] = sum(pull[v] for v in outputs) if outputs else reads.get(node, 0.0)
+    return {node: (push[node], pull[node]) for node in graph.nodes}
+
+
+def node_costs(edges: Iterable[tuple[Node, Node]], writes: Mapping[Node, float],
+               reads: Mapping[Node, float], push_cost: Callable[[int], float],
+               pull_cost: Callable[[int], float]) -> dict[Node, NodeCost]:
+    """PUSH and PULL of every node from the rates and H(k), L(k) of a node with k inputs
+    (a writer counts as one input: its own value). For SUM, H(k) ~ 1 and L(k) ~ k (§4.2)."""
+    pairs = list(edges)
+    graph = _dag(pairs, set(writes) | set(reads))
+    found = {}
+    for node, (f_h, f_l) in frequencies(pairs, writes, reads).items():
+        inputs = max(1, graph.in_degree(node))
+        found[node] = NodeCost(f_h * push_cost(inputs), f_l * pull_cost(inputs))
+    return found
+
+
+def partition(costs: Mapping[Node, NodeCost], edges: Iterable[tuple[Node, Node]],
+              must_push: Iterable[Node] = ()) -> Partition:
+    """The optimal dataflow decisions of an overlay (EAGr §4.4): the difference-maximising
+    partition with w(v) = PULL(v) - PUSH(v), found as an s-t min-cut. An overlay edge
+    (u, v) (u feeds v) gets infinite capacity, s -> v capacity -w(v) when w(v) < 0, v -> t
+    capacity w(v) when w(v) > 0; the nodes reachable from s in the residual graph are pull
+    (an infinite edge carries reachability downstream, so no pull node feeds a push node),
+    the rest push (Theorem 4.1). ``must_push`` nodes (EAGr's writers, or a node whose pull
+    piql cannot bound) get an infinite edge to t, so they and everything upstream of them
+    are push."""
+    pairs = list(edges)
+    graph = _dag(pairs, set(costs))
+    source, sink = object(), object()  # never equal to a node of the overlay
+    flow = networkx.DiGraph()
+    flow.add_nodes_from([source, sink, *graph.nodes])
+    flow.add_edges_from(graph.edges)  # no capacity attribute: infinite
+    forced = set(must_push)
+    for node in graph.nodes:
+        cost = costs[node]
+        weight = cost.pull - cost.push
+        if node in forced:
+            flow.add_edge(node, sink)  # infinite: never on the pull side
+        elif weight < 0:
+            flow.add_edge(source, node, capacity=-weight)
+        elif weight > 0:
+            flow.add_edge(node, sink, capacity=weight)
+    _, (reachable, _) = networkx.minimum_cut(flow, source, sink)
+    pull = frozenset(n for n in graph.nodes if n in reachable)
+    push = frozenset(graph.nodes) - pull
+    return Partition(push, pull, partition_cost(costs, push, pull))
+
+
+def partition_cost(costs: Mapping[Node, NodeCost], push: Iterable[Node],
+                   pull: Iterable[Node]) -> float:
+    return sum(costs[n].push for n in push) + sum(costs[n].pull for n in pull)
+
+
+def consistent(push: frozenset[Node], edges: Iterable[tuple[Node, Node]]) -> bool:
+    """No edge from a pull node to a push node (EAGr §2.2.1): a push node's inputs are all
+    kept up to date."""
+    return all(not (u not in push and v in push) for u, v in edges)
+
+
+def _dag(edges: list[tuple[Node, Node]], nodes: set[Node]) -> "networkx.DiGraph":
+    graph = networkx.DiGraph()
+    graph.add_nodes_from(nodes)
+    graph.add_edges_from(edges)
+    if not networkx.is_directed_acyclic_graph(graph):
+        raise ValueError("an aggregation overlay must be acyclic")
+    return graph

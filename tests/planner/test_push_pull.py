@@ -1,0 +1,199 @@
+"""Push/pull decisions from rates (planner.push_pull): Feeding Frenzy's MinCost and its
+latency-constrained greedy, the push cap per producer, and EAGr's min-cut partition of an
+aggregation overlay, against hand-computed cases and brute force."""
+from __future__ import annotations
+
+from itertools import combinations, product
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from piql.planner.push_pull import (
+    Costs, Decision, Edge, NodeCost, Rates, assign, consistent, frequencies,
+    latency_constrained, min_cost, node_costs, partition, partition_cost, prefers_push,
+    read_percentile,
+)
+
+
+def test_lemma_1_pushes_an_edge_iff_reads_over_writes_reach_h_over_l():
+    """Feeding Frenzy §3.2.1, Lemma 1 with H = 1, L = 2 (threshold H/L = 1/2): a consumer
+    reading once per producer event pushes; one reading a quarter as often as its producer
+    writes pulls; exactly at the threshold the rule says push (>=)."""
+    costs = Costs(push=1, pull=2)
+    assert prefers_push(producer_rate=1, consumer_rate=1, costs=costs)
+    assert not prefers_push(producer_rate=4, consumer_rate=1, costs=costs)
+    assert prefers_push(producer_rate=2, consumer_rate=1, costs=costs)
+    assert prefers_push(producer_rate=0, consumer_rate=0, costs=costs)  # costs nothing
+
+
+def test_min_cost_decides_each_edge_alone_and_beats_both_extremes():
+    """Theorem 1 (§3.2.3) on three edges, H = 1, L = 2: (p1, c1) push costs phi_p·H = 1
+    (pull 2); (p2, c1) pull costs phi_c·L = 2 (push 4); (p3, c2) push 2 (pull 2).
+    MinCost = 5; all-push = 1 + 4 + 2 = 7; all-pull = 2 + 2 + 2 = 6."""
+    costs = Costs(push=1, pull=2)
+    rates = Rates.of({"p1": 1, "p2": 4, "p3": 2}, {"c1": 1, "c2": 1})
+    edges = [Edge("p1", "c1"), Edge("p2", "c1"), Edge("p3", "c2")]
+    best = min_cost(edges, rates, costs)
+    assert best.push == {Edge("p1", "c1"), Edge("p3", "c2")}
+    assert best.pull == {Edge("p2", "c1")}
+    assert best.decision(Edge("p2", "c1")) == Decision.PULL
+    assert best.cost == 5
+    assert assign(edges, edges, rates, costs).cost == 7
+    assert assign(edges, [], rates, costs).cost == 6
+
+
+def test_the_cap_keeps_a_producers_most_frequent_readers_on_push():
+    """A celebrity with three push-worthy followers and a cap of 2 push edges per producer
+    (a write then maintains at most two views): the two most frequent readers stay push."""
+    costs = Costs(push=1, pull=1)
+    rates = Rates.of({"star": 1}, {"a": 5, "b": 3, "c": 9})
+    edges = [Edge("star", c) for c in "abc"]
+    best = min_cost(edges, rates, costs, cap=2)
+    assert best.push == {Edge("star", "c"), Edge("star", "a")}
+    assert best.cost == 1 + 1 + 3  # two pushes, b's reads pull
+    assert min_cost(edges, rates, costs, cap=0).push == frozenset()
+
+
+def test_latency_constrained_shifts_pull_edges_by_rate_over_extra_cost():
+    """§3.3.1: c reads once per unit time and follows p1, p2 (5 events each) and p3 (10).
+    With H = L = 1 MinCost pulls all three: a read costs 3. For a budget of 2 per read
+    (reading pushed events costs 1), the greedy shifts the edges with the largest
+    phi_c/epsilon first: epsilon = 5 - 1 = 4 for p1 and p2, 10 - 1 = 9 for p3; after p1
+    and p2 a read costs 1 pull + 1 = 2. Cost: 5 + 5 pushed + 1 pulled = 11."""
+    costs = Costs(push=1, pull=1, read_push=1)
+    rates = Rates.of({"p1": 5, "p2": 5, "p3": 10}, {"c": 1})
+    edges = [Edge(p, "c") for p in ("p1", "p2", "p3")]
+    assert min_cost(edges, rates, costs).push == frozenset()
+    result = latency_constrained(edges, rates, costs, budget=2)
+    assert result.met and result.read_cost == 2
+    assert result.assignment.push == {Edge("p1", "c"), Edge("p2", "c")}
+    assert result.assignment.cost == 11
+    # when the budget is slack, the lowest-ranked extra push edges go back to pull (p3 first)
+    slack = latency_constrained(edges, rates, costs, budget=2,
+                                start=assign(edges, edges, rates, costs))
+    assert slack.assignment.push == {Edge("p1", "c"), Edge("p2", "c")}
+    # a budget below any read is reported unmet, with every useful edge pushed
+    tight = latency_constrained(edges, rates, costs, budget=0.5)
+    assert not tight.met and tight.read_cost == 1 and tight.assignment.pull == frozenset()
+
+
+def test_overlay_frequencies_flow_downstream_and_upstream():
+    """EAGr §4.1: writers a (2 writes) and b (3) feed partial aggregate i, which feeds
+    readers x (1 read) and y (4); b also feeds y directly. Push frequencies sum inputs
+    (i = 5, x = 5, y = 5 + 3 = 8), pull frequencies sum outputs (i = 5, a = 5, b = 5 + 4 =
+    9). For SUM, H(k) = 1 and L(k) = k (§4.2): PULL(i) = 5·2 = 10, PUSH(y) = 8."""
+    edges = [("a", "i"), ("b", "i"), ("i", "x"), ("i", "y"), ("b", "y")]
+    found = frequencies(edges, {"a": 2, "b": 3}, {"x": 1, "y": 4})
+    assert found == {"a": (2, 5), "b": (3, 9), "i": (5, 5), "x": (5, 1), "y": (8, 4)}
+    costs = node_costs(edges, {"a": 2, "b": 3}, {"x": 1, "y": 4}, lambda k: 1, lambda k: k)
+    assert costs["i"] == NodeCost(push=5, pull=10)
+    assert costs["y"] == NodeCost(push=8, pull=8)
+    assert costs["x"] == NodeCost(push=5, pull=1)
+
+
+def test_min_cut_resolves_the_conflict_of_figure_5():
+    """EAGr §4.4, Figure 5(iii)'s highlighted path: alone, i3 prefers pull (PULL 6 < PUSH
+    10) and s_r push (PUSH 70 < PULL 2·60 = 120), but a pull i3 would force a pull s_r.
+    Both push costs 80, both pull 126, i3 push and s_r pull 130: both push. Writer a_w
+    (PUSH 3 < PULL 10, §4.5) is push."""
+    costs = {"a_w": NodeCost(3, 10), "i3": NodeCost(10, 6), "s_r": NodeCost(70, 120)}
+    edges = [("a_w", "i3"), ("i3", "s_r")]
+    found = partition(costs, edges)
+    assert found.push == {"a_w", "i3", "s_r"} and found.cost == 83
+    # with a cheap read at s_r, pulling from i3 on is cheapest: 3 + 6 + 50
+    cheap = dict(costs, s_r=NodeCost(70, 50))
+    found = partition(cheap, edges)
+    assert (found.push, found.pull, found.cost) == ({"a_w"}, {"i3", "s_r"}, 59)
+    assert found.decision("i3") == Decision.PULL
+
+
+def test_writers_can_be_kept_push_and_then_so_is_everything_upstream():
+    """EAGr §2.2.1: writer nodes are always push. Forcing a node push forces its inputs
+    push too (no pull node feeds a push node): in the cheap-read case above, keeping i3
+    push costs 3 + 10 + 50 = 63."""
+    costs = {"a_w": NodeCost(3, 1), "i3": NodeCost(10, 6), "s_r": NodeCost(70, 50)}
+    edges = [("a_w", "i3"), ("i3", "s_r")]
+    assert partition(costs, edges).push == frozenset()  # a_w alone would rather pull
+    assert partition(costs, edges, must_push=["a_w"]).push == {"a_w"}
+    forced = partition(costs, edges, must_push=["i3"])
+    assert (forced.push, forced.cost) == ({"a_w", "i3"}, 63)
+
+
+def test_a_cyclic_overlay_is_refused():
+    with pytest.raises(ValueError, match="acyclic"):
+        partition({"a": NodeCost(1, 1), "b": NodeCost(1, 1)}, [("a", "b"), ("b", "a")])
+
+
+# -- properties on random rates ----------------------------------------------------------
+
+rate = st.floats(min_value=0, max_value=100, allow_nan=False)
+positive = st.floats(min_value=0.01, max_value=100, allow_nan=False)
+
+
+@st.composite
+def workloads(draw):
+    producers = draw(st.integers(1, 4))
+    consumers = draw(st.integers(1, 4))
+    pairs = [(p, c) for p in range(producers) for c in range(consumers)]
+    chosen = draw(st.lists(st.sampled_from(pairs), min_size=1, max_size=8, unique=True))
+    edges = [Edge(f"p{p}", f"c{c}") for p, c in chosen]
+    rates = Rates.of({f"p{p}": draw(rate) for p in range(producers)},
+                     {f"c{c}": draw(rate) for c in range(consumers)})
+    return edges, rates, Costs(draw(positive), draw(positive), draw(rate))
+
+
+@settings(max_examples=150, deadline=None)
+@given(workloads())
+def test_min_cost_is_no_worse_than_all_push_or_all_pull_and_is_optimal(workload):
+    edges, rates, costs = workload
+    best = min_cost(edges, rates, costs)
+    assert best.cost <= assign(edges, edges, rates, costs).cost + 1e-9
+    assert best.cost <= assign(edges, [], rates, costs).cost + 1e-9
+    optimum = min(assign(edges, [e for e, push in zip(edges, mask) if push], rates, costs).cost
+                  for mask in product((False, True), repeat=len(edges)))
+    assert best.cost == pytest.approx(optimum)  # Theorem 1: local decisions are optimal
+
+
+@settings(max_examples=100, deadline=None)
+@given(workloads(), st.integers(0, 3), st.floats(0, 10, allow_nan=False))
+def test_the_greedy_keeps_min_cost_pushes_the_cap_and_says_if_the_budget_holds(
+        workload, cap, budget):
+    edges, rates, costs = workload
+    best = min_cost(edges, rates, costs, cap=cap)
+    result = latency_constrained(edges, rates, costs, budget, cap=cap)
+    assert best.push <= result.assignment.push  # never pulls a MinCost push edge
+    assert result.assignment.cost >= best.cost - 1e-9
+    assert result.met == (read_percentile(result.assignment, rates, costs) <= budget)
+    for producer in {e.producer for e in edges}:
+        assert sum(1 for e in result.assignment.push if e.producer == producer) <= cap
+    if cap >= len(edges) and costs.read_push <= budget:
+        assert result.met  # pushing every edge of a slow reader would do
+
+
+@st.composite
+def overlays(draw):
+    size = draw(st.integers(1, 7))
+    nodes = list(range(size))
+    # edges only from lower to higher numbers: a DAG
+    edges = draw(st.lists(st.sampled_from([(u, v) for u, v in combinations(nodes, 2)] or [(0, 0)]),
+                          max_size=10, unique=True)) if size > 1 else []
+    costs = {n: NodeCost(draw(rate), draw(rate)) for n in nodes}
+    return costs, edges
+
+
+@settings(max_examples=150, deadline=None)
+@given(overlays(), st.sets(st.integers(0, 6), max_size=2))
+def test_the_min_cut_partition_is_consistent_and_optimal(overlay, must_push):
+    """Theorem 4.1 checked by brute force over every partition without an edge from a pull
+    node to a push node (and with the forced nodes push)."""
+    costs, edges = overlay
+    must_push = must_push & set(costs)
+    found = partition(costs, edges, must_push)
+    assert consistent(found.push, edges) and must_push <= found.push
+    assert found.push | found.pull == set(costs) and not found.push & found.pull
+    nodes = list(costs)
+    optimum = min(partition_cost(costs, push, set(nodes) - push)
+                  for mask in product((False, True), repeat=len(nodes))
+                  for push in [frozenset(n for n, m in zip(nodes, mask) if m)]
+                  if consistent(push, edges) and must_push <= push)
+    assert found.cost == pytest.approx(optimum)
