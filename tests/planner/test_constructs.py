@@ -27,7 +27,7 @@ def planned(sql: str, options: str = ""):
 def test_residual_filters_keep_the_bound_of_the_access():
     plain = planned("SELECT id FROM posts WHERE author = <a>")
     query = planned("SELECT id FROM posts WHERE author = <a> AND score <> 2 AND title LIKE '%c' "
-                    "AND LOWER(title) = 'x' AND score * 2 + 1 > <m>")
+                    "AND LENGTH(title) = 1 AND score * 2 + 1 > <m>")
     assert (query.level, query.ops_bound) == ("SI-1", 8)
     assert plain.ops_bound == 4  # covering: the filters' columns need the row fetched
     access = query.physical.accesses[0]
@@ -332,3 +332,44 @@ def test_views_refuse_what_they_cannot_maintain_exactly_with_a_reason():
         assert query.level == "unbounded", sql
         messages = [d.message for d in query.diagnostics if d.code == "view-rejected"]
         assert any(f"no scale-independent view: {construct}" in m for m in messages), messages
+
+
+def test_a_declared_unique_expression_index_bounds_an_equality_on_its_expression():
+    query = planned("SELECT id, name FROM users WHERE LOWER(email) = LOWER(<e>)")
+    assert (query.level, query.ops_bound) == ("SI-1", 2)  # one entry, one row fetched
+    (index,) = query.indexes
+    assert (index.name, index.declared, index.unique) == ("users_email_lower", True, True)
+    assert index.columns == ("LOWER(email)",) and str(index.expressions[0]) == "LOWER(email)"
+    access = query.physical.accesses[0]
+    assert access.key_columns == ("LOWER(email)",) and access.residual == ()
+
+
+def test_an_expression_equality_with_limit_gets_a_new_expression_index():
+    query = planned("SELECT post, id FROM comments WHERE UPPER(body) = <w> ORDER BY post, id "
+                    "LIMIT 2")
+    assert (query.level, query.ops_bound) == ("SI-1", 4)
+    (index,) = query.indexes
+    assert index.columns == ("UPPER(body)", "post", "id") and not index.declared
+    assert index.name == "idx_comments_upper_body_post_id"
+
+
+def test_an_expression_without_an_index_that_bounds_it_is_unbounded_with_the_fix():
+    query = planned("SELECT id FROM users WHERE UPPER(name) = <n>")
+    assert query.level == "unbounded"
+    (unbounded,) = [d for d in query.diagnostics if d.code == "unbounded"]
+    assert "UPPER(users.name) = <n>" in unbounded.message
+    assert "CREATE UNIQUE INDEX ON users (upper(name))" in unbounded.hint
+    other = planned("SELECT id FROM users WHERE LENGTH(name) = <n>")  # not indexable
+    (unbounded,) = [d for d in other.diagnostics if d.code == "unbounded"]
+    assert "only filters the rows read" in unbounded.message
+
+
+def test_the_store_keeps_a_declared_unique_expression_index_to_enforce_it():
+    from tests.conftest import plan_text
+
+    plan = plan_text(SCHEMA, "-- name: q\nSELECT id FROM users WHERE id = <a>\n")
+    (check,) = [i for i in plan.check_indexes if i.name == "users_email_lower"]
+    assert check.unique and check.purpose == "unique"
+    from piql.report.ddl import render
+    assert 'CREATE UNIQUE INDEX "users_email_lower" ON "users"(LOWER("email"))' in \
+        render(plan, "postgres")
