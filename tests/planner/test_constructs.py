@@ -373,3 +373,38 @@ def test_the_store_keeps_a_declared_unique_expression_index_to_enforce_it():
     from piql.report.ddl import render
     assert 'CREATE UNIQUE INDEX "users_email_lower" ON "users"(LOWER("email"))' in \
         render(plan, "postgres")
+
+
+WINDOWED = """
+CREATE TABLE users (id BIGINT PRIMARY KEY, name VARCHAR);
+CREATE TABLE posts (id BIGINT PRIMARY KEY, author BIGINT NOT NULL, at BIGINT TEMPORAL,
+  title VARCHAR, FOREIGN KEY (author) REFERENCES users (id));
+"""
+
+
+def test_a_tuple_window_keeps_the_fragment_and_the_rest_over_it_may_use_any_construct():
+    from tests.conftest import plan_text
+
+    queries = """
+-- name: labelled
+SELECT p.id, COALESCE(p.title, u.name) AS t
+FROM (SELECT id, author, at, title FROM posts ORDER BY at DESC LIMIT 8) p
+LEFT JOIN users u ON u.id = p.author WHERE p.title LIKE 'a%' OR p.title IS NULL;
+-- name: flat
+SELECT p.id, UPPER(u.name) AS n FROM posts p, users u WHERE u.id = p.author
+ORDER BY p.at DESC LIMIT 8;
+-- name: filteredFlat
+SELECT p.id FROM posts p, users u WHERE u.id = p.author AND p.title <> 'x'
+ORDER BY p.at DESC LIMIT 8;
+-- name: distinctFlat
+SELECT DISTINCT p.author FROM posts p, users u WHERE u.id = p.author ORDER BY p.at DESC LIMIT 8;
+"""
+    plan = plan_text(WINDOWED, queries)
+    for name in ("labelled", "flat"):  # 8 window rows, 8 lookups
+        assert (plan.query(name).level, plan.query(name).ops_bound) == ("SI-3", 16), name
+    # filtering or deduplicating before the LIMIT: the newest 8 rows are not the answer's
+    filtered = plan.query("filteredFlat")
+    assert filtered.level == "unbounded"
+    assert any("p.title <> 'x' filters p before the LIMIT" in d.message
+               for d in filtered.diagnostics)
+    assert plan.query("distinctFlat").level == "unbounded"
