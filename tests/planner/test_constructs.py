@@ -24,6 +24,14 @@ def planned(sql: str, options: str = ""):
     return plan.query("q")
 
 
+def refusal(sql: str):
+    """The ``unbounded`` diagnostic of a query that must be unbounded."""
+    query = planned(sql)
+    assert query.level == "unbounded", sql
+    (found,) = [d for d in query.diagnostics if d.code == "unbounded"]
+    return found
+
+
 def test_residual_filters_keep_the_bound_of_the_access():
     plain = planned("SELECT id FROM posts WHERE author = <a>")
     query = planned("SELECT id FROM posts WHERE author = <a> AND score <> 2 AND title LIKE '%c' "
@@ -263,9 +271,7 @@ def test_like_with_other_wildcards_reads_the_prefix_range_and_keeps_the_filter()
     access = query.physical.accesses[0]
     assert [p.right.value for p in access.range] == ["x", "y"]
     assert [str(c) for c in access.residual] == ["posts.title LIKE 'x_y%z'"]
-    limited = planned("SELECT id FROM posts WHERE title LIKE 'a_b%' ORDER BY title LIMIT 3")
-    assert limited.level == "unbounded"
-    (unbounded,) = [d for d in limited.diagnostics if d.code == "unbounded"]
+    unbounded = refusal("SELECT id FROM posts WHERE title LIKE 'a_b%' ORDER BY title LIMIT 3")
     assert "title LIKE 'a_b%' filters rows after the scan" in unbounded.message
 
 
@@ -282,9 +288,7 @@ def test_like_without_wildcards_is_an_equality_and_a_unique_key_bounds_it():
     "SELECT id FROM posts WHERE title NOT LIKE 'a%' ORDER BY title LIMIT 3",
 ])
 def test_like_that_is_no_bounded_range_stays_unbounded_with_a_reason(sql):
-    query = planned(sql)
-    assert query.level == "unbounded"
-    (unbounded,) = [d for d in query.diagnostics if d.code == "unbounded"]
+    unbounded = refusal(sql)
     assert "LIKE" in unbounded.message and unbounded.hint
 
 
@@ -354,14 +358,11 @@ def test_an_expression_equality_with_limit_gets_a_new_expression_index():
 
 
 def test_an_expression_without_an_index_that_bounds_it_is_unbounded_with_the_fix():
-    query = planned("SELECT id FROM users WHERE UPPER(name) = <n>")
-    assert query.level == "unbounded"
-    (unbounded,) = [d for d in query.diagnostics if d.code == "unbounded"]
+    unbounded = refusal("SELECT id FROM users WHERE UPPER(name) = <n>")
     assert "UPPER(users.name) = <n>" in unbounded.message
     assert "CREATE UNIQUE INDEX ON users (upper(name))" in unbounded.hint
-    other = planned("SELECT id FROM users WHERE LENGTH(name) = <n>")  # not indexable
-    (unbounded,) = [d for d in other.diagnostics if d.code == "unbounded"]
-    assert "only filters the rows read" in unbounded.message
+    other = refusal("SELECT id FROM users WHERE LENGTH(name) = <n>")  # not indexable
+    assert "only filters the rows read" in other.message
 
 
 def test_the_store_keeps_a_declared_unique_expression_index_to_enforce_it():
