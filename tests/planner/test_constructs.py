@@ -155,6 +155,8 @@ def test_limit_parameter_without_a_maximum_is_unbounded_with_the_fix():
     "SELECT id FROM posts WHERE id IN (<a>, <b>)",
     "SELECT id, name FROM users WHERE email IS NULL",
     "SELECT id FROM comments WHERE post = <p> ORDER BY id LIMIT 2 OFFSET 1",
+    "SELECT id, title FROM posts WHERE title LIKE 'ab%' ORDER BY title LIMIT 3",
+    "SELECT id, name FROM users WHERE LOWER(email) = <e>",
 ])
 def test_compile_refuses_the_new_constructs_so_the_interpreter_serves_them(sql):
     query = planned(sql)
