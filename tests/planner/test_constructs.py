@@ -168,10 +168,20 @@ def test_compile_refuses_the_new_constructs_so_the_interpreter_serves_them(sql):
 
 
 def test_views_refuse_constructs_they_do_not_maintain():
-    query = planned("SELECT topic, COUNT(*) AS n FROM posts GROUP BY topic HAVING COUNT(*) > 1")
+    query = planned("SELECT DISTINCT topic FROM posts")
     assert query.level == "unbounded"
     messages = [d.message for d in query.diagnostics if d.code == "view-rejected"]
-    assert "no scale-independent view: HAVING is not supported in view maintenance" in messages
+    assert "no scale-independent view: DISTINCT is not supported in view maintenance" in messages
+
+
+def test_having_on_an_aggregate_view_filters_its_rows():
+    query = planned("SELECT COUNT(*) AS n FROM comments WHERE post = <p> HAVING COUNT(*) > 1")
+    assert (query.level, query.ops_bound) == ("SI-2", 1)
+    assert query.rewritten_sql.endswith("WHERE post = <p> AND cnt > 1")
+    every = planned("SELECT topic, COUNT(*) AS n FROM posts GROUP BY topic HAVING COUNT(*) > 1")
+    assert every.level == "unbounded"  # a view of every group: reading it is unbounded
+    assert any("GROUP BY posts.topic is not fixed by a parameter" in d.message
+               for d in every.diagnostics if d.code == "view-rejected")
 
 
 def test_left_join_by_key_is_bounded_like_the_inner_join():

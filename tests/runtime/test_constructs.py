@@ -61,7 +61,7 @@ def test_every_construct_query_is_bounded(session):
     "userAndGoodPosts", "usersWithoutPosts", "commentedPosts", "postsWithoutLateComments",
     "postsByTeam", "postOrAuthored", "titlesAndName", "unionPage", "titlesFrom",
     "authorTitles", "commentBodies", "titlePattern", "teamPosts", "teamStats", "commentWeight",
-    "userByEmail", "commentsByBody",
+    "userByEmail", "commentsByBody", "busyTeams",
 ])
 def test_answers_equal_the_querys_own_sql(session, name):
     query = session.plan.query(name)
@@ -163,14 +163,16 @@ def test_views_with_in_lists_and_projected_expressions_answer_as_sql_on_both_sto
     the view's rows; maintained on every write, they answer as the query's SQL."""
     session = filled(store_url)
     try:
-        for name in ("teamPosts", "teamStats", "commentWeight"):
+        for name in ("teamPosts", "teamStats", "commentWeight", "busyTeams"):
             assert session.plan.query(name).level == "SI-2", name
         cases = [("teamPosts", {"t": "red", "v": "blue"}), ("teamStats", {"t": "red", "v": "x"}),
-                 ("commentWeight", {"p": 10}), ("commentWeight", {"p": 99})]
+                 ("commentWeight", {"p": 10}), ("commentWeight", {"p": 99}),
+                 ("busyTeams", {"t": "red", "v": "blue"})]
         for name, params in cases:
             session.assert_query(session.plan.query(name), params)
         assert session.db.query("teamStats", t="red", v="x").rows == (("red", 6, 5, "many", 174),)
         assert session.db.query("commentWeight", p=99).rows == ((0, 0),)
+        assert session.db.query("busyTeams", t="red", v="blue").rows == (("red", 6),)
         assert session.delete("posts", {"id": 12}) and session.insert(
             "posts", dict(id=14, author=2, score=None, title=None, topic=None))
         for name, params in cases:  # maintained through the writes
