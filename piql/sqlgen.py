@@ -253,11 +253,16 @@ def block_sql(block: QueryBlock, dialect: str | None = None, pretty: bool = Fals
     return render(select(block, paper=dialect is None), dialect, pretty)
 
 
-def create_index(table: str, columns: tuple[str, ...], name: str, dialect: str | None = None) -> str:
+def create_index(table: str, columns: tuple[object, ...], name: str, dialect: str | None = None,
+                 unique: bool = False) -> str:
+    """``CREATE [UNIQUE] INDEX``; a key part is a column name or an expression
+    (``Call(LOWER, (Attr(table, 'email'),))``)."""
+    parts = [column_ref(c) if isinstance(c, str) else expression(c, qualify=False)
+             for c in columns]
     index = exp.Create(
-        kind="INDEX", this=exp.Index(
+        kind="INDEX", unique=unique, this=exp.Index(
             this=ident(name), table=table_ref(table),
-            params=exp.IndexParameters(columns=[column_ref(c) for c in columns])))
+            params=exp.IndexParameters(columns=parts)))
     return render(index, dialect)
 
 

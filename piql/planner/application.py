@@ -333,14 +333,17 @@ def _window_refused(refusal: WindowRefusal, query: NamedQuery) -> Refusal:
 def periodic_window_then_rest(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
                               names: Names, partitions: int) -> QueryPlan | Refusal:
     """SI-3: a tuple window kept in a periodic view, and the rest of the query (joins by key,
-    filters, parameters) planned by Phase 0 over it, run when the query runs (§3.3)."""
-    if query.block is not None and query.block.extensions:
-        return Refusal()  # said once, by periodic_view
+    filters, parameters) planned by Phase 0 over it, run when the query runs (§3.3). The
+    rest may use any construct Phase 0 plans (filters, expressions, LEFT JOIN, ...): it is
+    computed on the window's rows each time; the window itself, which a refresh computes
+    ahead of time, must be of the paper's fragment."""
     split = split_window(catalog, query)
     if split is None:
         return Refusal()
     if isinstance(split, WindowRefusal):
         return _window_refused(split, query)
+    if split.window.block.extensions:
+        return Refusal()  # said once, by periodic_view
     planned = plan_window_then_rest(catalog, split, names, partitions)
     built, rest = planned.built, planned.phase0
     refresh = built.periodic.refresh

@@ -22,10 +22,11 @@ from typing import NamedTuple
 from piql.catalog import Catalog, Table
 from piql.planner.bounds import max_rows
 from piql import sql_types
+from piql.planner.key_expressions import declared_spec, expression_equality
 from piql.planner.like_range import WILDCARDS, prefix_range
 from piql.planner.naming import Names
 from piql.planner.physical import (
-    AccessPath, Access, AnyOf, IndexSpec, NullKey, Operator, PhysicalPlan,
+    AccessPath, Access, AnyOf, IndexSpec, KeyExpression, NullKey, Operator, PhysicalPlan,
 )
 from piql.query_block import (
     Attr, Condition, InList, JoinKind, Like, Literal, NullTest, Param, Predicate, QueryBlock,
@@ -269,16 +270,17 @@ class _Search:
                bindings: "_Bindings") -> list[tuple[tuple[str, ...], IndexSpec | None]]:
         paths: list[tuple[tuple[str, ...], IndexSpec | None]] = [(table.primary_key, None)]
         for declared in self.catalog.indexes_on(table.name):
-            if not declared.plain:  # partial, on expressions, or not a B-tree
-                continue
-            spec = IndexSpec(table.name, declared.columns, declared.name, declared=True)
-            if self._allowed(table, spec):
-                paths.append((_with_key(declared.columns, table), spec))
+            spec = declared_spec(table, declared)
+            if spec is not None and self._allowed(table, spec):
+                paths.append((_with_key(spec.columns, table), spec))
         shape = self._new_index_shape(table, rel, bindings)
         if shape and not _is_prefix(shape, table.primary_key) and not any(
                 _is_prefix(shape, p[1].columns) for p in paths[1:] if p[1] is not None):
-            spec = IndexSpec(table.name, shape, self.names.index(table.name, shape)) \
-                if self.names is not None else IndexSpec.named(table.name, shape)
+            expressions = tuple(bindings.expressions[c] for c in shape if c in bindings.expressions)
+            readable = tuple(_readable(bindings.expressions.get(c), c) for c in shape)
+            name = self.names.index(table.name, readable) if self.names is not None else \
+                IndexSpec.named(table.name, readable).name
+            spec = IndexSpec(table.name, shape, name, expressions=expressions)
             if self._allowed(table, spec):
                 paths.append((_with_key(shape, table), spec))
         return paths
@@ -324,6 +326,8 @@ class _Search:
             covering=covering, fanout=fanout)
         nulls = frozenset(c for c, v in zip(prefix, values) if isinstance(v, NullKey))
         rows = max_rows(table, frozenset(prefix) - nulls, nulls)
+        if index is not None and index.unique and set(index.columns) <= set(prefix) - nulls:
+            rows = 1  # a unique expression index, every part fixed by = (never NULL)
         found: list[_Option] = []
         # A table whose key is empty or whose rows are capped can be read whole.
         whole = table.row_limit is not None or not table.primary_key
@@ -462,6 +466,8 @@ class _Bindings:
     # a range read for a LIKE (by id) -> that LIKE, and whether the range replaces it
     # (``'prefix%'``: exactly the strings it matches) or it is still checked on the rows
     likes: dict[int, tuple[Condition, bool]] = field(default_factory=dict)
+    # key parts that are expressions (``LOWER(email)``), by their name in ``eq``
+    expressions: dict[str, KeyExpression] = field(default_factory=dict)
 
     def read(self, path: tuple[str, ...]) -> "_KeyRead":
         """What reading ``path`` with these bindings uses: the longest prefix of bound
@@ -501,6 +507,7 @@ class _Bindings:
         eq_predicate: dict[str, Condition] = {}
         ranges: dict[str, tuple[Predicate, ...]] = {}
         likes: dict[int, tuple[Condition, bool]] = {}
+        expressions: dict[str, KeyExpression] = {}
         for pred in predicates:
             if not isinstance(pred, Predicate):
                 continue
@@ -518,6 +525,10 @@ class _Bindings:
             if column is not None and column not in eq:
                 eq[column], eq_predicate[column] = bound, condition
         for condition in predicates:
+            keyed = expression_equality(table, alias, condition) if table else None
+            if keyed is not None and str(keyed[0]) not in eq:
+                name = str(keyed[0])
+                eq[name], eq_predicate[name], expressions[name] = keyed[1], condition, keyed[0]
             read = like_read(alias, condition, table)
             if read is None:
                 continue
@@ -527,7 +538,7 @@ class _Bindings:
             elif bounds:
                 ranges[column] = ranges.get(column, ()) + bounds
                 likes.update({id(p): (condition, exact) for p in bounds})
-        return _Bindings(eq, eq_predicate, ranges, likes)
+        return _Bindings(eq, eq_predicate, ranges, likes, expressions)
 
 
 def _column_and_value(alias: str, pred: Predicate) -> tuple[str | None, object, str]:
@@ -583,6 +594,11 @@ def like_read(alias: str, condition: object, table: Table | None
     if found.upper is not None:
         bounds.append(Predicate(condition.arg, "<", _text_literal(found.upper)))
     return condition.arg.column, None, tuple(bounds), found.exact
+
+
+def _readable(expression: KeyExpression | None, column: str) -> str:
+    """A key part as a new index's name shows it: ``lower_email`` for ``LOWER(email)``."""
+    return column if expression is None else f"{expression.func.value.lower()}_{expression.column}"
 
 
 def _text_literal(text: str) -> Literal:
@@ -701,6 +717,13 @@ def _is_prefix(shape: tuple[str, ...], columns: tuple[str, ...]) -> bool:
 
 
 def _hint(table: Table, bindings: _Bindings, limit: int | None) -> str:
+    if bindings.expressions:  # a CARDINALITY cannot be PER an expression; an index can be unique
+        parts = ", ".join(f"{e.func.value.lower()}({e.column})"
+                          for e in bindings.expressions.values())
+        shown = ", ".join(bindings.expressions)
+        return (f"if {shown} identifies a row, declare CREATE UNIQUE INDEX ON {table.name} "
+                f"({parts}); or restrict {table.name} by its key "
+                f"({', '.join(table.primary_key)}), or add ORDER BY ... LIMIT n")
     free = [c for c in table.primary_key if c not in bindings.eq]
     if bindings.eq and len(free) == 1:
         per = ", ".join(bindings.eq)

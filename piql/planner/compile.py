@@ -817,7 +817,8 @@ class _Compiler:
 
 def _refuse_extensions(plan: PhysicalPlan, query: QueryBlock) -> None:
     """Constructs beyond the paper's fragment (filters, IN lists, IS NULL keys, DISTINCT,
-    HAVING, OFFSET, LIMIT <n>, expressions, outer and semi-joins) are not compiled yet:
+    HAVING, OFFSET, LIMIT <n>, expressions, outer and semi-joins, reads through an
+    expression index, LIKE ranges: their LIKE is a filter) are not compiled yet:
     refuse them, so the interpreter serves those queries."""
     for block in (query, plan.block):
         if block.extensions:
@@ -826,6 +827,8 @@ def _refuse_extensions(plan: PhysicalPlan, query: QueryBlock) -> None:
         if access.fanout > 1 or any(not isinstance(v, (Attr, Param, Literal))
                                     for v in access.key_values):
             raise UncompilablePlan("not compiled yet: a key bound by IN (list) or IS NULL")
+        if access.index is not None and access.index.expressions:
+            raise UncompilablePlan(f"not compiled yet: the expression index {access.index.name}")
         filters = [c for c in access.residual if not isinstance(c, Predicate)]
         if filters or access.join != "inner":
             raise UncompilablePlan(f"not compiled yet: {filters[0] if filters else access.join}")

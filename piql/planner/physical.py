@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from piql.planner.levels import Level
-from piql.query_block import Condition, JoinKind, Operand, Predicate, QueryBlock
+from piql.query_block import Condition, Func, JoinKind, Operand, Predicate, QueryBlock
 
 
 class AccessPath(StrEnum):
@@ -34,18 +34,48 @@ class IndexPurpose(StrEnum):
 
 
 @dataclass(frozen=True)
+class KeyExpression:
+    """An index key part that is a function of one column, ``LOWER(email)``: piql's
+    ``LOWER`` / ``UPPER`` (ASCII letters only, as SQLite's), which each store writes in
+    its own SQL so that the index and the lookups through it mean what piql computes."""
+
+    func: Func
+    column: str
+
+    def __str__(self) -> str:
+        return f"{self.func.value}({self.column})"
+
+
+KeyPart = str | KeyExpression  # a column, or an expression of one
+
+
+@dataclass(frozen=True)
 class IndexSpec:
-    """A secondary index: ordered ``columns`` of ``table``; entries also hold the row key."""
+    """A secondary index: ordered ``columns`` of ``table``; entries also hold the row key.
+
+    A key part may be an expression (``expressions``): its name in ``columns`` is the
+    expression's text, ``LOWER(email)``. ``unique``: a declared unique expression index,
+    which bounds an equality on all its parts to one row (the store enforces it)."""
 
     table: str
     columns: tuple[str, ...]
     name: str
     declared: bool = False
     purpose: IndexPurpose = IndexPurpose.QUERY
+    expressions: tuple[KeyExpression, ...] = ()
+    unique: bool = False
 
     @staticmethod
     def named(table: str, columns: tuple[str, ...]) -> "IndexSpec":
         return IndexSpec(table, columns, f"idx_{table}_{'_'.join(columns)}".lower())
+
+    def part(self, name: str) -> KeyPart:
+        """The key part called ``name``: its expression, or the column itself."""
+        return next((e for e in self.expressions if str(e) == name), name)
+
+    @property
+    def parts(self) -> tuple[KeyPart, ...]:
+        return tuple(self.part(c) for c in self.columns)
 
 
 @dataclass(frozen=True)

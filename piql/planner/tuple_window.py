@@ -32,7 +32,7 @@ from piql.planner.periodic import (
 from piql.planner.naming import Names
 from piql.planner.bounded_plans import Phase0Result, plan_query, why_join_filters
 from piql.query_block import (
-    Aggregate, Attr, NamedQuery, QueryBlock, Relation, SelectItem, base_attr,
+    Attr, NamedQuery, QueryBlock, Relation, SelectItem, aliases_in, attrs_in,
 )
 
 
@@ -87,8 +87,9 @@ def _flat_window(catalog: Catalog, query: NamedQuery) -> WindowedQuery | WindowR
     LIMIT n) w, r``, when the joins keep each tuple of w and add none."""
     block = query.block
     assert block is not None
-    if block.limit is None or not block.order_by or block.aggregates or block.group_by:
-        return None
+    if block.limit is None or not block.order_by or block.aggregates or block.group_by \
+            or block.distinct or block.offset or block.limit_param is not None:
+        return None  # the newest n rows are the answer's only without these
     ordered = {o.expr.alias for o in block.order_by if isinstance(o.expr, Attr)}
     if len(ordered) != 1 or not all(isinstance(o.expr, Attr) for o in block.order_by):
         return None
@@ -101,6 +102,7 @@ def _flat_window(catalog: Catalog, query: NamedQuery) -> WindowedQuery | WindowR
         return None  # Phase 0 reads such an order from an index
     shown = f"ORDER BY {', '.join(map(str, block.order_by))} LIMIT {block.limit}"
     own = [p for p in block.predicates if p.aliases() == {alias}]
+    own += [f for f in block.filters if aliases_in(f) == {alias}]
     why = (f"the condition {own[0]} filters {alias} before the LIMIT" if own
            else _why_not_first(catalog, block, alias))
     if why is not None:
@@ -143,16 +145,11 @@ def _why_not_first(catalog: Catalog, block: QueryBlock, alias: str) -> str | Non
 
 
 def _columns_read(block: QueryBlock, alias: str) -> set[str]:
-    """The columns of ``alias`` the query reads anywhere."""
-    exprs = [i.expr for i in block.select] + [o.expr for o in block.order_by]
-    exprs += list(block.group_by) + [p.left for p in block.predicates]
-    exprs += [p.right for p in block.predicates]
-    found = set()
-    for expr in exprs:
-        attr = expr.arg if isinstance(expr, Aggregate) else base_attr(expr)  # type: ignore[arg-type]
-        if isinstance(attr, Attr) and attr.alias == alias:
-            found.add(attr.column)
-    return found
+    """The columns of ``alias`` the query reads anywhere (inside expressions, filters and
+    other relations' ON conditions too)."""
+    everything = [block.select, block.order_by, block.group_by, block.predicates,
+                  block.filters, block.having, [r.on for r in block.relations]]
+    return {a.column for a in attrs_in(everything) if a.alias == alias}
 
 
 def _windowed(query: NamedQuery, window: Window, rest: QueryBlock, alias: str) -> WindowedQuery:

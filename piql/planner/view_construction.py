@@ -100,9 +100,11 @@ def view_extensions(block: QueryBlock) -> tuple[str, ...]:
     exactly (``QueryBlock.extensions`` less what a view keeps): an ``IN`` list of values on
     a column (the view is keyed on the column, as for ``=``, and the query reads one key
     per value) and expressions of the final projection over the view's columns and
-    aggregates (``COALESCE``, ``CASE``, arithmetic: computed on the rows the query reads)."""
+    aggregates (``COALESCE``, ``CASE``, arithmetic: computed on the rows the query reads),
+    and ``HAVING`` over them (a filter on the view's rows, one per group)."""
+    kept_having = () if all(_projected_condition(c) for c in block.having) else block.having
     plain = block.with_(
-        filters=tuple(f for f in block.filters if in_list_key(f) is None),
+        filters=tuple(f for f in block.filters if in_list_key(f) is None), having=kept_having,
         select=tuple(SelectItem(i.name, Attr("", i.name)) if projected(i.expr) else i
                      for i in block.select))
     return plain.extensions
@@ -457,6 +459,7 @@ def _rewrite(block: QueryBlock, view: str, columns: tuple[ViewColumn, ...],
                 predicates.append(rewritten)
     lists: list[Condition] = [InList(column_for(f.arg), f.values) for f in block.filters
                               if in_list_key(f) is not None]
+    lists += [_map_leaves(c, column_for) for c in block.having]  # type: ignore[misc]
     relation = Relation(view, tuple(c.name for c in columns), table=view)
     aggregated = bool(block.aggregates)
     return QueryBlock(

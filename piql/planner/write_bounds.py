@@ -18,9 +18,10 @@ constraint's columns, piql keeps an index that does (:func:`check_indexes`), nam
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from piql.catalog import Catalog, Table
+from piql.planner.key_expressions import declared_spec
 from piql.planner.naming import Names
 from piql.planner.physical import IndexPurpose, IndexSpec
 from piql.planner.views import ViewDef, WriteEvent
@@ -86,6 +87,11 @@ def check_indexes(catalog: Catalog, query_indexes: tuple[IndexSpec, ...],
         for unique in table.unique_keys:
             if not leads(table, unique.columns):
                 add(IndexPurpose.UNIQUE, table, unique.columns)
+        for declared in catalog.indexes_on(table.name):
+            # a unique expression index piql reads: the store keeps it, and so enforces it
+            spec = declared_spec(table, declared)
+            if spec is not None and spec.unique and not leads(table, spec.columns):
+                found.append(replace(spec, purpose=IndexPurpose.UNIQUE))
     return tuple(found[len(query_indexes):])
 
 

@@ -7,6 +7,8 @@ from piql import sqlgen
 from piql.planner.application import Plan
 from piql.planner.maintenance import DeltaQuery, rule_sql
 from piql.planner.naming import key_index_name
+from piql.planner.physical import KeyExpression
+from piql.query_block import Attr, Call
 from piql.planner.views import RuleAction, ViewDef, ViewKind
 
 # Spark SQL has no clustered keys or secondary indexes: the store keeps those.
@@ -25,7 +27,10 @@ def render(plan: Plan, dialect: str) -> str:
                 out.append(f"-- {index.name} on {index.table}({', '.join(index.columns)}): "
                            "kept by the serving store; Spark has no indexes")
             else:
-                out.append(sqlgen.create_index(index.table, index.columns, index.name, dialect) + ";")
+                parts = tuple(Call(p.func, (Attr(index.table, p.column),))
+                              if isinstance(p, KeyExpression) else p for p in index.parts)
+                out.append(sqlgen.create_index(index.table, parts, index.name, dialect,
+                                               unique=index.unique) + ";")
         out.append("")
     for view in plan.views:
         out += _view(view, dialect) + [""]

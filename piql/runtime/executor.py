@@ -68,10 +68,13 @@ def _probe(store: Store, access: Access, outer: Binding, params: dict[str, Any])
     ranges = [_range(access.alias, p, outer, params) for p in access.range]
     limited = access.stop_after is not None
     found: list[Binding] = []
+    part = access.index.part if access.index is not None else (lambda name: name)
+    order = tuple(part(c) for c in access.order_columns) if limited else ()
     for eq in _key_probes(access, outer, params):
+        eq = [(part(c), v) for c, v in eq]  # an expression index's key is LOWER(c), say
         rows = store.scan(
             access.table, shape.columns, eq, ranges,  # type: ignore[arg-type]
-            order=access.order_columns if limited else (), descending=access.descending,
+            order=order, descending=access.descending,
             limit=access.stop_after,
             index=access.index.name if access.path == AccessPath.INDEX else None,
             fetches=access.path == AccessPath.INDEX and not access.covering)

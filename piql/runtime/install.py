@@ -103,8 +103,8 @@ def _install_or_verify(store: Store, plan: Plan, found: str) -> bool:
                               "piql did not create; deploy into a new store")
     for shape in shapes(plan):
         store.create_table(shape)
-    for name, table, columns in indexes(plan):
-        store.create_index(name, table, columns)
+    for index in plan.indexes + plan.check_indexes:
+        store.create_index(index.name, index.table, index.parts, unique=index.unique)
     store.create_bookkeeping()
     store.set_meta(FINGERPRINT, found)
     return True

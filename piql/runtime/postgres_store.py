@@ -54,6 +54,8 @@ from piql.sql_types import POSTGRES_NAME_BYTES as NAME_BYTES
 from piql.sql_types import postgres_type as column_type, short_name
 from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE, WRITE_LOCK_KEY
 from piql.planner.triggers import BULK, TriggerDialect
+from piql.planner.physical import KeyExpression, KeyPart
+from piql.query_block import Func
 from piql.runtime import exact_sums
 from piql.runtime.errors import (
     DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
@@ -84,6 +86,17 @@ _POOL_SIZE = 8
 
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def _part(part: KeyPart) -> str:
+    """A column, or an index's expression part as piql computes it: ``LOWER`` and ``UPPER``
+    change ASCII letters only (SQLite's), so they are ``translate`` here (immutable, so an
+    index can hold it), not PostgreSQL's Unicode-aware ``lower``."""
+    if not isinstance(part, KeyExpression):
+        return _quote(part)
+    upper, lower = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
+    source, target = (upper, lower) if part.func is Func.LOWER else (lower, upper)
+    return f"translate({_quote(part.column)}, '{source}', '{target}')"
 
 
 def redacted(url: str) -> str:
@@ -274,20 +287,24 @@ class PostgresStore:
                       f"ON {_quote(shape.name)} ({self._path(shape, shape.key)}) "
                       "NULLS NOT DISTINCT", prepare=False)
 
-    def create_index(self, name: str, table: str, columns: Sequence[str]) -> None:
+    def create_index(self, name: str, table: str, columns: Sequence[KeyPart],
+                     unique: bool = False) -> None:
         """An index on the access path: ``columns``, then the rest of the table's key (as a
-        secondary index of SQLite's WITHOUT ROWID tables holds them)."""
+        secondary index of SQLite's WITHOUT ROWID tables holds them). A unique one (a
+        declared unique expression index) is on its own parts, which it keeps unique."""
         shape = self.shapes[table]
-        path = tuple(columns) + tuple(c for c in shape.key if c not in columns)
-        self._run(f"CREATE INDEX IF NOT EXISTS {_quote(short_name(name))} ON {_quote(table)} "
-                  f"({self._path(shape, path)})", prepare=False)
+        path = tuple(columns) if unique else \
+            tuple(columns) + tuple(c for c in shape.key if c not in columns)
+        self._run(f"CREATE {'UNIQUE ' if unique else ''}INDEX IF NOT EXISTS "
+                  f"{_quote(short_name(name))} ON {_quote(table)} ({self._path(shape, path)})",
+                  prepare=False)
 
-    def _path(self, shape: TableShape, columns: Sequence[str]) -> str:
-        return ", ".join(_quote(c) + ("" if self._never_null(shape, c) else " NULLS FIRST")
+    def _path(self, shape: TableShape, columns: Sequence[KeyPart]) -> str:
+        return ", ".join(_part(c) + ("" if self._never_null(shape, c) else " NULLS FIRST")
                          for c in columns)
 
     @staticmethod
-    def _never_null(shape: TableShape | None, column: str) -> bool:
+    def _never_null(shape: TableShape | None, column: KeyPart) -> bool:
         """A column of a primary key holds no NULL (PostgreSQL's own index on it sorts
         NULLs last, which is no matter then)."""
         return shape is not None and not shape.nullable_key and column in shape.key
@@ -379,15 +396,15 @@ class PostgresStore:
             return value
 
     # -- reads ---------------------------------------------------------------
-    def scan(self, table: str, columns: Sequence[str], eq: Sequence[tuple[str, Any]] = (),
-             ranges: Sequence[tuple[str, str, Any]] = (), order: Sequence[str] = (),
+    def scan(self, table: str, columns: Sequence[str], eq: Sequence[tuple[KeyPart, Any]] = (),
+             ranges: Sequence[tuple[str, str, Any]] = (), order: Sequence[KeyPart] = (),
              descending: bool = False, limit: int | None = None, index: str | None = None,
              fetches: bool = False) -> list[tuple]:
         """Rows of ``table`` with ``eq`` equalities on a key prefix and ``ranges`` on the
         next column, in ``order`` (NULLs first ascending, last descending); counts max(1,
         rows) reads, doubled when every index entry needs its base row (``fetches``). The
         index is PostgreSQL's to choose: the plan's is the one on those columns."""
-        where = [f"{_quote(c)} IS NULL" if v is IS_NULL else f"{_quote(c)} = %s" for c, v in eq] \
+        where = [f"{_part(c)} IS NULL" if v is IS_NULL else f"{_part(c)} = %s" for c, v in eq] \
             + [f"{_quote(c)} {OPS[op]} %s" for c, op, _ in ranges]
         values = [v for _, v in eq if v is not IS_NULL] + [v for _, _, v in ranges]
         sql = f"SELECT {', '.join(_quote(c) for c in columns)} FROM {_quote(table)}"
@@ -402,10 +419,10 @@ class PostgresStore:
         self.counter.reads += max(1, len(rows)) + (len(rows) if fetches else 0)
         return rows
 
-    def _order(self, shape: TableShape | None, column: str, descending: bool) -> str:
+    def _order(self, shape: TableShape | None, column: KeyPart, descending: bool) -> str:
         if self._never_null(shape, column):
-            return _quote(column) + (" DESC" if descending else "")
-        return _quote(column) + (" DESC NULLS LAST" if descending else " NULLS FIRST")
+            return _part(column) + (" DESC" if descending else "")
+        return _part(column) + (" DESC NULLS LAST" if descending else " NULLS FIRST")
 
     def get(self, table: str, key: Mapping[str, Any]) -> tuple | None:
         """The row whose ``key`` columns hold these values (NULL matches NULL)."""

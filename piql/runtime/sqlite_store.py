@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from piql.planner.naming import RUNTIME_TABLES
+from piql.planner.physical import KeyExpression, KeyPart
 from piql.runtime import exact_sums
 from piql.runtime.errors import (
     DeploymentError, StoreBusy, StoreOverflow, StoreRefused, UnreadableDatabase,
@@ -37,6 +38,14 @@ STATEMENT_CACHE = 512
 # ignores the case of ASCII letters): so LIKE means the same on both stores, and
 # ``LIKE 'prefix%'`` is exactly a key range (piql.planner.like_range)
 CASE_SENSITIVE_LIKE = "PRAGMA case_sensitive_like = ON"
+
+
+def _part(part: KeyPart) -> str:
+    """A column, or an index's expression part (SQLite's lower/upper change ASCII letters
+    only: piql's own)."""
+    if isinstance(part, KeyExpression):
+        return f"{part.func.value.lower()}({_quote(part.column)})"
+    return _quote(part)
 
 
 def _quote(name: str) -> str:
@@ -129,10 +138,11 @@ class SQLiteStore:
                 f"PRIMARY KEY ({key})) WITHOUT ROWID")
         self.register(shape)
 
-    def create_index(self, name: str, table: str, columns: Sequence[str]) -> None:
+    def create_index(self, name: str, table: str, columns: Sequence[KeyPart],
+                     unique: bool = False) -> None:
         self.connection.execute(
-            f"CREATE INDEX IF NOT EXISTS {_quote(name)} ON {_quote(table)} "
-            f"({', '.join(_quote(c) for c in columns)})")
+            f"CREATE {'UNIQUE ' if unique else ''}INDEX IF NOT EXISTS {_quote(name)} ON "
+            f"{_quote(table)} ({', '.join(_part(c) for c in columns)})")
 
     def register(self, shape: TableShape) -> None:
         self.shapes[shape.name] = shape
@@ -220,8 +230,8 @@ class SQLiteStore:
             self.connection.execute("ROLLBACK")
 
     # -- reads ---------------------------------------------------------------
-    def scan(self, table: str, columns: Sequence[str], eq: Sequence[tuple[str, Any]] = (),
-             ranges: Sequence[tuple[str, str, Any]] = (), order: Sequence[str] = (),
+    def scan(self, table: str, columns: Sequence[str], eq: Sequence[tuple[KeyPart, Any]] = (),
+             ranges: Sequence[tuple[str, str, Any]] = (), order: Sequence[KeyPart] = (),
              descending: bool = False, limit: int | None = None, index: str | None = None,
              fetches: bool = False) -> list[tuple]:
         """Rows of ``table`` with ``eq`` equalities on a key prefix and ``ranges`` on the
@@ -241,7 +251,7 @@ class SQLiteStore:
     def _scan_text(self, table: str, columns: Sequence[str], eq: Sequence[tuple[str, Any]],
                    ranges: Sequence[tuple[str, str, Any]], order: Sequence[str],
                    descending: bool, limit: int | None, index: str | None) -> str:
-        where = [f"{_quote(c)} IS NULL" if v is IS_NULL else f"{_quote(c)} = ?" for c, v in eq] \
+        where = [f"{_part(c)} IS NULL" if v is IS_NULL else f"{_part(c)} = ?" for c, v in eq] \
             + [f"{_quote(c)} {OPS[op]} ?" for c, op, _ in ranges]
         sql = f"SELECT {', '.join(_quote(c) for c in columns)} FROM {_quote(table)}"
         index = index or self._key_index(table)
@@ -251,7 +261,7 @@ class SQLiteStore:
             sql += " WHERE " + " AND ".join(where)
         if order:
             direction = " DESC" if descending else ""
-            sql += " ORDER BY " + ", ".join(_quote(c) + direction for c in order)
+            sql += " ORDER BY " + ", ".join(_part(c) + direction for c in order)
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return sql

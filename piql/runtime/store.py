@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # an engine's type; importing the engines would load pyarrow
     from piql.engines.base import Reader
 
 from piql.planner.naming import key_index_name
+from piql.planner.physical import KeyPart
 
 # Seconds a write waits for another connection's write lock (a load, a refresh, a repair)
 # before it fails with StoreBusy; ``deploy(busy_timeout=...)`` changes it.
@@ -114,8 +115,12 @@ class Store(Protocol):
     def create_table(self, shape: TableShape) -> None:
         """Create the table (clustered on its key where the store can) and register it."""
 
-    def create_index(self, name: str, table: str, columns: Sequence[str]) -> None:
-        """Create a secondary index on ``table`` (``columns`` in order)."""
+    def create_index(self, name: str, table: str, columns: Sequence[KeyPart],
+                     unique: bool = False) -> None:
+        """Create a secondary index on ``table`` (``columns`` in order: columns, or
+        :class:`~piql.planner.physical.KeyExpression` parts, which the store writes in its
+        SQL with piql's meaning); ``unique``: the store refuses a write that would repeat
+        its non-NULL values (a declared unique expression index)."""
 
     def table_names(self) -> set[str]:
         """The tables the database holds, piql's or not."""
@@ -147,12 +152,13 @@ class Store(Protocol):
         """A number that changes whenever another connection commits a change."""
 
     # -- bounded reads (counted) -----------------------------------------------------------
-    def scan(self, table: str, columns: Sequence[str], eq: Sequence[tuple[str, Any]] = (),
-             ranges: Sequence[tuple[str, str, Any]] = (), order: Sequence[str] = (),
+    def scan(self, table: str, columns: Sequence[str], eq: Sequence[tuple[KeyPart, Any]] = (),
+             ranges: Sequence[tuple[str, str, Any]] = (), order: Sequence[KeyPart] = (),
              descending: bool = False, limit: int | None = None, index: str | None = None,
              fetches: bool = False) -> list[tuple]:
         """Rows of ``table`` with ``eq`` equalities on a key prefix (of its clustered key,
-        or of ``index``; the value :data:`IS_NULL` reads the NULLs) and ``ranges`` on the next column, in ``order``, at most ``limit``;
+        or of ``index``, whose parts may be expressions; the value :data:`IS_NULL` reads the
+        NULLs) and ``ranges`` on the next column, in ``order``, at most ``limit``;
         counts max(1, rows) reads, and one more per row when every index entry needs its
         base row (``fetches``)."""
 

@@ -70,11 +70,14 @@ from piql import sqlgen
 from piql.catalog import Catalog, Table
 from piql.engines.base import TableData
 from piql.planner.application import Plan, QueryPlan, plan_application
+from piql.planner.physical import IndexSpec, KeyExpression
 from piql.planner.views import ViewKind
 from piql.language.placeholders import PLACEHOLDER
 from piql.language.queries import parse_queries
 from piql.language.schema import load_schema
-from piql.query_block import Aggregate, Attr, Epoch, InList, Param, Predicate, QueryBlock, walk
+from piql.query_block import (
+    Aggregate, Attr, Call, Compare, Epoch, InList, Param, Predicate, QueryBlock, attrs_in, walk,
+)
 from piql.runtime.deployment import Deployment
 from piql.runtime.errors import ConstraintError
 from piql.runtime.sqlite_store import CASE_SENSITIVE_LIKE
@@ -366,7 +369,7 @@ class Verdict:
 class Mirror:
     """The base tables alone, in SQLite, with the schema's keys and foreign keys."""
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, unique_indexes: Sequence[IndexSpec] = ()) -> None:
         self.catalog = catalog
         self.connection = sqlite3.connect(":memory:", isolation_level=None)
         self.connection.execute("PRAGMA foreign_keys = OFF")  # judged by foreign_key_check
@@ -381,6 +384,11 @@ class Mirror:
                                f"{quote(fk.ref_table)} ({', '.join(map(quote, fk.ref_columns))})")
             self.connection.execute(
                 f"CREATE TABLE {quote(table.name)} ({', '.join(columns)}) WITHOUT ROWID")
+        for index in unique_indexes:  # declared unique expression indexes: SQL enforces them
+            parts = [f"{p.func.value.lower()}({quote(p.column)})" if isinstance(p, KeyExpression)
+                     else quote(p) for p in index.parts]
+            self.connection.execute(f"CREATE UNIQUE INDEX {quote(index.name)} ON "
+                                    f"{quote(index.table)} ({', '.join(parts)})")
 
     def rows(self, table: str) -> list[tuple]:
         shape = self.catalog.table(table)
@@ -683,7 +691,28 @@ def param_sources(plan: Plan, query: QueryPlan) -> dict[str, list[ParamSource]]:
                     source = ParamSource(pred.right.name, table.name, quote(column.name),
                                          base_type(column.type))
                 found.setdefault(pred.right.name, []).append(source)
+        for condition in walk(block.filters):  # LOWER(email) = [LOWER](<e>): that expression's
+            source = _expression_source(plan, block, condition)
+            if source is not None:
+                found.setdefault(source.name, []).append(source)
     return found
+
+
+def _expression_source(plan: Plan, block: QueryBlock, condition: object) -> ParamSource | None:
+    """``f(t.c) = <p>`` (or ``= g(<p>)``): <p> takes the values of f(c) in t."""
+    if not isinstance(condition, Compare) or condition.op != "=":
+        return None
+    for side, other in ((condition.left, condition.right), (condition.right, condition.left)):
+        if isinstance(other, Call) and len(other.args) == 1:
+            other = other.args[0]
+        attrs = attrs_in(side)
+        if not isinstance(other, Param) or not isinstance(side, Call) or len(attrs) != 1:
+            continue
+        tables = [t for t, _ in relation_columns(block, attrs[0])]
+        if tables:
+            sql = sqlgen.render(sqlgen.expression(side, qualify=False), "sqlite")
+            return ParamSource(other.name, tables[0], sql, "text")
+    return None
 
 
 def parameter_sets(mirror: Mirror, plan: Plan, query: QueryPlan, rng: random.Random,
@@ -761,7 +790,8 @@ class Session:
         self.catalog = self.plan.catalog
         self.db: Deployment = self.oracle.app.deploy(self.store, partitions=self.partitions,
                                                      engine=self.engine)
-        self.mirror = Mirror(self.catalog)
+        self.mirror = Mirror(self.catalog, [i for i in self.plan.indexes + self.plan.check_indexes
+                                            if i.unique])
         self.rng = random.Random(self.seed)
         self.fresh = False  # periodic views reflect the current data (no write since refresh)
 

@@ -24,10 +24,18 @@ def planned(sql: str, options: str = ""):
     return plan.query("q")
 
 
+def refusal(sql: str):
+    """The ``unbounded`` diagnostic of a query that must be unbounded."""
+    query = planned(sql)
+    assert query.level == "unbounded", sql
+    (found,) = [d for d in query.diagnostics if d.code == "unbounded"]
+    return found
+
+
 def test_residual_filters_keep_the_bound_of_the_access():
     plain = planned("SELECT id FROM posts WHERE author = <a>")
     query = planned("SELECT id FROM posts WHERE author = <a> AND score <> 2 AND title LIKE '%c' "
-                    "AND LOWER(title) = 'x' AND score * 2 + 1 > <m>")
+                    "AND LENGTH(title) = 1 AND score * 2 + 1 > <m>")
     assert (query.level, query.ops_bound) == ("SI-1", 8)
     assert plain.ops_bound == 4  # covering: the filters' columns need the row fetched
     access = query.physical.accesses[0]
@@ -147,6 +155,8 @@ def test_limit_parameter_without_a_maximum_is_unbounded_with_the_fix():
     "SELECT id FROM posts WHERE id IN (<a>, <b>)",
     "SELECT id, name FROM users WHERE email IS NULL",
     "SELECT id FROM comments WHERE post = <p> ORDER BY id LIMIT 2 OFFSET 1",
+    "SELECT id, title FROM posts WHERE title LIKE 'ab%' ORDER BY title LIMIT 3",
+    "SELECT id, name FROM users WHERE LOWER(email) = <e>",
 ])
 def test_compile_refuses_the_new_constructs_so_the_interpreter_serves_them(sql):
     query = planned(sql)
@@ -158,10 +168,20 @@ def test_compile_refuses_the_new_constructs_so_the_interpreter_serves_them(sql):
 
 
 def test_views_refuse_constructs_they_do_not_maintain():
-    query = planned("SELECT topic, COUNT(*) AS n FROM posts GROUP BY topic HAVING COUNT(*) > 1")
+    query = planned("SELECT DISTINCT topic FROM posts")
     assert query.level == "unbounded"
     messages = [d.message for d in query.diagnostics if d.code == "view-rejected"]
-    assert "no scale-independent view: HAVING is not supported in view maintenance" in messages
+    assert "no scale-independent view: DISTINCT is not supported in view maintenance" in messages
+
+
+def test_having_on_an_aggregate_view_filters_its_rows():
+    query = planned("SELECT COUNT(*) AS n FROM comments WHERE post = <p> HAVING COUNT(*) > 1")
+    assert (query.level, query.ops_bound) == ("SI-2", 1)
+    assert query.rewritten_sql.endswith("WHERE post = <p> AND cnt > 1")
+    every = planned("SELECT topic, COUNT(*) AS n FROM posts GROUP BY topic HAVING COUNT(*) > 1")
+    assert every.level == "unbounded"  # a view of every group: reading it is unbounded
+    assert any("GROUP BY posts.topic is not fixed by a parameter" in d.message
+               for d in every.diagnostics if d.code == "view-rejected")
 
 
 def test_left_join_by_key_is_bounded_like_the_inner_join():
@@ -263,9 +283,7 @@ def test_like_with_other_wildcards_reads_the_prefix_range_and_keeps_the_filter()
     access = query.physical.accesses[0]
     assert [p.right.value for p in access.range] == ["x", "y"]
     assert [str(c) for c in access.residual] == ["posts.title LIKE 'x_y%z'"]
-    limited = planned("SELECT id FROM posts WHERE title LIKE 'a_b%' ORDER BY title LIMIT 3")
-    assert limited.level == "unbounded"
-    (unbounded,) = [d for d in limited.diagnostics if d.code == "unbounded"]
+    unbounded = refusal("SELECT id FROM posts WHERE title LIKE 'a_b%' ORDER BY title LIMIT 3")
     assert "title LIKE 'a_b%' filters rows after the scan" in unbounded.message
 
 
@@ -282,9 +300,7 @@ def test_like_without_wildcards_is_an_equality_and_a_unique_key_bounds_it():
     "SELECT id FROM posts WHERE title NOT LIKE 'a%' ORDER BY title LIMIT 3",
 ])
 def test_like_that_is_no_bounded_range_stays_unbounded_with_a_reason(sql):
-    query = planned(sql)
-    assert query.level == "unbounded"
-    (unbounded,) = [d for d in query.diagnostics if d.code == "unbounded"]
+    unbounded = refusal(sql)
     assert "LIKE" in unbounded.message and unbounded.hint
 
 
@@ -332,3 +348,76 @@ def test_views_refuse_what_they_cannot_maintain_exactly_with_a_reason():
         assert query.level == "unbounded", sql
         messages = [d.message for d in query.diagnostics if d.code == "view-rejected"]
         assert any(f"no scale-independent view: {construct}" in m for m in messages), messages
+
+
+def test_a_declared_unique_expression_index_bounds_an_equality_on_its_expression():
+    query = planned("SELECT id, name FROM users WHERE LOWER(email) = LOWER(<e>)")
+    assert (query.level, query.ops_bound) == ("SI-1", 2)  # one entry, one row fetched
+    (index,) = query.indexes
+    assert (index.name, index.declared, index.unique) == ("users_email_lower", True, True)
+    assert index.columns == ("LOWER(email)",) and str(index.expressions[0]) == "LOWER(email)"
+    access = query.physical.accesses[0]
+    assert access.key_columns == ("LOWER(email)",) and access.residual == ()
+
+
+def test_an_expression_equality_with_limit_gets_a_new_expression_index():
+    query = planned("SELECT post, id FROM comments WHERE UPPER(body) = <w> ORDER BY post, id "
+                    "LIMIT 2")
+    assert (query.level, query.ops_bound) == ("SI-1", 4)
+    (index,) = query.indexes
+    assert index.columns == ("UPPER(body)", "post", "id") and not index.declared
+    assert index.name == "idx_comments_upper_body_post_id"
+
+
+def test_an_expression_without_an_index_that_bounds_it_is_unbounded_with_the_fix():
+    unbounded = refusal("SELECT id FROM users WHERE UPPER(name) = <n>")
+    assert "UPPER(users.name) = <n>" in unbounded.message
+    assert "CREATE UNIQUE INDEX ON users (upper(name))" in unbounded.hint
+    other = refusal("SELECT id FROM users WHERE LENGTH(name) = <n>")  # not indexable
+    assert "only filters the rows read" in other.message
+
+
+def test_the_store_keeps_a_declared_unique_expression_index_to_enforce_it():
+    from tests.conftest import plan_text
+
+    plan = plan_text(SCHEMA, "-- name: q\nSELECT id FROM users WHERE id = <a>\n")
+    (check,) = [i for i in plan.check_indexes if i.name == "users_email_lower"]
+    assert check.unique and check.purpose == "unique"
+    from piql.report.ddl import render
+    assert 'CREATE UNIQUE INDEX "users_email_lower" ON "users"(LOWER("email"))' in \
+        render(plan, "postgres")
+
+
+WINDOWED = """
+CREATE TABLE users (id BIGINT PRIMARY KEY, name VARCHAR);
+CREATE TABLE posts (id BIGINT PRIMARY KEY, author BIGINT NOT NULL, at BIGINT TEMPORAL,
+  title VARCHAR, FOREIGN KEY (author) REFERENCES users (id));
+"""
+
+
+def test_a_tuple_window_keeps_the_fragment_and_the_rest_over_it_may_use_any_construct():
+    from tests.conftest import plan_text
+
+    queries = """
+-- name: labelled
+SELECT p.id, COALESCE(p.title, u.name) AS t
+FROM (SELECT id, author, at, title FROM posts ORDER BY at DESC LIMIT 8) p
+LEFT JOIN users u ON u.id = p.author WHERE p.title LIKE 'a%' OR p.title IS NULL;
+-- name: flat
+SELECT p.id, UPPER(u.name) AS n FROM posts p, users u WHERE u.id = p.author
+ORDER BY p.at DESC LIMIT 8;
+-- name: filteredFlat
+SELECT p.id FROM posts p, users u WHERE u.id = p.author AND p.title <> 'x'
+ORDER BY p.at DESC LIMIT 8;
+-- name: distinctFlat
+SELECT DISTINCT p.author FROM posts p, users u WHERE u.id = p.author ORDER BY p.at DESC LIMIT 8;
+"""
+    plan = plan_text(WINDOWED, queries)
+    for name in ("labelled", "flat"):  # 8 window rows, 8 lookups
+        assert (plan.query(name).level, plan.query(name).ops_bound) == ("SI-3", 16), name
+    # filtering or deduplicating before the LIMIT: the newest 8 rows are not the answer's
+    filtered = plan.query("filteredFlat")
+    assert filtered.level == "unbounded"
+    assert any("p.title <> 'x' filters p before the LIMIT" in d.message
+               for d in filtered.diagnostics)
+    assert plan.query("distinctFlat").level == "unbounded"

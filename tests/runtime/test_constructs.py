@@ -61,6 +61,7 @@ def test_every_construct_query_is_bounded(session):
     "userAndGoodPosts", "usersWithoutPosts", "commentedPosts", "postsWithoutLateComments",
     "postsByTeam", "postOrAuthored", "titlesAndName", "unionPage", "titlesFrom",
     "authorTitles", "commentBodies", "titlePattern", "teamPosts", "teamStats", "commentWeight",
+    "userByEmail", "commentsByBody", "busyTeams",
 ])
 def test_answers_equal_the_querys_own_sql(session, name):
     query = session.plan.query(name)
@@ -68,6 +69,7 @@ def test_answers_equal_the_querys_own_sql(session, name):
         "a": [1, 2, 3, 0, 99], "b": [2, 1, 13], "c": [10, 10, 21],
         "p": [10, 11, 99], "q": [11, 10, 10], "i": [1, 3, 5, 6], "n": [0, 1, 3], "u": [1, 3, 9],
         "t": ["red", "x", "blue"], "v": ["red", "blue", "x", "y"],
+        "e": ["B@X", "c@x", "nobody", "C@x"], "w": ["Y", "X", "é", "z"],
     }
     names = query.query.block.params
     for round_ in range(4):
@@ -126,7 +128,7 @@ def test_the_sql_piql_renders_for_each_construct_means_the_same(session):
     from tests.oracle.harness import own_sql, same_multiset
 
     params = {"a": 1, "b": 2, "c": 10, "p": 10, "q": 11, "i": 1, "n": 3, "u": 1, "t": "red",
-              "v": "blue"}
+              "v": "blue", "e": "B@x", "w": "Y"}
     for query in session.plan.queries:
         block = query.query.block
         if block.limit is not None:  # ties may be cut either way: compared elsewhere
@@ -161,19 +163,43 @@ def test_views_with_in_lists_and_projected_expressions_answer_as_sql_on_both_sto
     the view's rows; maintained on every write, they answer as the query's SQL."""
     session = filled(store_url)
     try:
-        for name in ("teamPosts", "teamStats", "commentWeight"):
+        for name in ("teamPosts", "teamStats", "commentWeight", "busyTeams"):
             assert session.plan.query(name).level == "SI-2", name
         cases = [("teamPosts", {"t": "red", "v": "blue"}), ("teamStats", {"t": "red", "v": "x"}),
-                 ("commentWeight", {"p": 10}), ("commentWeight", {"p": 99})]
+                 ("commentWeight", {"p": 10}), ("commentWeight", {"p": 99}),
+                 ("busyTeams", {"t": "red", "v": "blue"})]
         for name, params in cases:
             session.assert_query(session.plan.query(name), params)
         assert session.db.query("teamStats", t="red", v="x").rows == (("red", 6, 5, "many", 174),)
         assert session.db.query("commentWeight", p=99).rows == ((0, 0),)
+        assert session.db.query("busyTeams", t="red", v="blue").rows == (("red", 6),)
         assert session.delete("posts", {"id": 12}) and session.insert(
             "posts", dict(id=14, author=2, score=None, title=None, topic=None))
         for name, params in cases:  # maintained through the writes
             session.assert_query(session.plan.query(name), params)
         assert session.db.query("teamPosts", t="red", v="red").rows[:3] == (
             (10, "Cab", 4), (11, "c z", -1), (13, "Z z", 3))
+    finally:
+        session.close()
+
+
+def test_expression_indexes_answer_as_sql_and_a_unique_one_is_enforced_on_both_stores(store_url):
+    """LOWER(email) = LOWER(<e>) reads the declared unique index on lower(email); UPPER(body)
+    a new index on (UPPER(body), post, id). Both stores compute LOWER and UPPER as piql
+    does (ASCII letters only)."""
+    session = filled(store_url)
+    try:
+        assert session.plan.query("userByEmail").level == "SI-1"
+        for name, params in [("userByEmail", {"e": "B@X"}), ("userByEmail", {"e": "nobody"}),
+                             ("commentsByBody", {"w": "Y"}), ("commentsByBody", {"w": "é"})]:
+            session.assert_query(session.plan.query(name), params)
+        found = session.db.query("userByEmail", e="B@X")
+        assert found.rows == ((2, None),) and found.ops <= 2
+        assert session.db.query("commentsByBody", w="Y").rows == ((10, 2), (10, 4))
+        assert session.db.query("commentsByBody", w="É").rows == ()  # 'é' has no ASCII upper
+        # the store refuses a second b@x in any case, as SQL does (the mirror agrees)
+        assert not session.insert("users", dict(id=4, email="B@x", name="Bo", team=None))
+        assert session.insert("users", dict(id=5, email="d@x", name="Di", team=None))
+        session.assert_query(session.plan.query("userByEmail"), {"e": "D@X"})
     finally:
         session.close()

@@ -152,3 +152,16 @@ WHERE u.team IN (<t>, <v>) GROUP BY u.team;
 -- A global aggregate of one view row: COALESCE answers 0 for a post without comments.
 SELECT COALESCE(SUM(weight), 0) AS w, COUNT(*) - COUNT(weight) AS unweighted
 FROM comments WHERE post = <p>;
+
+-- name: userByEmail
+-- The declared unique expression index on lower(email): one user (SI-1).
+SELECT id, name FROM users WHERE LOWER(email) = LOWER(<e>);
+
+-- name: commentsByBody
+-- A new expression index (UPPER(body), post, id), read in order and stopped by LIMIT.
+SELECT post, id FROM comments WHERE UPPER(body) = <w> ORDER BY post, id LIMIT 2;
+
+-- name: busyTeams
+-- HAVING over an aggregate view: a filter on its rows (one per team).
+SELECT u.team, COUNT(*) AS n FROM posts p JOIN users u ON u.id = p.author
+WHERE u.team IN (<t>, <v>) GROUP BY u.team HAVING COUNT(*) > 2;

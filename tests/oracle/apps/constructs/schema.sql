@@ -11,6 +11,9 @@ CREATE TABLE users (
     UNIQUE NULLS NOT DISTINCT (email)
 );
 
+-- An email is unique whatever the case of its ASCII letters (an expression index).
+CREATE UNIQUE INDEX users_email_lower ON users (lower(email));
+
 -- At most 4 posts per author.
 CREATE TABLE posts (
     id     BIGINT PRIMARY KEY,

@@ -116,3 +116,11 @@ LIMIT 3;
 SELECT w.id, c.name
 FROM (SELECT id, channel_id, sent FROM messages ORDER BY sent DESC LIMIT 3) w
 JOIN channels c ON c.id = w.channel_id;
+
+-- name: newestLabelled
+-- A tuple window (SI-3) and, over its rows, constructs beyond the paper's fragment: a
+-- LEFT JOIN by key, COALESCE, arithmetic and a filter, computed when the query runs.
+SELECT w.id, COALESCE(c.name, 'unnamed') AS label, w.edits * 2 AS e2
+FROM (SELECT id, channel_id, sent, edits, body FROM messages ORDER BY sent DESC LIMIT 4) w
+LEFT JOIN channels c ON c.id = w.channel_id
+WHERE w.body IS NOT NULL OR w.edits > 1;
