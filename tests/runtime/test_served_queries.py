@@ -8,6 +8,7 @@ table whole that the piql plan reads by key.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -22,10 +23,10 @@ from tests.runtime.compiled import (
     sorted_accesses,
 )
 from tests.runtime.test_aggregates import STATS
+from tests.oracle.harness import APPS_DIR as ORACLE_APPS, NEW_APPS
 from tests.runtime.test_compiled_queries import (
     APPS, POSTGRES_TEST_APPS, TEST_APP_IDS, TEST_APPS, app_of, bounded,
 )
-from tests.oracle.harness import APPS_DIR as ORACLE_APPS, NEW_APPS
 from tests.runtime.test_planner_answers import write_randomly
 
 PG_STEPS = 60  # writes through a PostgreSQL store are round trips: fewer of them
@@ -162,18 +163,20 @@ def test_ratio_of_a_sum_beyond_2_53_divides_as_the_interpreter(store_url):
 
 def test_strict_mode_checks_the_compiled_count(tmp_path):
     """The measured operations of a compiled execution are checked against the bound as the
-    interpreter's are: a plan whose statement counts more raises BoundExceeded."""
-    app = app_of("social")
-    db = app.deploy(str(tmp_path / "store.db"), engine="store")
-    name = "userPosts"
-    statement = db.plan.compiled(name, "sqlite")
+    interpreter's are: with the bound lowered to 0, the statement's count raises
+    BoundExceeded (no interpreted read happened), and strict=False returns it."""
+    plan = app_of("social").plan
+    lowered = replace(plan, queries=tuple(replace(q, ops_bound=0) if q.name == "userPosts"
+                                          else q for q in plan.queries))
+    db = piql.App(lowered).deploy(str(tmp_path / "store.db"), engine="store")
     db.insert("users", userId=1, name="ada", email="a@example.com", createdAt=1)
-    assert db.query(name, userId=1).ops == db.interpret(name, userId=1).ops
-    served = db._served[name]
-    db._served[name] = type(served)(served.query, served.block, served.columns, 0,
-                                    served.check, statement)  # a bound of 0 ops
+    before = db.store.counter.ops
     with pytest.raises(BoundExceeded, match="userPosts did 1 operations; its bound is 0"):
-        db.query(name, userId=1)
+        db.query("userPosts", userId=1)
+    assert db.store.counter.ops == before
+    lenient = piql.App(lowered).deploy(str(tmp_path / "store.db"), engine="store", strict=False)
+    assert (lenient.query("userPosts", userId=1).ops, lenient.query("userPosts", userId=1).bound) \
+        == (1, 0)
 
 
 def test_uncompilable_plans_are_interpreted(tmp_path):
