@@ -88,7 +88,7 @@ class Plan:
     writes: tuple[WriteBound, ...] = ()
     notes: tuple[Diagnostic, ...] = field(default=(), compare=False)
     # compiled statements by (query name, dialect), made on first use (Plan.compiled)
-    _statements: dict[tuple[str, str], CompiledQuery | str] = field(
+    _statements: dict[tuple[str, str], CompiledQuery | UncompilablePlan] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     def __repr__(self) -> str:
@@ -160,18 +160,18 @@ class Plan:
         found = self._statements.get(key)
         if found is None:
             found = self._statements[key] = self._compile(name, dialect)
-        if isinstance(found, str):
-            raise UncompilablePlan(found)  # a new error each time: no growing traceback
+        if isinstance(found, UncompilablePlan):
+            raise UncompilablePlan(*found.args)  # a new error each time: no growing traceback
         return found
 
-    def _compile(self, name: str, dialect: str) -> CompiledQuery | str:
+    def _compile(self, name: str, dialect: str) -> CompiledQuery | UncompilablePlan:
         query = self.query(name)
         if query is None or query.physical is None:
-            return f"query {name} has no bounded plan"
+            return UncompilablePlan(f"query {name} has no bounded plan")
         try:
             return compile_plan(query.physical, dialect, self.layout, query=query.query.block)
         except UncompilablePlan as refused:
-            return str(refused)
+            return refused.with_traceback(None)
 
     def write(self, table: str, event: WriteEvent) -> WriteBound | None:
         """The bound of one ``event`` of a ``table`` row."""

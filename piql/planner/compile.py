@@ -198,7 +198,7 @@ class CompiledQuery:
     def _rows(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
         rows = fetched if isinstance(fetched, list) else list(fetched)
         read = len(rows)
-        if not rows or self.integral or self.ratios:
+        if self.integral or self.ratios or (not rows and self.empty is not None):
             rows = self._finished(rows)
         return rows, (read + read if self.fetches else read) or 1
 

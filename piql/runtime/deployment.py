@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from piql.catalog import Table
-from piql.query_block import QueryBlock
 from piql.engines import ENGINES, make_engine
 from piql.engines.base import Engine
 from piql.planner.application import Plan, QueryPlan
 from piql.planner.compile import CompiledQuery, UncompilablePlan
 from piql.planner.views import ViewDef, ViewKind
+from piql.query_block import QueryBlock
 from piql.runtime import bulk_load, install, sqlvalues
 from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.engine_bridge import view_rows
@@ -109,6 +109,11 @@ class _Served:
     bound: int
     check: ParamCheck
     statement: CompiledQuery | None  # None: the interpreter serves the query
+
+    def exceeded(self, ops: int) -> BoundExceeded:
+        """Strict mode's error for an execution that measured ``ops`` over the bound."""
+        return BoundExceeded(f"query {self.query.name} did {ops} operations; its bound is "
+                             f"{self.bound}")
 
 
 class Deployment:
@@ -243,8 +248,7 @@ class Deployment:
             return self._interpreted(served, params)
         rows, ops = statement.answer(fetched)
         if ops > served.bound and self.strict:
-            raise BoundExceeded(f"query {served.query.name} did {ops} operations; its bound "
-                                f"is {served.bound}")
+            raise served.exceeded(ops)
         return _result(served.columns, tuple(rows), ops, served.bound)
 
     def interpret(self, name: str, /, **params: Any) -> Result:
@@ -265,8 +269,7 @@ class Deployment:
             rows = finish(block, [], params)  # an aggregate of nothing: COUNT 0, SUM NULL
         ops = self.store.counter.ops - start
         if self.strict and ops > served.bound:
-            raise BoundExceeded(f"query {query.name} did {ops} operations; its bound is "
-                                f"{served.bound}")
+            raise served.exceeded(ops)
         return Result(served.columns, tuple(rows), ops, served.bound)
 
     def _serving(self, name: str) -> _Served:

@@ -10,8 +10,6 @@ import re
 from collections import Counter
 from typing import Any
 
-from sqlglot import exp
-
 from piql import sqlgen
 from piql.planner.compile import CompiledQuery, StoreLayout, TableLayout
 from piql.planner.physical import PhysicalPlan
@@ -19,7 +17,7 @@ from piql.query_block import Epoch, Param
 from piql.runtime import sqlvalues
 from piql.planner.application import param_types as _param_types
 
-from piql.sql_types import FRACTIONAL_TYPES as REAL_TYPES, INTEGER_TYPES, fits
+from piql.sql_types import fits
 from tests.runtime.workload import _run, assert_ordered_match, normal, ordered_oracle
 
 
@@ -166,77 +164,7 @@ def parameter_sets(db, query, most: int = 12) -> list[dict[str, Any]]:
     return combos
 
 
-# -- PostgreSQL: the same tables, the same rows ------------------------------------
-
-def _postgres_type(declared: str) -> str:
-    """A PostgreSQL type holding what the SQLite store holds for ``declared`` (integers
-    of any declared width are 64-bit there, booleans 0/1)."""
-    base = declared.upper().split("(")[0].strip()
-    if base in INTEGER_TYPES or base in ("BOOLEAN", "BOOL", ""):
-        return "BIGINT"
-    if base in REAL_TYPES:
-        return "DOUBLE PRECISION"
-    return "TEXT"
-
-
-def postgres_ddl(store, indexes) -> list[str]:
-    """CREATE TABLE / INDEX statements giving a PostgreSQL database the store's layout:
-    each table clustered on its key (a unique NULLS NOT DISTINCT index where the key may
-    hold NULL), and each of ``indexes`` (name, table, columns) on the columns of its access
-    path (the index columns, then the rest of the table's key), NULLS FIRST outside the
-    clustered key, as the compiler's ORDER BY expects."""
-    statements = []
-    for shape in store.shapes.values():
-        types = shape.types or ("",) * len(shape.columns)
-        columns = [exp.ColumnDef(this=sqlgen_ident(c), kind=exp.DataType.build(_postgres_type(t)))
-                   for c, t in zip(shape.columns, types)]
-        if not shape.nullable_key:
-            columns.append(exp.PrimaryKey(expressions=[sqlgen_ident(c) for c in shape.key]))
-        table = exp.Create(kind="TABLE", this=exp.Schema(this=exp.Table(this=sqlgen_ident(shape.name)),
-                                                         expressions=columns))
-        statements.append(table.sql("postgres", identify=True))
-        if shape.nullable_key:
-            statements.append(_index_sql(shape.key_index, shape, shape.key, unique=True))
-    for name, table, columns in indexes:
-        shape = store.shapes[table]
-        path = tuple(columns) + tuple(c for c in shape.key if c not in columns)
-        statements.append(_index_sql(name, shape, path))
-    return statements
-
-
-def sqlgen_ident(name: str) -> exp.Identifier:
-    return exp.to_identifier(name, quoted=True)
-
-
-def _index_sql(name: str, shape, columns, unique: bool = False) -> str:
-    parts = []
-    for column in columns:
-        clustered = not shape.nullable_key and column in shape.key
-        parts.append(f"{sqlgen.identifier(column, 'postgres')}"
-                     + ("" if clustered else " NULLS FIRST"))
-    return (f"CREATE {'UNIQUE ' if unique else ''}INDEX {sqlgen.identifier(name, 'postgres')} "
-            f"ON {sqlgen.identifier(shape.name, 'postgres')} ({', '.join(parts)})"
-            + (" NULLS NOT DISTINCT" if unique else ""))
-
-
-def copy_to_postgres(db, connection) -> None:
-    """Create the deployment's tables and query indexes on ``connection`` and copy every
-    row of the SQLite store over."""
-    indexes = [(i.name, i.table, i.columns) for i in db.plan.indexes]
-    for statement in postgres_ddl(db.store, indexes):
-        connection.execute(statement)
-    for shape in db.store.shapes.values():
-        names = ", ".join(sqlgen.identifier(c, "postgres") for c in shape.columns)
-        target = sqlgen.identifier(shape.name, "postgres")
-        with connection.cursor().copy(f"COPY {target} ({names}) FROM STDIN") as copy:
-            for row in db.store.all_rows(shape.name):
-                copy.write_row(row)
-    connection.execute("ANALYZE")
-
-
-def run_postgres(connection, query: CompiledQuery, params: dict[str, Any]) -> tuple[list[tuple], int]:
-    return query.answer(connection.execute(query.sql, query.arguments(params)).fetchall())
-
+# -- PostgreSQL ------------------------------------------------------------------
 
 def seq_scans(connection, query: CompiledQuery, params: dict[str, Any]) -> list[str]:
     """Base relations PostgreSQL's plan reads with a Seq Scan (with seq scans disabled, so

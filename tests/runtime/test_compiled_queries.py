@@ -3,9 +3,9 @@
 On the SQLite store it answers as the interpreter does (the reference), with exactly its
 operation count, after random writes (NULLs, ties, negative and extreme numbers); SQLite's
 own plan reads no stored table or view whole unless the piql plan itself does (a bounded
-table, or an ordered scan that stops), and sorts nothing an access stops early. On
-PostgreSQL, with the same tables, indexes and rows, the same holds for a representative
-subset, and EXPLAIN shows no Seq Scan of a table the plan reads by key.
+table, or an ordered scan that stops), and sorts nothing an access stops early. The
+same through ``Deployment.query`` on both stores, PostgreSQL's EXPLAIN included:
+test_served_queries.py.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from piql.runtime.sqlvalues import INT64_MAX
 from piql.language.schema import parse_schema
 from tests.conftest import EXAMPLES, FIXTURES
 from tests.runtime.compiled import (
-    assert_same_answer, compiled, copy_to_postgres, explain_sqlite, full_scans, parameter_sets,
-    run_postgres, run_sqlite, seq_scans, sorted_accesses, unbounded_whole_reads,
+    assert_same_answer, compiled, explain_sqlite, full_scans, parameter_sets, run_sqlite,
+    sorted_accesses, unbounded_whole_reads,
 )
 from tests.runtime.test_planner_answers import write_randomly
 
@@ -40,8 +40,7 @@ APPS = {
 # Every application the planner and runtime tests build (tests/fixtures/make_compile_apps.py)
 TEST_APPS = json.loads((FIXTURES / "compile_apps.json").read_text())
 TEST_APP_IDS = [f"{n}-{a['test'].rsplit('::', 1)[-1][:40]}" for n, a in enumerate(TEST_APPS)]
-POSTGRES_APPS = ("paper", "social", "tpcw", "values", "odd_names", "shapes")
-POSTGRES_TEST_APPS = range(0, len(TEST_APPS), 8)
+POSTGRES_TEST_APPS = range(0, len(TEST_APPS), 8)  # those test_served_queries runs on PostgreSQL
 
 
 def captured_app(number: int) -> piql.App:
@@ -117,45 +116,17 @@ def test_compiled_sqlite_answers_as_the_interpreter_on_the_tests_apps(number):
     db.close()
 
 
-def test_overflowing_sum_is_refused_by_sqlite_and_exact_on_postgres(postgres_url):
+def test_overflowing_sum_is_refused_by_sqlite():
     """SQLite's SUM raises on an integer overflow; the interpreter sums exactly, as SQL's
     numeric SUM does on PostgreSQL: the runtime answers such an execution with the
-    interpreter (CompiledQuery documents it)."""
-    import psycopg
-
+    interpreter (test_served_queries: test_an_overflowing_sum_is_answered_exactly, on
+    both stores)."""
     db = app_of("shapes").deploy(engine="store")
     db.insert("accounts", id=1, region="r", score=None, joined=1, nick="n")
     for seq in (1, 2):
         db.insert("orders", account=1, seq=seq, amount=INT64_MAX, price=1.0, placed=seq,
                   status="a")
-    expected = db.query("aggregatesOfOrders", a=1)
-    assert expected.rows[0][4] == 2 * INT64_MAX  # SUM(amount), exact
+    assert db.interpret("aggregatesOfOrders", a=1).rows[0][4] == 2 * INT64_MAX  # exact
     with pytest.raises(sqlite3.OperationalError, match="integer overflow"):
         run_sqlite(db, compiled(db, "aggregatesOfOrders"), {"a": 1})
-    with psycopg.connect(postgres_url, autocommit=True) as connection:
-        copy_to_postgres(db, connection)
-        rows, ops = run_postgres(connection, compiled(db, "aggregatesOfOrders", "postgres"),
-                                 {"a": 1})
-    assert (rows, ops) == (list(expected.rows), expected.ops)
-    db.close()
-
-
-def assert_postgres_answers(db, connection, context) -> None:
-    copy_to_postgres(db, connection)
-    for query in bounded(db):
-        statement = compiled(db, query.name, "postgres")
-        for params in parameter_sets(db, query):
-            rows, ops = run_postgres(connection, statement, params)
-            assert_same_answer(db, query.name, params, rows, ops, (context, query.name, params))
-            assert seq_scans(connection, statement, params) == [], (query.name, statement.sql)
-
-
-@pytest.mark.parametrize("app", POSTGRES_APPS + tuple(POSTGRES_TEST_APPS),
-                         ids=POSTGRES_APPS + tuple(TEST_APP_IDS[n] for n in POSTGRES_TEST_APPS))
-def test_compiled_postgres_answers_as_the_interpreter(app, postgres_url):
-    import psycopg
-
-    db = deployed(app_of(app), seed=3, steps=150)
-    with psycopg.connect(postgres_url, autocommit=True) as connection:
-        assert_postgres_answers(db, connection, app)
     db.close()

@@ -1,0 +1,55 @@
+"""The tables a plan keeps, derived from the plan alone, and its compiled statements."""
+from __future__ import annotations
+
+import pytest
+
+from piql.planner.compile import TableLayout, UncompilablePlan
+from piql.planner.store_layout import ALL_KEY, stored_tables, store_layout
+from tests.conftest import plan_text
+
+STATS = plan_text(
+    "CREATE TABLE r (k BIGINT PRIMARY KEY, g BIGINT, v BIGINT, w DOUBLE);",
+    "-- name: stats\nSELECT SUM(v) AS total, SUM(w) AS weight FROM r WHERE g = <g>\n"
+    "-- name: everything\nSELECT COUNT(*) AS n, SUM(w) AS weight FROM r\n"
+    "-- name: distinctOf\nSELECT DISTINCT g FROM r WHERE k = <k>\n"
+    "-- name: byValue\nSELECT k FROM r WHERE v = <v>\n")
+
+
+def test_base_tables_come_first_clustered_on_their_key():
+    first = stored_tables(STATS)[0]
+    assert (first.name, first.columns, first.key, first.types) == (
+        "r", ("k", "g", "v", "w"), ("k",), ("BIGINT", "BIGINT", "BIGINT", "DOUBLE"))
+    assert first.key_index is None
+    assert store_layout(STATS).table("r") == TableLayout("r", ("k", "g", "v", "w"), ("k",))
+
+
+def test_views_keep_hidden_exact_sums_and_a_key_index_where_the_key_may_hold_null():
+    tables = {t.name: t for t in stored_tables(STATS)}
+    grouped = next(v for v in STATS.views if v.key)
+    table = tables[grouped.name]
+    hidden = [column for _, column in grouped.exact_sums]
+    assert hidden and table.columns[-len(hidden):] == tuple(hidden)
+    assert table.types[-len(hidden):] == ("TEXT",) * len(hidden)
+    assert grouped.nullable_key and table.key_index is not None  # g may be NULL
+    assert store_layout(STATS).table(grouped.name).key_index == table.key_index
+
+
+def test_a_view_without_key_is_kept_under_the_all_column():
+    single = next(v for v in STATS.views if not v.key)
+    table = next(t for t in stored_tables(STATS) if t.name == single.name)
+    assert table.key == (ALL_KEY,) and table.columns[0] == ALL_KEY
+
+
+def test_plan_compiles_each_query_once_per_dialect():
+    sqlite = STATS.compiled("stats", "sqlite")
+    assert STATS.compiled("stats", "sqlite") is sqlite
+    postgres = STATS.compiled("stats", "postgres")
+    assert "?" in sqlite.sql and "%s" in postgres.sql
+
+
+def test_plan_refuses_what_does_not_compile_every_time():
+    for _ in range(2):
+        with pytest.raises(UncompilablePlan, match="DISTINCT"):
+            STATS.compiled("distinctOf", "sqlite")
+    with pytest.raises(UncompilablePlan, match="no bounded plan"):
+        STATS.compiled("byValue", "sqlite")
