@@ -39,7 +39,8 @@ from sqlglot import exp
 
 from piql import sqlgen
 from piql.catalog import CardinalityConstraint, Catalog, Table
-from piql.planner.naming import WRITE_LOCK_KEY
+from piql.planner.naming import RUNTIME_TABLES, WRITE_LOCK_KEY
+from piql.planner.refresh_plan import WindowKind
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.query_block import Aggregate, JoinKind
 from piql.sql_types import TypeFamily, family
@@ -47,8 +48,11 @@ from piql.sql_types import TypeFamily, family
 PREFIX = "piql_"  # every function and trigger piql creates
 EXACT = "piql_exact"  # double -> the exact numeric it is (PostgreSQL)
 CHECKED = "piql_int"  # numeric -> bigint, or a clear error naming the view column
+CRC = "piql_crc32"  # zlib's CRC-32 (staging partitions)
+REPR = "piql_repr"  # Python's repr of a text value (staging partitions)
 ROW = "piql_r"  # the PL/pgSQL loop variable over a rule's delta rows
 COUNT = "piql_n"  # an aggregate row's count after an update
+DIRTY_EPOCHS = RUNTIME_TABLES[1]  # piql's table of the epochs marked for refresh
 BULK = "piql.bulk"  # a transaction-local setting: piql's bulk load rebuilds the views itself
 
 
@@ -72,19 +76,53 @@ class Triggers:
     maintained: frozenset[str]
 
 
-def in_database(view: ViewDef) -> bool:
-    """Views whose rules the triggers run: the incrementally maintained ones."""
-    return view.kind == ViewKind.IMV
+@dataclass(frozen=True)
+class TimeWindow:
+    """A time-window periodic view refreshed from a staging view: the epochs of the staging
+    rows a write reaches are marked for its next refresh (``runtime.epochs``)."""
+
+    view: str
+    column: str
+    width: int
+
+
+def time_windows(views: tuple[ViewDef, ...]) -> dict[str, list[TimeWindow]]:
+    """Per staging view, the time windows refreshed from it."""
+    found: dict[str, list[TimeWindow]] = {}
+    for view in views:
+        plan = view.refresh
+        if view.kind == ViewKind.PERIODIC and plan is not None and plan.window == WindowKind.TIME:
+            assert plan.epoch_width is not None
+            found.setdefault(plan.staging, []).append(
+                TimeWindow(view.name, plan.order_column, plan.epoch_width))
+    return found
+
+
+def in_database(view: ViewDef, dialect: TriggerDialect,
+                windows: dict[str, list[TimeWindow]]) -> bool:
+    """Views whose rules the triggers run: the incrementally maintained ones, and on
+    PostgreSQL the staging views whose partition SQL computes as piql does (a CRC of
+    Python's text of the key: integers and text) and whose epochs are integers."""
+    if view.kind == ViewKind.IMV:
+        return True
+    if view.kind != ViewKind.STAGING or dialect != TriggerDialect.POSTGRES or view.staging is None:
+        return False
+    types = {c.name: family(c.type) for c in view.columns}
+    keyed = all(types.get(c) in (TypeFamily.INTEGER, TypeFamily.TEXT)
+                for c in view.staging.partitioned_by)
+    return keyed and all(types.get(w.column) == TypeFamily.INTEGER
+                         for w in windows.get(view.name, []))
 
 
 def compile_triggers(catalog: Catalog, views: tuple[ViewDef, ...],
                      dialect: TriggerDialect) -> Triggers:
     """The triggers of every base table (``views`` in dependency order: a view after those
     its rules read)."""
-    kept = [v for v in views if in_database(v)]
-    notes = _notes(views, dialect)
-    preamble = (exact_function(), checked_function()) if dialect == TriggerDialect.POSTGRES \
-        else ()
+    windows = time_windows(views)
+    kept = [v for v in views if in_database(v, dialect, windows)]
+    notes = _notes(views, dialect, kept)
+    preamble = (exact_function(), checked_function(), crc_function(), repr_function()) \
+        if dialect == TriggerDialect.POSTGRES else ()
     statements: list[str] = []
     for table in catalog.tables:
         rules = [(v, r) for v in kept for r in v.rules if r.table.lower() == table.name.lower()]
@@ -93,17 +131,26 @@ def compile_triggers(catalog: Catalog, views: tuple[ViewDef, ...],
         if not rules and not table.cardinalities and not frozen:
             continue
         if dialect == TriggerDialect.POSTGRES:
-            statements += _pg_table(table, rules, tuple(dict.fromkeys(frozen)))
+            statements += _pg_table(table, rules, tuple(dict.fromkeys(frozen)), windows)
         else:
             statements += _sqlite_table(table, rules, tuple(dict.fromkeys(frozen)))
     maintained = frozenset(r.name for v in kept for r in v.rules)
     return Triggers(preamble, tuple(statements), tuple(notes), maintained)
 
 
-def _notes(views: tuple[ViewDef, ...], dialect: TriggerDialect) -> list[str]:
+def _notes(views: tuple[ViewDef, ...], dialect: TriggerDialect,
+           kept: list[ViewDef]) -> list[str]:
     notes: list[str] = []
     for view in views:
-        if view.kind == ViewKind.STAGING:
+        marks = sorted({r.table for r in view.rules if r.action == RuleAction.MARK})
+        if marks:
+            notes.append(f"periodic view {view.name}: writes to {', '.join(marks)} mark the "
+                         "epochs they reach for its next refresh only through piql (a BEFORE "
+                         "trigger cannot read the written row joined with itself)")
+        if view.kind == ViewKind.STAGING and view in kept:
+            notes.append(f"staging view {view.name}: kept by the triggers, its partition "
+                         "computed as piql does; periodic views read it on `piql refresh`")
+        elif view.kind == ViewKind.STAGING:
             notes.append(f"staging view {view.name}: its rows are spread over partitions by a hash "
                          "piql computes, so no trigger keeps it; write its tables through piql "
                          "(or run `piql check --repair` after plain SQL writes)")
@@ -348,13 +395,13 @@ def function_name(table: str) -> str:
     return f"{PREFIX}{table}_write"
 
 
-def _pg_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]],
-              frozen: tuple[str, ...]) -> list[str]:
+def _pg_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]], frozen: tuple[str, ...],
+              windows: dict[str, list[TimeWindow]]) -> list[str]:
     d = TriggerDialect.POSTGRES
     name = _q(function_name(table.name), d)
-    deletes = _pg_rules(table, rules, WriteEvent.DELETE, "OLD", "OLD")
-    inserts = _pg_rules(table, rules, WriteEvent.INSERT, "NEW", None)
-    updates_in = _pg_rules(table, rules, WriteEvent.INSERT, "NEW", "OLD")
+    deletes = _pg_rules(table, rules, WriteEvent.DELETE, "OLD", "OLD", windows)
+    inserts = _pg_rules(table, rules, WriteEvent.INSERT, "NEW", None, windows)
+    updates_in = _pg_rules(table, rules, WriteEvent.INSERT, "NEW", "OLD", windows)
     body = [
         "#variable_conflict use_column",
         f"DECLARE {ROW} record; {COUNT} bigint;",
@@ -412,7 +459,8 @@ def _pg_taken(table: Table) -> str:
 
 
 def _pg_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: WriteEvent,
-              record: str, without: str | None) -> list[str]:
+              record: str, without: str | None,
+              windows: dict[str, list[TimeWindow]]) -> list[str]:
     d = TriggerDialect.POSTGRES
     ordered = rules if event == WriteEvent.DELETE else list(reversed(rules))
     lines: list[str] = []
@@ -422,7 +470,9 @@ def _pg_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: Write
         select = delta_select(rule, view, table, record, without, d)
         lines.append(f"    -- {rule.name}: {rule.action} rows of {view.name}")
         target = _q(view.name, d)
-        if rule.action == RuleAction.INSERT:
+        if view.kind == ViewKind.STAGING:
+            lines += _pg_staging(view, rule.action, select, windows.get(view.name, []))
+        elif rule.action == RuleAction.INSERT:
             columns = ", ".join(_q(c.name, d) for c in view.columns)
             lines.append(f"    INSERT INTO {target} ({columns}) {select};")
         elif rule.action == RuleAction.DELETE:
@@ -432,6 +482,96 @@ def _pg_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: Write
         else:
             lines += _pg_aggregate(view, rule.action, select)
     return lines
+
+
+def _pg_staging(view: ViewDef, action: RuleAction, select: str,
+                windows: list[TimeWindow]) -> list[str]:
+    """Insert or delete staging rows, each in its partition, and mark the epochs they are
+    in for the time windows refreshed from the view."""
+    d = TriggerDialect.POSTGRES
+    target = _q(view.name, d)
+    partition = staging_partition(view)
+    lines = [f"    FOR {ROW} IN {select} LOOP"]
+    if action == RuleAction.INSERT:
+        columns = [c.name for c in view.columns]
+        values = [partition if c == "partition" else f"{ROW}.{_q(c, d)}" for c in columns]
+        lines.append(f"      INSERT INTO {target} ({', '.join(_q(c, d) for c in columns)}) "
+                     f"VALUES ({', '.join(values)});")
+    else:
+        match = _match(view, "", ROW, d).replace(f"{ROW}.{_q('partition', d)}", partition)
+        lines.append(f"      DELETE FROM {target} WHERE {match};")
+    for window in windows:
+        column = f"{ROW}.{_q(window.column, d)}"
+        lines += [f"      IF {column} IS NOT NULL THEN",
+                  f"        INSERT INTO {_q(DIRTY_EPOCHS, d)} VALUES ({_literal(window.view)}, "
+                  f"{column} - {column} % {int(window.width)}) ON CONFLICT DO NOTHING;",
+                  "      END IF;"]
+    return lines + ["    END LOOP;"]
+
+
+def staging_partition(view: ViewDef, source: str = ROW) -> str:
+    """The partition of the staging row ``source`` as ``runtime.partitions.partition_of``
+    computes it: the CRC-32 of Python's text of the tuple of its key values, modulo the
+    partitions (PostgreSQL)."""
+    d = TriggerDialect.POSTGRES
+    assert view.staging is not None
+    types = {c.name: family(c.type) for c in view.columns}
+    parts = []
+    for column in view.staging.partitioned_by:
+        value = f"{source}.{_q(column, d)}"
+        shown = f"{value}::text" if types[column] == TypeFamily.INTEGER else f"{REPR}({value})"
+        parts.append(f"COALESCE({shown}, 'None')")
+    tuple_text = " || ', ' || ".join(parts) + (" || ','" if len(parts) == 1 else "")
+    return (f"({CRC}(convert_to('(' || {tuple_text} || ')', 'UTF8')) % "
+            f"{int(view.staging.partitions)})::integer")
+
+
+def crc_function() -> str:
+    """zlib's CRC-32 of bytes (the staging partitions' hash)."""
+    return f"""CREATE OR REPLACE FUNCTION {CRC}(data bytea) RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE STRICT AS $piql$
+DECLARE
+  crc bigint := 4294967295;
+BEGIN
+  FOR i IN 0 .. length(data) - 1 LOOP
+    crc := crc # get_byte(data, i);
+    FOR j IN 1 .. 8 LOOP
+      IF (crc & 1) = 1 THEN crc := (crc >> 1) # 3988292384; ELSE crc := crc >> 1; END IF;
+    END LOOP;
+  END LOOP;
+  RETURN crc # 4294967295;
+END $piql$"""
+
+
+def repr_function() -> str:
+    """Python's ``repr`` of a text value: quoted, backslashes, the quote and control
+    characters escaped. Non-ASCII characters are kept, as Python keeps printable ones; of
+    the non-printable ones only the Latin-1 controls (U+0080..U+00A0, U+00AD) are escaped
+    as Python escapes them, so a key holding another (U+2028, ...) may land in another
+    partition than piql's own writes put it in (the refresh reads every partition)."""
+    return f"""CREATE OR REPLACE FUNCTION {REPR}(s text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT AS $piql$
+DECLARE
+  quote text := chr(39);
+  shown text := '';
+  ch text;
+  code integer;
+BEGIN
+  IF position(chr(39) IN s) > 0 AND position(chr(34) IN s) = 0 THEN quote := chr(34); END IF;
+  FOR i IN 1 .. length(s) LOOP
+    ch := substr(s, i, 1);
+    code := ascii(ch);
+    IF ch = quote OR code = 92 THEN shown := shown || chr(92) || ch;
+    ELSIF code = 9 THEN shown := shown || chr(92) || 't';
+    ELSIF code = 10 THEN shown := shown || chr(92) || 'n';
+    ELSIF code = 13 THEN shown := shown || chr(92) || 'r';
+    ELSIF code < 32 OR code BETWEEN 127 AND 160 OR code = 173 THEN
+      shown := shown || chr(92) || 'x' || lpad(to_hex(code), 2, '0');
+    ELSE shown := shown || ch;
+    END IF;
+  END LOOP;
+  RETURN quote || shown || quote;
+END $piql$"""
 
 
 def _pg_aggregate(view: ViewDef, action: RuleAction, select: str) -> list[str]:

@@ -48,7 +48,6 @@ from decimal import Decimal
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from piql import sql_types
 from piql.sql_types import POSTGRES_NAME_BYTES as NAME_BYTES
 from piql.sql_types import postgres_type as column_type, short_name
 from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE, WRITE_LOCK_KEY
