@@ -21,10 +21,11 @@ from piql import sqlgen
 from piql.catalog import Catalog, Table
 from piql.planner.application import Plan
 from piql.planner.naming import key_index_name
-from piql.planner.triggers import (
-    DIRTY_EPOCHS, EXACT, TriggerDialect, Triggers, compile_triggers, named_select,
-    staging_partition, time_windows,
+from piql.planner.trigger_rules import (
+    DIRTY_EPOCHS, EXACT, TriggerDialect, named_select, time_windows,
 )
+from piql.planner.triggers import Triggers, compile_triggers
+from piql.planner.triggers_postgres import staging_partition
 from piql.planner.views import ViewDef, ViewKind
 from piql.query_block import Aggregate
 from piql.report.ddl import staging_build, view_header

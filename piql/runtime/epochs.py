@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from piql.planner.triggers import time_windows
+from piql.planner.trigger_rules import time_windows
 from piql.planner.views import ViewDef
 from piql.runtime import sqlvalues
 from piql.runtime.store import Store

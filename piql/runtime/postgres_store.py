@@ -51,7 +51,7 @@ from urllib.parse import urlsplit, urlunsplit
 from piql.sql_types import POSTGRES_NAME_BYTES as NAME_BYTES
 from piql.sql_types import postgres_type as column_type, short_name
 from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE, WRITE_LOCK_KEY
-from piql.planner.triggers import BULK, TriggerDialect
+from piql.planner.trigger_rules import BULK, TriggerDialect
 from piql.runtime import exact_sums
 from piql.runtime.errors import (
     DeploymentError, StoreBusy, StoreOverflow, StoreRefused,

@@ -7,7 +7,8 @@ import re
 import pytest
 
 from piql.planner.naming import WRITE_LOCK_KEY
-from piql.planner.triggers import TriggerDialect, compile_triggers, delta_select
+from piql.planner.trigger_rules import TriggerDialect, delta_select
+from piql.planner.triggers import compile_triggers
 from piql.planner.views import ViewKind
 from tests.conftest import FIXTURES, paper_plan_for, plan_text
 

@@ -16,7 +16,8 @@ from piql.catalog import Table
 from piql.cli import main
 from piql.planner.application import Plan
 from piql.report.migration import build
-from piql.planner.triggers import TriggerDialect, compile_triggers
+from piql.planner.trigger_rules import TriggerDialect
+from piql.planner.triggers import compile_triggers
 from tests.conftest import FIXTURES, paper_plan_for, plan_text
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -329,7 +330,7 @@ def test_postgres_upserts_and_many_row_statements_keep_views_right(database):
 
 
 def test_postgres_exact_function_is_the_double_exactly(database):
-    from piql.planner.triggers import exact_function
+    from piql.planner.triggers_postgres import exact_function
 
     db = database(TriggerDialect.POSTGRES)
     db.apply(exact_function())
@@ -343,7 +344,7 @@ def test_postgres_partitions_staging_rows_as_piql_does(database):
     """A staging row's partition: zlib's CRC-32 of Python's repr of its key, in SQL."""
     import zlib
 
-    from piql.planner.triggers import crc_function, repr_function
+    from piql.planner.triggers_postgres import crc_function, repr_function
 
     db = database(TriggerDialect.POSTGRES)
     db.apply(crc_function() + ";\n" + repr_function())
