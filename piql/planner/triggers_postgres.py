@@ -80,6 +80,13 @@ def postgres_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]], frozen:
         "  -- one writer at a time, as piql's own write transactions (rules read the state",
         "  -- without the written row, which concurrent writers would change under them)",
         f"  PERFORM pg_advisory_xact_lock({WRITE_LOCK_KEY}, hashtext(TG_TABLE_SCHEMA));",
+        "  -- a REPEATABLE READ snapshot predates the lock: the rules would miss rows written",
+        "  -- meanwhile (READ COMMITTED reads them; SERIALIZABLE detects the conflict)",
+        "  IF current_setting('transaction_isolation') = 'repeatable read' THEN",
+        "    RAISE EXCEPTION USING ERRCODE = 'feature_not_supported', MESSAGE = 'a write to "
+        "a table with piql views needs READ COMMITTED (the default) or SERIALIZABLE, not "
+        "REPEATABLE READ: its views are maintained from the state after the write lock';",
+        "  END IF;",
         "  IF TG_OP = 'UPDATE' AND NEW IS NOT DISTINCT FROM OLD THEN RETURN NEW; END IF;",
         f"  IF TG_OP = 'INSERT' AND ({_pg_taken(table)}) THEN",
         "    RETURN NEW;  -- the insert fails on the key, or is an upsert's update",

@@ -359,3 +359,26 @@ def test_postgres_partitions_staging_rows_as_piql_does(database):
         (crc,), = db.rows("SELECT piql_crc32(convert_to('(' || ?::bigint::text || ',)', 'UTF8'))",
                           [number])
         assert crc == zlib.crc32(repr((number,)).encode())
+
+
+def test_postgres_refuses_maintained_writes_under_repeatable_read(database):
+    """A REPEATABLE READ snapshot is older than the write lock the triggers take: its rules
+    would miss rows committed meanwhile, so such a write is refused, changing nothing."""
+    import psycopg
+
+    from piql.report.migration import render
+
+    plan = paper_plan_for()
+    d = TriggerDialect.POSTGRES
+    db = database(d)
+    db.apply(render(plan, d.value))
+    db.write(f"INSERT INTO {q('Documents', d)} VALUES (1, 5, 'a')")
+    db.connection.autocommit = False
+    db.rows("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    with pytest.raises(psycopg.errors.FeatureNotSupported, match="READ COMMITTED"):
+        db.rows(f"INSERT INTO {q('Tags', d)} VALUES (1, 'x', 1)")
+    db.connection.rollback()
+    db.connection.autocommit = True
+    assert db.rows(f"SELECT count(*) FROM {q('docsPerTag', d)}") == [(0,)]
+    assert db.write(f"INSERT INTO {q('Tags', d)} VALUES (1, 'x', 1)")  # READ COMMITTED
+    assert_views_right(db, plan)
