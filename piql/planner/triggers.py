@@ -27,9 +27,10 @@ arithmetic in SQL: its triggers add doubles, and the migration says so.
 
 Staging views are kept too on PostgreSQL: each row goes to the partition piql computes
 (zlib's CRC-32 of Python's text of its key, in PL/pgSQL) and marks the epochs of the time
-windows refreshed from it. Not compiled, and said so in the output: staging views on
-SQLite (no CRC in its SQL), and the epoch marks of writes to a table a time window joins
-(piql's write path makes them); periodic views are refreshed by ``piql refresh``.
+windows refreshed from it, as do writes to a table a time window joins. Not compiled, and
+said so in the output: staging views and epoch marks on SQLite (no CRC in its SQL), and a
+mark rule reading the written table itself (piql marks an insert with the row in);
+periodic views are refreshed by ``piql refresh``.
 
 The SQL shared by both dialects is in ``trigger_rules``, each dialect's in
 ``triggers_postgres`` and ``triggers_sqlite``.
@@ -44,7 +45,7 @@ from piql.planner.triggers_postgres import (
     checked_function, crc_function, exact_function, postgres_table, repr_function,
 )
 from piql.planner.triggers_sqlite import sqlite_table
-from piql.planner.views import RuleAction, ViewDef, ViewKind
+from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind
 from piql.sql_types import TypeFamily, family
 
 
@@ -77,18 +78,34 @@ def in_database(view: ViewDef, dialect: TriggerDialect,
                          for w in windows.get(view.name, []))
 
 
+def marks_in_database(view: ViewDef, dialect: TriggerDialect,
+                      kept: list[ViewDef]) -> list[DeltaRule]:
+    """A time window's epoch-mark rules the triggers run (PostgreSQL, its staging view kept
+    by them): those whose delta query does not read the written table, which a BEFORE
+    trigger sees without the row (piql marks an insert's epochs with the row in)."""
+    plan = view.refresh
+    if dialect != TriggerDialect.POSTGRES or plan is None or \
+            not any(k.name == plan.staging for k in kept):
+        return []
+    return [r for r in view.rules if r.action == RuleAction.MARK and not any(
+        rel.table and rel.table.lower() == r.table.lower() for rel in r.delta.relations)]
+
+
 def compile_triggers(catalog: Catalog, views: tuple[ViewDef, ...],
                      dialect: TriggerDialect) -> Triggers:
     """The triggers of every base table (``views`` in dependency order: a view after those
     its rules read)."""
     windows = time_windows(views)
     kept = [v for v in views if in_database(v, dialect, windows)]
-    notes = _notes(views, dialect, kept)
+    run = [(v, r) for v in views
+           for r in (v.rules if v in kept else marks_in_database(v, dialect, kept))]
+    maintained = frozenset(r.name for _, r in run)
+    notes = _notes(views, dialect, kept, maintained)
     preamble = (exact_function(), checked_function(), crc_function(), repr_function()) \
         if dialect == TriggerDialect.POSTGRES else ()
     statements: list[str] = []
     for table in catalog.tables:
-        rules = [(v, r) for v in kept for r in v.rules if r.table.lower() == table.name.lower()]
+        rules = [(v, r) for v, r in run if r.table.lower() == table.name.lower()]
         frozen = [c for v in views for f in v.frozen if f.table.lower() == table.name.lower()
                   for c in f.columns]
         if not rules and not table.cardinalities and not frozen:
@@ -97,15 +114,15 @@ def compile_triggers(catalog: Catalog, views: tuple[ViewDef, ...],
             statements += postgres_table(table, rules, tuple(dict.fromkeys(frozen)), windows)
         else:
             statements += sqlite_table(table, rules, tuple(dict.fromkeys(frozen)))
-    maintained = frozenset(r.name for v in kept for r in v.rules)
     return Triggers(preamble, tuple(statements), tuple(notes), maintained)
 
 
-def _notes(views: tuple[ViewDef, ...], dialect: TriggerDialect,
-           kept: list[ViewDef]) -> list[str]:
+def _notes(views: tuple[ViewDef, ...], dialect: TriggerDialect, kept: list[ViewDef],
+           maintained: frozenset[str]) -> list[str]:
     notes: list[str] = []
     for view in views:
-        marks = sorted({r.table for r in view.rules if r.action == RuleAction.MARK})
+        marks = sorted({r.table for r in view.rules
+                        if r.action == RuleAction.MARK and r.name not in maintained})
         if marks:
             notes.append(f"periodic view {view.name}: writes to {', '.join(marks)} mark the "
                          "epochs they reach for its next refresh only through piql (a BEFORE "

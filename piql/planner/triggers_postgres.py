@@ -141,7 +141,9 @@ def _pg_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: Write
         select = delta_select(rule, view, table, record, without, d)
         lines.append(f"    -- {rule.name}: {rule.action} rows of {view.name}")
         target = quote(view.name, d)
-        if view.kind == ViewKind.STAGING:
+        if rule.action == RuleAction.MARK:
+            lines += _pg_marks(view, rule, select, windows)
+        elif view.kind == ViewKind.STAGING:
             lines += _pg_staging(view, rule.action, select, windows.get(view.name, []))
         elif rule.action == RuleAction.INSERT:
             columns = ", ".join(quote(c.name, d) for c in view.columns)
@@ -172,12 +174,26 @@ def _pg_staging(view: ViewDef, action: RuleAction, select: str,
         match = match_key(view, "", ROW, d).replace(f"{ROW}.{quote('partition', d)}", partition)
         lines.append(f"      DELETE FROM {target} WHERE {match};")
     for window in windows:
-        column = f"{ROW}.{quote(window.column, d)}"
-        lines += [f"      IF {column} IS NOT NULL THEN",
-                  f"        INSERT INTO {quote(DIRTY_EPOCHS, d)} VALUES ({literal(window.view)}, "
-                  f"{column} - {column} % {int(window.width)}) ON CONFLICT DO NOTHING;",
-                  "      END IF;"]
+        lines += _mark_epoch(window, f"{ROW}.{quote(window.column, d)}")
     return lines + ["    END LOOP;"]
+
+
+def _pg_marks(view: ViewDef, rule: DeltaRule, select: str,
+              windows: dict[str, list[TimeWindow]]) -> list[str]:
+    """A time window's epoch-mark rule: the epochs of the windowed rows the written row
+    joins, marked for the next refresh (marking twice is harmless)."""
+    d = TriggerDialect.POSTGRES
+    window = next(w for ws in windows.values() for w in ws if w.view == view.name)
+    value = f"{ROW}.{quote(rule.delta.select[0].name, d)}"  # the windowed row's time
+    return [f"    FOR {ROW} IN {select} LOOP"] + _mark_epoch(window, value) + ["    END LOOP;"]
+
+
+def _mark_epoch(window: TimeWindow, value: str) -> list[str]:
+    d = TriggerDialect.POSTGRES
+    return [f"      IF {value} IS NOT NULL THEN",
+            f"        INSERT INTO {quote(DIRTY_EPOCHS, d)} VALUES ({literal(window.view)}, "
+            f"{value} - {value} % {int(window.width)}) ON CONFLICT DO NOTHING;",
+            "      END IF;"]
 
 
 def staging_partition(view: ViewDef, source: str = ROW) -> str:

@@ -16,7 +16,7 @@ from piql.catalog import Table
 from piql.cli import main
 from piql.planner.application import Plan
 from piql.report.migration import build
-from piql.planner.trigger_rules import TriggerDialect
+from piql.planner.trigger_rules import TriggerDialect, delta_select, time_windows
 from piql.planner.triggers import compile_triggers
 from tests.conftest import FIXTURES, paper_plan_for, plan_text
 
@@ -209,8 +209,8 @@ def assert_views_right(db: Database, plan: Plan) -> int:
     compared = 0
     kept = compile_triggers(plan.catalog, plan.ordered_views, db.dialect).maintained
     for view in plan.ordered_views:
-        if not any(r.name in kept for r in view.rules):  # periodic views: `piql refresh`
-            continue
+        if view.kind == "periodic" or not any(r.name in kept for r in view.rules):
+            continue  # periodic views: `piql refresh`
         columns = [c for c, _ in view.stored_columns]
         stored = db.rows(f"SELECT {', '.join(q(c, db.dialect) for c in columns)} "
                          f"FROM {q(view.name, db.dialect)}")
@@ -219,6 +219,28 @@ def assert_views_right(db: Database, plan: Plan) -> int:
         assert Counter(map(_plain, stored)) == Counter(map(_plain, expected)), view.name
         compared += len(stored)
     return compared
+
+
+def assert_epochs_marked(db: Database, plan: Plan) -> None:
+    """Every row of a table a time window joins has the epochs of the windowed rows it
+    reaches marked for the next refresh (the triggers' mark rules, on PostgreSQL)."""
+    triggers = compile_triggers(plan.catalog, plan.ordered_views, db.dialect)
+    windows = {w.view: w for ws in time_windows(plan.ordered_views).values() for w in ws}
+    for view in plan.ordered_views:
+        for rule in view.rules:
+            if rule.name not in triggers.maintained or rule.action != "mark" or \
+                    rule.event != "insert":
+                continue
+            table = plan.catalog.table(rule.table)
+            select = delta_select(rule, view, table, "NEW", None, db.dialect)
+            width = windows[view.name].width
+            missing = db.rows(
+                f"SELECT m.* FROM {q(table.name, db.dialect)} AS new CROSS JOIN LATERAL "
+                f"({select}) AS m WHERE m.{q(rule.delta.select[0].name, db.dialect)} IS NOT NULL "
+                f"AND NOT EXISTS (SELECT 1 FROM _piql_dirty_epochs e WHERE e.view = ? AND e.epoch = "
+                f"m.{q(rule.delta.select[0].name, db.dialect)} - m.{q(rule.delta.select[0].name, db.dialect)} % {width})",
+                [view.name])
+            assert missing == [], rule.name
 
 
 def _plain(row: tuple) -> tuple:
@@ -254,6 +276,7 @@ def test_migration_applies_and_triggers_keep_views_right(capsys, database, diale
             filled += assert_views_right(db, plan)
     assert min(writer.done.values()) >= 5 and set(writer.done) == {"insert", "delete", "update"}
     assert filled > 0  # the views held rows while they were compared
+    assert_epochs_marked(db, plan)
 
 
 @pytest.mark.parametrize("dialect", list(TriggerDialect))
