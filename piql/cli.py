@@ -50,8 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("name", metavar="NAME", help="the query's -- name:")
     show.set_defaults(run=_explain)
 
-    plan = _command(commands, "plan", help="print a migration (postgres, sqlite: tables, "
-                    "indexes, views, triggers) or the DDL and rules' SQL (duckdb, spark)")
+    plan = _command(commands, "plan", help="print a runnable migration (postgres, sqlite) or "
+                    "the DDL and rules' SQL (duckdb, spark)")
     _files(plan, database=True)
     plan.add_argument("--dialect", choices=DIALECTS, default="sqlite",
                       help="SQL dialect (default: sqlite); postgres and sqlite print a runnable "

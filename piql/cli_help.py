@@ -22,8 +22,9 @@ exit status:
 {_FILES_EXIT}, or no query is called NAME
 """,
     "plan": f"""\
-example:
+examples:
   piql plan db/schema.sql db/queries.sql --dialect postgres > plan.sql
+  psql -v ON_ERROR_STOP=1 -d app -f plan.sql   # tables, views, triggers
 
 exit status:
   0  every query is bounded

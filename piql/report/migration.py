@@ -21,9 +21,11 @@ from piql import sqlgen
 from piql.catalog import Catalog, Table
 from piql.planner.application import Plan
 from piql.planner.naming import key_index_name
-from piql.planner.triggers import (
-    EXACT, TriggerDialect, Triggers, compile_triggers, named_select,
+from piql.planner.trigger_rules import (
+    DIRTY_EPOCHS, EXACT, TriggerDialect, named_select, time_windows,
 )
+from piql.planner.triggers import Triggers, compile_triggers
+from piql.planner.triggers_postgres import staging_partition
 from piql.planner.views import ViewDef, ViewKind
 from piql.query_block import Aggregate
 from piql.report.ddl import staging_build, view_header
@@ -52,8 +54,14 @@ def render(plan: Plan, dialect: str) -> str:
         out += ["-- functions of the triggers and builds: a double as the exact binary fraction "
                 "it is (exact REAL sums); an integer sum checked for the 64-bit range"]
         out += [s + ";" for s in triggers.preamble] + [""]
+    if any(w for w in time_windows(plan.ordered_views).values()) and \
+            d == TriggerDialect.POSTGRES:
+        out += ["-- piql's table of the time windows' epochs marked for refresh (staging writes "
+                "mark them)", f"CREATE TABLE {_q(DIRTY_EPOCHS, d)} (view TEXT COLLATE \"C\", "
+                "epoch BIGINT, PRIMARY KEY (view, epoch));", ""]
     for view in plan.ordered_views:
-        out += _view(view, d) + [""]
+        kept = any(r.name in triggers.maintained for r in view.rules)
+        out += _view(view, d, kept) + [""]
     out += _triggers(triggers)
     out.append("-- queries (run by piql, or as written here with their parameters bound)")
     for query in plan.queries:
@@ -131,14 +139,14 @@ def view_table(view: ViewDef, dialect: TriggerDialect) -> list[str]:
             f"CREATE UNIQUE INDEX {index} ON {name} ({key}){nulls}"]
 
 
-def _view(view: ViewDef, dialect: TriggerDialect) -> list[str]:
+def _view(view: ViewDef, dialect: TriggerDialect, kept: bool) -> list[str]:
     lines = view_header(view) + [s + ";" for s in view_table(view, dialect)]
     definition = sqlgen.block_sql(view.definition, dialect)
     if view.kind == ViewKind.PERIODIC:
         refresh = f" every {view.refresh.refresh_every}" if view.refresh is not None else ""
         return lines + [f"-- filled and refreshed{refresh} by `piql refresh` (no trigger), as:",
                         f"--   {definition}"]
-    if view.kind == ViewKind.STAGING:
+    if view.kind == ViewKind.STAGING and not kept:
         return lines + [staging_build(view, dialect)]
     return lines + [build(view, dialect) + ";"]
 
@@ -167,6 +175,11 @@ def build(view: ViewDef, dialect: TriggerDialect) -> str:
     select = sqlgen.render(query, dialect)
     columns = [c.name for c in view.columns] + [hidden[c] for c in hidden]
     target = f"INSERT INTO {_q(view.name, dialect)}"
+    if view.kind == ViewKind.STAGING:  # the partition computed as piql does
+        rest = [c for c in columns if c != "partition"]
+        return (f"{target} ({_names(['partition'] + rest, dialect)}) SELECT "
+                f"{staging_partition(view, 'piql_b')}, {', '.join(f'piql_b.{_q(c, dialect)}' for c in rest)} "
+                f"FROM ({select}) AS piql_b")
     if not view.aggregate:
         return f"{target} ({_names(columns, dialect)}) {select}"
     count = next(c.name for c in view.columns if c.source == Aggregate("COUNT", None))

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from piql.planner.refresh_plan import WindowKind
-from piql.planner.views import ViewDef, ViewKind
+from piql.planner.trigger_rules import time_windows
+from piql.planner.views import ViewDef
 from piql.runtime import sqlvalues
 from piql.runtime.store import Store
 
@@ -30,14 +30,8 @@ class EpochWindow:
 
 def epoch_windows(views: Iterable[ViewDef]) -> dict[str, list[EpochWindow]]:
     """Per staging view: the time-window periodic views refreshed from it."""
-    found: dict[str, list[EpochWindow]] = {}
-    for view in views:
-        plan = view.refresh
-        if view.kind == ViewKind.PERIODIC and plan is not None and plan.window == WindowKind.TIME:
-            assert plan.epoch_width is not None
-            found.setdefault(plan.staging, []).append(
-                EpochWindow(view.name, plan.order_column, plan.epoch_width))
-    return found
+    return {staging: [EpochWindow(w.view, w.column, w.width) for w in windows]
+            for staging, windows in time_windows(tuple(views)).items()}
 
 
 def mark_epochs(store: Store, windows: list[EpochWindow], rows: Iterable[dict[str, Any]]) -> None:

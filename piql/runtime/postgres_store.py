@@ -49,11 +49,10 @@ from decimal import Decimal
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from piql import sql_types
 from piql.sql_types import POSTGRES_NAME_BYTES as NAME_BYTES
 from piql.sql_types import postgres_type as column_type, short_name
 from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE, WRITE_LOCK_KEY
-from piql.planner.triggers import BULK, TriggerDialect
+from piql.planner.trigger_rules import BULK, TriggerDialect
 from piql.planner.physical import KeyExpression, KeyPart
 from piql.query_block import Func
 from piql.runtime import exact_sums

@@ -7,7 +7,8 @@ import re
 import pytest
 
 from piql.planner.naming import WRITE_LOCK_KEY
-from piql.planner.triggers import TriggerDialect, compile_triggers, delta_select
+from piql.planner.trigger_rules import TriggerDialect, delta_select
+from piql.planner.triggers import compile_triggers
 from piql.planner.views import ViewKind
 from tests.conftest import FIXTURES, paper_plan_for, plan_text
 
@@ -67,20 +68,30 @@ def test_cardinality_is_counted_with_a_stop_after_of_its_limit(paper, dialect):
     assert "CARDINALITY (tag, 10) PER (docId)" in text
 
 
-def test_periodic_and_staging_views_are_left_to_piql_and_said_so():
+@pytest.mark.parametrize("dialect", list(TriggerDialect))
+def test_staging_views_are_kept_on_postgres_and_periodic_views_left_to_refresh(dialect):
+    """PostgreSQL computes a staging row's partition as piql does (and marks its epochs);
+    SQLite cannot (no CRC in its SQL), so its migration says so."""
     social = plan_text((FIXTURES.parent.parent / "examples/social/schema.sql").read_text(),
                        (FIXTURES.parent.parent / "examples/social/queries.sql").read_text())
-    triggers = compiled(social, TriggerDialect.POSTGRES)
-    kinds = {v.kind for v in social.views}
-    assert {ViewKind.STAGING, ViewKind.PERIODIC} <= kinds
+    triggers = compiled(social, dialect)
+    assert {ViewKind.STAGING, ViewKind.PERIODIC} <= {v.kind for v in social.views}
+    staging_kept = dialect == TriggerDialect.POSTGRES
     for view in social.views:
         mine = {r.name for r in view.rules} & triggers.maintained
-        assert bool(mine) == (view.kind == ViewKind.IMV and bool(view.rules))
+        kept = view.kind == ViewKind.IMV or (view.kind == ViewKind.STAGING and staging_kept)
+        assert mine == ({r.name for r in view.rules} if kept else set()), view.name
         if view.kind == ViewKind.PERIODIC:
             assert any(f"periodic view {view.name}" in n and "piql refresh" in n
                        for n in triggers.notes)
         if view.kind == ViewKind.STAGING:
-            assert any(f"staging view {view.name}" in n for n in triggers.notes)
+            said = next(n for n in triggers.notes if f"staging view {view.name}" in n)
+            assert ("kept by the triggers" in said) == staging_kept
+    text = "\n".join(triggers.statements)
+    if staging_kept:  # the time window "trending" is refreshed from trendingStaging
+        assert "INSERT INTO \"_piql_dirty_epochs\" VALUES ('trending', " in text
+        assert "piql_crc32(convert_to('(' || COALESCE(piql_r.\"postId\"::text, 'None') || ', ' " \
+               "|| COALESCE(piql_r.\"userId\"::text, 'None') || ')', 'UTF8')) % 16" in text
 
 
 def test_exact_sums_are_numeric_on_postgres_and_said_inexact_on_sqlite():

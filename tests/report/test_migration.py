@@ -15,9 +15,9 @@ from piql import sqlgen
 from piql.catalog import Table
 from piql.cli import main
 from piql.planner.application import Plan
-from piql.planner.views import ViewKind
 from piql.report.migration import build
-from piql.planner.triggers import TriggerDialect
+from piql.planner.trigger_rules import TriggerDialect, delta_select, time_windows
+from piql.planner.triggers import compile_triggers
 from tests.conftest import FIXTURES, paper_plan_for, plan_text
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -207,9 +207,10 @@ def assert_views_right(db: Database, plan: Plan) -> int:
     exact REAL sum: its exact value rounded, and its hidden text column that exact value).
     Returns the rows compared."""
     compared = 0
+    kept = compile_triggers(plan.catalog, plan.ordered_views, db.dialect).maintained
     for view in plan.ordered_views:
-        if view.kind != ViewKind.IMV:
-            continue
+        if view.kind == "periodic" or not any(r.name in kept for r in view.rules):
+            continue  # periodic views: `piql refresh`
         columns = [c for c, _ in view.stored_columns]
         stored = db.rows(f"SELECT {', '.join(q(c, db.dialect) for c in columns)} "
                          f"FROM {q(view.name, db.dialect)}")
@@ -218,6 +219,28 @@ def assert_views_right(db: Database, plan: Plan) -> int:
         assert Counter(map(_plain, stored)) == Counter(map(_plain, expected)), view.name
         compared += len(stored)
     return compared
+
+
+def assert_epochs_marked(db: Database, plan: Plan) -> None:
+    """Every row of a table a time window joins has the epochs of the windowed rows it
+    reaches marked for the next refresh (the triggers' mark rules, on PostgreSQL)."""
+    triggers = compile_triggers(plan.catalog, plan.ordered_views, db.dialect)
+    windows = {w.view: w for ws in time_windows(plan.ordered_views).values() for w in ws}
+    for view in plan.ordered_views:
+        for rule in view.rules:
+            if rule.name not in triggers.maintained or rule.action != "mark" or \
+                    rule.event != "insert":
+                continue
+            table = plan.catalog.table(rule.table)
+            select = delta_select(rule, view, table, "NEW", None, db.dialect)
+            width = windows[view.name].width
+            missing = db.rows(
+                f"SELECT m.* FROM {q(table.name, db.dialect)} AS new CROSS JOIN LATERAL "
+                f"({select}) AS m WHERE m.{q(rule.delta.select[0].name, db.dialect)} IS NOT NULL "
+                f"AND NOT EXISTS (SELECT 1 FROM _piql_dirty_epochs e WHERE e.view = ? AND e.epoch = "
+                f"m.{q(rule.delta.select[0].name, db.dialect)} - m.{q(rule.delta.select[0].name, db.dialect)} % {width})",
+                [view.name])
+            assert missing == [], rule.name
 
 
 def _plain(row: tuple) -> tuple:
@@ -253,6 +276,7 @@ def test_migration_applies_and_triggers_keep_views_right(capsys, database, diale
             filled += assert_views_right(db, plan)
     assert min(writer.done.values()) >= 5 and set(writer.done) == {"insert", "delete", "update"}
     assert filled > 0  # the views held rows while they were compared
+    assert_epochs_marked(db, plan)
 
 
 @pytest.mark.parametrize("dialect", list(TriggerDialect))
@@ -329,7 +353,7 @@ def test_postgres_upserts_and_many_row_statements_keep_views_right(database):
 
 
 def test_postgres_exact_function_is_the_double_exactly(database):
-    from piql.planner.triggers import exact_function
+    from piql.planner.triggers_postgres import exact_function
 
     db = database(TriggerDialect.POSTGRES)
     db.apply(exact_function())
@@ -337,3 +361,47 @@ def test_postgres_exact_function_is_the_double_exactly(database):
     for value in values:
         (found,), = db.rows("SELECT piql_exact(?::double precision)", [value])
         assert Fraction(found) == Fraction(value), value
+
+
+def test_postgres_partitions_staging_rows_as_piql_does(database):
+    """A staging row's partition: zlib's CRC-32 of Python's repr of its key, in SQL."""
+    import zlib
+
+    from piql.planner.triggers_postgres import crc_function, repr_function
+
+    db = database(TriggerDialect.POSTGRES)
+    db.apply(crc_function() + ";\n" + repr_function())
+    texts = ["", "a", "it's", 'say "hi"', "both ' and \"", "back\\slash", "tab\tnew\nline\r",
+             "\x01\x1f\x7f\x85\xa0\xad", "caf\u00e9 \u65e5\u672c \U0001f600"]
+    for text in texts:
+        (shown, crc), = db.rows("SELECT piql_repr(?), piql_crc32(convert_to(piql_repr(?), 'UTF8'))",
+                                [text, text])
+        assert shown == repr(text)
+        assert crc == zlib.crc32(repr(text).encode())
+    for number in (0, -7, 2 ** 63 - 1, -(2 ** 63)):
+        (crc,), = db.rows("SELECT piql_crc32(convert_to('(' || ?::bigint::text || ',)', 'UTF8'))",
+                          [number])
+        assert crc == zlib.crc32(repr((number,)).encode())
+
+
+def test_postgres_refuses_maintained_writes_under_repeatable_read(database):
+    """A REPEATABLE READ snapshot is older than the write lock the triggers take: its rules
+    would miss rows committed meanwhile, so such a write is refused, changing nothing."""
+    import psycopg
+
+    from piql.report.migration import render
+
+    plan = paper_plan_for()
+    d = TriggerDialect.POSTGRES
+    db = database(d)
+    db.apply(render(plan, d.value))
+    db.write(f"INSERT INTO {q('Documents', d)} VALUES (1, 5, 'a')")
+    db.connection.autocommit = False
+    db.rows("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    with pytest.raises(psycopg.errors.FeatureNotSupported, match="READ COMMITTED"):
+        db.rows(f"INSERT INTO {q('Tags', d)} VALUES (1, 'x', 1)")
+    db.connection.rollback()
+    db.connection.autocommit = True
+    assert db.rows(f"SELECT count(*) FROM {q('docsPerTag', d)}") == [(0,)]
+    assert db.write(f"INSERT INTO {q('Tags', d)} VALUES (1, 'x', 1)")  # READ COMMITTED
+    assert_views_right(db, plan)

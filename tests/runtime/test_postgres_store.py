@@ -251,3 +251,31 @@ def test_reopening_reuses_the_triggers_and_a_store_without_them_gets_them(postgr
         other.execute('INSERT INTO "Tags" VALUES (1, %s, 1)', ["a"])
     assert third.query("countTags", tag="a").rows == ((1,),)
     assert third.check().consistent
+
+
+def test_plain_writes_reach_staging_views_and_the_next_refresh(postgres_stores):
+    """SI-3: the triggers put another client's rows in the staging views (in piql's
+    partitions) and mark the time windows' epochs, so the next refresh sees them."""
+    from pathlib import Path
+
+    social = Path(__file__).resolve().parents[2] / "examples" / "social"
+    app = piql.load(social / "schema.sql", social / "queries.sql")
+    url = postgres_stores()
+    db = app.deploy(url)
+    db.load("users", [(u, f"u{u}", f"u{u}@x", 1000 * u) for u in range(1, 5)])
+    with psycopg.connect(url, autocommit=True) as other:
+        for post in range(1, 13):
+            other.execute('INSERT INTO posts VALUES (%s, %s, %s, %s)',
+                          [post, 1 + post % 4, 3_600_000 * (post % 3) + post, f"p{post}"])
+        for post in range(1, 13, 2):
+            for user in range(1, 1 + post % 4):
+                other.execute('INSERT INTO likes VALUES (%s, %s, %s)',
+                              [post, user, 3_600_000 * (post % 3) + user])
+        other.execute('DELETE FROM likes WHERE "postId" = 1')
+        other.execute('UPDATE posts SET body = %s WHERE "postId" = 2', ["edited"])
+        marked = other.execute("SELECT count(*) FROM _piql_dirty_epochs").fetchall()[0][0]
+    assert marked > 0
+    report = db.check()
+    assert report.consistent, report
+    db.refresh(now_ms=3 * 3_600_000)
+    assert db.check().consistent

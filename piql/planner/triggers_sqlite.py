@@ -1,0 +1,110 @@
+"""SQLite's triggers: CREATE TRIGGER per base table and event (``planner.triggers``)."""
+from __future__ import annotations
+
+from piql.catalog import Table
+from piql.planner.trigger_rules import (
+    PREFIX, TriggerDialect, added_sets, cardinality_message, count_column, delta_select, fired,
+    key_columns, literal, match_key, new_row_values, other_values, quote, signed,
+)
+from piql.planner.views import DeltaRule, RuleAction, ViewDef, WriteEvent
+
+
+def sqlite_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]],
+                  frozen: tuple[str, ...]) -> list[str]:
+    d = TriggerDialect.SQLITE
+    name, statements = table.name, []
+    taken = _sqlite_taken(table)
+    if frozen:
+        changed = " OR ".join(f"NEW.{quote(c, d)} IS NOT OLD.{quote(c, d)}" for c in frozen)
+        message = (f"update of {name} changes {', '.join(frozen)}, which a periodic view reads "
+                   f"through a join: piql refuses it (insert a new {name} row instead)")
+        statements.append(_sqlite_trigger(f"{PREFIX}{name}_frozen", "UPDATE", name, changed,
+                                          [f"SELECT RAISE(ABORT, {literal(message)})"]))
+    for constraint in table.cardinalities:
+        message = cardinality_message(table, constraint)
+        for op, without in (("INSERT", None), ("UPDATE", "OLD")):
+            when = f"{other_values(table, constraint, without, d)} >= {int(constraint.limit)}"
+            if op == "INSERT":
+                when = f"NOT ({taken}) AND {when}"
+            statements.append(_sqlite_trigger(
+                f"{PREFIX}{name}_{constraint.column}_{op.lower()}_cardinality", op, name, when,
+                [f"SELECT RAISE(ABORT, {literal(message)})"]))
+    if not rules:
+        return statements
+    deletes = _sqlite_rules(table, rules, WriteEvent.DELETE, "OLD", "OLD")
+    plans = (("INSERT", _sqlite_rules(table, rules, WriteEvent.INSERT, "NEW", None),
+              f"NOT ({taken})"),
+             ("DELETE", deletes, None),
+             ("UPDATE", deletes + _sqlite_rules(table, rules, WriteEvent.INSERT, "NEW", "OLD"),
+              None))
+    for op, body, when in plans:
+        if body:
+            statements.append(_sqlite_trigger(f"{PREFIX}{name}_{op.lower()}", op, name, when, body))
+    return statements
+
+
+def _sqlite_taken(table: Table) -> str:
+    d = TriggerDialect.SQLITE
+    found = []
+    for columns in [table.primary_key] + [k.columns for k in table.unique_keys]:
+        parts = " AND ".join(f"{quote(c, d)} = NEW.{quote(c, d)}" for c in columns)
+        found.append(f"EXISTS (SELECT 1 FROM {quote(table.name, d)} WHERE {parts})")
+    return " OR ".join(found)
+
+
+def _sqlite_trigger(name: str, op: str, table: str, when: str | None, body: list[str]) -> str:
+    d = TriggerDialect.SQLITE
+    condition = f" WHEN {when}" if when else ""
+    statements = "".join(f"\n  {s};" for s in body)
+    return (f"CREATE TRIGGER {quote(name, d)} BEFORE {op} ON {quote(table, d)} FOR EACH ROW"
+            f"{condition}\nBEGIN{statements}\nEND")
+
+
+def _sqlite_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: WriteEvent,
+                  record: str, without: str | None) -> list[str]:
+    d = TriggerDialect.SQLITE
+    statements: list[str] = []
+    for view, rule in fired(rules, event):
+        select = delta_select(rule, view, table, record, without, d)
+        target = quote(view.name, d)
+        comment = f"-- {rule.name}: {rule.action} rows of {view.name}\n  "
+        if rule.action == RuleAction.INSERT:
+            columns = ", ".join(quote(c.name, d) for c in view.columns)
+            statements.append(f"{comment}INSERT INTO {target} ({columns}) {select}")
+        elif rule.action == RuleAction.DELETE:
+            statements.append(f"{comment}DELETE FROM {target} WHERE {_sqlite_among(view, select)}")
+        else:
+            first, *rest = _sqlite_aggregate(view, rule.action, select)
+            statements += [comment + first] + rest
+    return statements
+
+
+def _sqlite_among(view: ViewDef, select: str) -> str:
+    """The view rows whose key a delta row holds (NULL matching NULL)."""
+    d = TriggerDialect.SQLITE
+    target = quote(view.name, d)
+    if view.nullable_key:  # a plain table with a unique index: it has a rowid
+        return (f"rowid IN (SELECT {target}.rowid FROM {target} JOIN ({select}) AS piql_d ON "
+                f"{match_key(view, target, 'piql_d', d)})")
+    if not view.key:
+        return f"{quote('_all', d)} = 0 AND EXISTS ({select})"
+    key = ", ".join(quote(c, d) for c in key_columns(view))
+    return f"({key}) IN (SELECT {key} FROM ({select}) AS piql_d)"
+
+
+def _sqlite_aggregate(view: ViewDef, action: RuleAction, select: str) -> list[str]:
+    d = TriggerDialect.SQLITE
+    target = quote(view.name, d)
+    values = new_row_values(view, "piql_d", action, d)
+    hidden = [h for _, h in view.exact_sums]
+    count = quote(count_column(view), d)
+    return [
+        f"UPDATE {target} SET {', '.join(added_sets(view, 'piql_d', action, d))} FROM ({select}) "
+        f"AS piql_d WHERE {match_key(view, target, 'piql_d', d)}",
+        f"INSERT INTO {target} ({', '.join(quote(c, d) for c, _ in values)}"
+        f"{''.join(', ' + quote(h, d) for h in hidden)}) SELECT {', '.join(v for _, v in values)}"
+        f"{', NULL' * len(hidden)} FROM ({select}) AS piql_d WHERE "
+        f"{signed('piql_d', count_column(view), action, d)} <> 0 AND NOT EXISTS (SELECT 1 FROM "
+        f"{target} WHERE {match_key(view, target, 'piql_d', d)})",
+        f"DELETE FROM {target} WHERE {count} = 0 AND {_sqlite_among(view, select)}",
+    ]
