@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from piql.planner.compile import TableLayout, UncompilablePlan
-from piql.planner.store_layout import ALL_KEY, stored_tables, store_layout
+from piql.planner.store_layout import stored_tables, store_layout
 from tests.conftest import plan_text
 
 STATS = plan_text(
@@ -37,7 +37,7 @@ def test_views_keep_hidden_exact_sums_and_a_key_index_where_the_key_may_hold_nul
 def test_a_view_without_key_is_kept_under_the_all_column():
     single = next(v for v in STATS.views if not v.key)
     table = next(t for t in stored_tables(STATS) if t.name == single.name)
-    assert table.key == (ALL_KEY,) and table.columns[0] == ALL_KEY
+    assert table.key == ("_all",) and table.columns[0] == "_all"
 
 
 def test_plan_compiles_each_query_once_per_dialect():
