@@ -414,40 +414,37 @@ def view_select(db, driver: Driver) -> str:
             f"ORDER BY {order} LIMIT {view.stop_after}")
 
 
-def _systems(pair: Stores, duck) -> dict[str, Callable[[dict[str, str]], list]]:
-    """One store's twoTags systems, by name: piql, on demand and the view SELECT (and on
-    SQLite's pass, on demand on DuckDB)."""
+def _systems(pair: Stores) -> dict[str, Callable[[dict[str, str]], list]]:
+    """One store's twoTags systems, by name: piql, on demand and the view SELECT."""
     block = pair.db.query_plan("twoTags").query.block
     ondemand = sqlgen.block_sql(block, pair.baseline_driver.dialect)
     floor = view_select(pair.db, pair.db_driver)
     db, on_baseline, on_view = pair.db, pair.baseline_driver, pair.db_driver
-    systems: dict[str, Callable[[dict[str, str]], list]] = {
+    return {
         pair.names.imv: lambda p: [r[0] for r in db.query("twoTags", **p).rows],
         pair.names.ondemand: lambda p: [r[0] for r in on_baseline.rows(ondemand, p)],
         pair.names.floor: lambda p: [r[0] for r in on_view.rows(floor, p)],
     }
-    if pair.names.store == "sqlite":
-        duckdb_sql = sqlgen.block_sql(block, "duckdb")
-        systems[SYSTEMS[2]] = lambda p: [r[0] for r in duck.execute(duckdb_sql, p).fetchall()]
-    return systems
 
 
 def _measure_queries(pairs: Sequence[Stores], duck, zipf: Zipf, rng: random.Random,
                      settings: Settings, label: str) -> Queries:
     """twoTags through the IMV, on demand on each baseline store and on DuckDB, and the
     hand-written SELECT on each view table: the same queries on every store, one store at
-    a time (a store's systems take turns on each query; another store's work in between
-    would land on the first system timed after it)."""
+    a time, DuckDB last (a store's systems take turns on each query; another store's work
+    in between, or DuckDB's threads, would land on the first system timed after it)."""
     db, baseline = pairs[0].db, pairs[0].baseline
     total = settings.warmup + settings.queries
     queries = [dict(zip(("tag1", "tag2"), zipf.pair(rng))) for _ in range(total)]
     seconds: dict[str, list[float]] = {}
     answers: list[set[tuple]] = [set() for _ in range(total)]
-    for pair in pairs:
-        systems = _systems(pair, duck)
+    block = db.query_plan("twoTags").query.block
+    duckdb_sql = sqlgen.block_sql(block, "duckdb")
+    passes = [(pair.names.store, _systems(pair)) for pair in pairs] + [("duckdb", {
+        SYSTEMS[2]: lambda p: [r[0] for r in duck.execute(duckdb_sql, p).fetchall()]})]
+    for store, systems in passes:
         seconds |= {name: [] for name in systems}
-        where = f"{label}: queries" + ("" if pair.names.store == "sqlite" else
-                                       f" on {pair.names.store}")
+        where = f"{label}: queries" + ("" if store == "sqlite" else f" on {store}")
         for number, params in enumerate(queries):
             if number % 10 == 0:
                 progress(where, number, total)
