@@ -414,60 +414,61 @@ def view_select(db, driver: Driver) -> str:
             f"ORDER BY {order} LIMIT {view.stop_after}")
 
 
-def _systems(pairs: Sequence[Stores], duck) -> dict[str, Callable[[dict[str, str]], list]]:
-    """Each system's twoTags, by name: piql, on demand and the view SELECT on every store;
-    on demand on DuckDB."""
-    systems: dict[str, Callable[[dict[str, str]], list]] = {}
-    block = pairs[0].db.query_plan("twoTags").query.block
-    for pair in pairs:
-        ondemand = sqlgen.block_sql(block, pair.baseline_driver.dialect)
-        floor = view_select(pair.db, pair.db_driver)
-        systems[pair.names.imv] = lambda p, db=pair.db: [r[0] for r in db.query("twoTags", **p).rows]
-        systems[pair.names.ondemand] = \
-            lambda p, d=pair.baseline_driver, sql=ondemand: [r[0] for r in d.rows(sql, p)]
-        systems[pair.names.floor] = \
-            lambda p, d=pair.db_driver, sql=floor: [r[0] for r in d.rows(sql, p)]
-        if pair.names.store == "sqlite":
-            duckdb_sql = sqlgen.block_sql(block, "duckdb")
-            systems[SYSTEMS[2]] = lambda p: [r[0] for r in duck.execute(duckdb_sql, p).fetchall()]
-    return systems
+def _systems(pair: Stores) -> dict[str, Callable[[dict[str, str]], list]]:
+    """One store's twoTags systems, by name: piql, on demand and the view SELECT."""
+    block = pair.db.query_plan("twoTags").query.block
+    ondemand = sqlgen.block_sql(block, pair.baseline_driver.dialect)
+    floor = view_select(pair.db, pair.db_driver)
+    db, on_baseline, on_view = pair.db, pair.baseline_driver, pair.db_driver
+    return {
+        pair.names.imv: lambda p: [r[0] for r in db.query("twoTags", **p).rows],
+        pair.names.ondemand: lambda p: [r[0] for r in on_baseline.rows(ondemand, p)],
+        pair.names.floor: lambda p: [r[0] for r in on_view.rows(floor, p)],
+    }
 
 
 def _measure_queries(pairs: Sequence[Stores], duck, zipf: Zipf, rng: random.Random,
                      settings: Settings, label: str) -> Queries:
     """twoTags through the IMV, on demand on each baseline store and on DuckDB, and the
-    hand-written SELECT on each view table, side by side."""
+    hand-written SELECT on each view table: the same queries on every store, one store at
+    a time, DuckDB last (a store's systems take turns on each query; another store's work
+    in between, or DuckDB's threads, would land on the first system timed after it)."""
     db, baseline = pairs[0].db, pairs[0].baseline
-    systems = _systems(pairs, duck)
-    seconds: dict[str, list[float]] = {name: [] for name in systems}
+    total = settings.warmup + settings.queries
+    queries = [dict(zip(("tag1", "tag2"), zipf.pair(rng))) for _ in range(total)]
+    seconds: dict[str, list[float]] = {}
+    answers: list[set[tuple]] = [set() for _ in range(total)]
+    block = db.query_plan("twoTags").query.block
+    duckdb_sql = sqlgen.block_sql(block, "duckdb")
+    passes = [(pair.names.store, _systems(pair)) for pair in pairs] + [("duckdb", {
+        SYSTEMS[2]: lambda p: [r[0] for r in duck.execute(duckdb_sql, p).fetchall()]})]
+    for store, systems in passes:
+        seconds |= {name: [] for name in systems}
+        where = f"{label}: queries" + ("" if store == "sqlite" else f" on {store}")
+        for number, params in enumerate(queries):
+            if number % 10 == 0:
+                progress(where, number, total)
+            for name, ask in systems.items():
+                started = time.perf_counter()
+                found = ask(params)
+                elapsed = time.perf_counter() - started
+                answers[number].add(tuple(found))
+                if number >= settings.warmup:
+                    seconds[name].append(elapsed)
+        progress(where, total, total)
     sizes: list[int] = []  # rows returned by each measured query
     ops: list[tuple[int, int]] = []
     tuples: list[tuple[int, int]] = []
     bound = mismatches = empty = 0
-    total = settings.warmup + settings.queries
-    for number in range(total):
-        if number % 10 == 0:
-            progress(f"{label}: queries", number, total)
-        tag1, tag2 = zipf.pair(rng)
-        params = {"tag1": tag1, "tag2": tag2}
-        answers = {}
-        for name, ask in systems.items():
-            started = time.perf_counter()
-            answers[name] = ask(params)
-            elapsed = time.perf_counter() - started
-            if number >= settings.warmup:
-                seconds[name].append(elapsed)
-        if number < settings.warmup:
-            continue
+    for number, params in enumerate(queries[settings.warmup:], start=settings.warmup):
         result = db.query("twoTags", **params)  # again, outside the clock, for its ops
         bound = max(bound, result.bound)
         sizes.append(len(result.rows))
         ops.append((len(result.rows), result.ops))
         ((entries, matches),) = baseline.store.sql(ONDEMAND_COUNTS, params)
         tuples.append((len(result.rows), 2 * entries + matches))
-        mismatches += len({tuple(a) for a in answers.values()}) > 1
+        mismatches += len(answers[number]) > 1
         empty += not result.rows
-    progress(f"{label}: queries", total, total)
     return Queries({name: Latency.of(s) for name, s in seconds.items()}, Ops.of(ops, bound),
                    Ops.of(tuples, -1), mismatches, empty, by_rows(sizes, seconds))
 
@@ -496,45 +497,45 @@ def by_rows(sizes: Sequence[int], seconds: dict[str, list[float]]) -> dict[str, 
 
 def _measure_writes(pairs: Sequence[Stores], data: Dataset, zipf: Zipf, rng: random.Random,
                     settings: Settings, label: str) -> Writes:
-    """Insert the same new tags into every store: into the piql store (view maintained),
-    into the baseline through piql (no view), and as a plain INSERT into the baseline's
-    Tags (then deleted again, outside the clock, for piql's insert of the same row)."""
+    """Insert the same new tags into every store, one store at a time: into the piql store
+    (view maintained), into the baseline through piql (no view), and as a plain INSERT
+    into the baseline's Tags (then deleted again, outside the clock, for piql's insert of
+    the same row)."""
+    total = settings.warmup + settings.writes
+    stamp = len(data.tags_of) * 10
+    writes = [(doc, tag, before, stamp + number + 1)
+              for number, (doc, tag, before) in enumerate(_new_tags(data, zipf, rng, total))]
     seconds: dict[str, list[float]] = {}
     ops: dict[str, list[tuple[int, int]]] = {}
     bounds: dict[str, int] = {}
-    plain = {}
     for pair in pairs:
         names = pair.names
-        for name in (names.maintained, names.unmaintained, names.plain):
-            seconds[name] = []
-        for name in (names.maintained, names.unmaintained):
+        seconds |= {name: [] for name in (names.maintained, names.unmaintained, names.plain)}
+        piql_writes = ((names.maintained, pair.db), (names.unmaintained, pair.baseline))
+        for name, _ in piql_writes:
             ops[name], bounds[name] = [], 0
-        plain[names.store] = _plain_statements(pair.baseline_driver)
-    stamp = len(data.tags_of) * 10
-    total = settings.warmup + settings.writes
-    for number, (doc, tag, before) in enumerate(_new_tags(data, zipf, rng, total)):
-        if number % 10 == 0:
-            progress(f"{label}: tag inserts", number, total)
-        stamp += 1
-        measured = number >= settings.warmup
-        for pair in pairs:
-            names = pair.names
-            insert, delete = plain[names.store]
+        insert, delete = _plain_statements(pair.baseline_driver)
+        where = f"{label}: tag inserts" + ("" if names.store == "sqlite" else
+                                           f" on {names.store}")
+        for number, (doc, tag, before, when) in enumerate(writes):
+            if number % 10 == 0:
+                progress(where, number, total)
+            measured = number >= settings.warmup
             started = time.perf_counter()
-            pair.baseline_driver.execute(insert, (doc, tag, stamp))
+            pair.baseline_driver.execute(insert, (doc, tag, when))
             elapsed = time.perf_counter() - started
             pair.baseline_driver.execute(delete, (doc, tag))
             if measured:
                 seconds[names.plain].append(elapsed)
-            for name, store in ((names.maintained, pair.db), (names.unmaintained, pair.baseline)):
+            for name, store in piql_writes:
                 started = time.perf_counter()
-                report = store.insert("Tags", docId=doc, tag=tag, timestamp=stamp)
+                report = store.insert("Tags", docId=doc, tag=tag, timestamp=when)
                 elapsed = time.perf_counter() - started
                 if measured:
                     seconds[name].append(elapsed)
                     ops[name].append((before, report.ops))
                     bounds[name] = max(bounds[name], report.bound)
-    progress(f"{label}: tag inserts", total, total)
+        progress(where, total, total)
     return Writes({name: Latency.of(s) for name, s in seconds.items()},
                   {name: Ops.of(ops[name], bounds[name]) for name in ops})
 

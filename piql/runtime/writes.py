@@ -22,7 +22,7 @@ from piql.planner.write_bounds import WriteBound
 from piql.query_block import Aggregate
 from piql.runtime.errors import BoundExceeded, ConstraintError
 from piql.runtime.evaluate import aggregate, holds, value
-from piql.runtime.executor import execute
+from piql.runtime.delta_statements import DeltaStatements
 from piql.runtime.epochs import EpochWindow, mark_epochs
 from piql.runtime.store import Store
 
@@ -97,8 +97,10 @@ class Maintainer:
     # (table, event) -> its program; (table) -> the foreign keys referring to it
     programs: dict[tuple[str, WriteEvent], WriteProgram] = field(init=False)
     referencing: dict[str, tuple[tuple[Table, Any], ...]] = field(init=False)
+    statements: DeltaStatements = field(init=False)  # the rules' plans, prepared
 
     def __post_init__(self) -> None:
+        self.statements = DeltaStatements(self.store)
         self.programs = {(table.name, event): WriteProgram.of(table, event, self.views,
                                                               self.bounds,
                                                               self.store.maintained_rules)
@@ -231,7 +233,7 @@ class Maintainer:
             rows = [tuple(aggregate(i.expr, [{}], row) if isinstance(i.expr, Aggregate)
                           else value(i.expr, {}, row) for i in rule.delta.select)]
         else:
-            rows = execute(self.store, rule.plan, row)
+            rows = self.statements.rows(rule, row)
         return rows, self.store.counter.ops - start
 
     def _apply(self, step: RuleStep, rows: list[tuple], reads: int) -> tuple[str, int, int]:
