@@ -72,10 +72,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 from sqlglot import exp
 
-from piql.errors import PiqlError
-from piql.planner.physical import Access, AccessPath, PhysicalPlan
+from piql.planner.compile_exprs import Expressions, Ref, UncompilablePlan
+from piql.sql_types import TypeFamily, family
+from piql.planner.physical import (
+    Access, AccessPath, AnyOf, KeyExpression, NullKey, PhysicalPlan,
+)
 from piql.query_block import (
-    Aggregate, Attr, Epoch, Literal, OrderItem, Param, Predicate, QueryBlock, Ratio,
+    Aggregate, Attr, Call, Epoch, JoinKind, Literal, OrderItem, Param, Predicate, QueryBlock,
+    Ratio, attrs_in,
 )
 
 PREFIX = "_piql_"  # names piql reserves: no table or view of an application starts so
@@ -97,10 +101,6 @@ class OpsSource(StrEnum):
     COLUMN = "column"
 
 
-class UncompilablePlan(PiqlError):
-    """A plan this compiler cannot express as one statement (the interpreter runs it)."""
-
-
 @dataclass(frozen=True)
 class TableLayout:
     """What the compiler must know of one stored table or view.
@@ -113,6 +113,13 @@ class TableLayout:
     columns: tuple[str, ...]
     key: tuple[str, ...]
     key_index: str | None = None
+    types: tuple[str, ...] = field(default=(), compare=False)  # declared, by column
+
+    def family(self, column: str) -> TypeFamily:
+        """The declared type family of ``column`` (OTHER when the layout has no types)."""
+        if column not in self.columns or not self.types:
+            return TypeFamily.OTHER
+        return family(self.types[self.columns.index(column)])
 
     @property
     def rowid(self) -> str:
@@ -287,9 +294,6 @@ def _count_star() -> exp.Expression:
     return exp.Count(this=exp.Star())
 
 
-Ref = Callable[[Attr], exp.Expression]
-
-
 @dataclass
 class _Chain:
     """A plan compiled as CTEs: its result CTE (columns ``_o1..`` and ``_pos``), the
@@ -300,16 +304,19 @@ class _Chain:
     outputs: tuple[str, ...]
     limit: int | None
     ops: str
+    offset: int = 0
+    limit_param: Param | None = None
 
 
 @dataclass
-class _Compiler:
+class _Compiler(Expressions):
     dialect: Dialect
     layout: StoreLayout
     slots: dict[object, str] = field(default_factory=dict)  # Param -> placeholder name
     bound: dict[str, Param | Literal] = field(default_factory=dict)
     reads: list[Read] = field(default_factory=list)
     counter: int = 0
+    tables: dict[str, TableLayout] = field(default_factory=dict)  # alias -> table read
 
     @property
     def sqlite(self) -> bool:
@@ -321,17 +328,26 @@ class _Compiler:
 
     # -- entry ---------------------------------------------------------------
     def compile(self, plan: PhysicalPlan, query: QueryBlock) -> CompiledQuery:
-        _refuse_extensions(plan, query)
+        _refuse_beyond(plan, query)
+        self._name_tables(plan)
         block = plan.block
         names = tuple(item.name for item in query.select)
+        extended = _extended(plan, query)
         empty = None
-        if query.aggregates and not query.group_by:
+        if query.aggregates and not query.group_by and (not extended or query != block):
+            if any(not isinstance(i.expr, Aggregate) for i in query.select) or query.having:
+                raise UncompilablePlan("not compiled yet: expressions over an aggregate "
+                                       "read from a view")
             empty = tuple(0 if isinstance(i.expr, Aggregate) and i.expr.func == "COUNT" else None
                           for i in query.select)
         single = len(plan.accesses) == 1 and plan.accesses[0].path != AccessPath.DERIVED \
             and not plan.accesses[0].residual
         limit = None
-        if single:
+        if extended:
+            chain = self._chain(plan, PREFIX)
+            node = self._final(chain)
+            source, fetches = OpsSource.COLUMN, False
+        elif single:
             node, source, fetches = self._single(plan)
         elif self._flat_shape(plan):
             node, limit = self._flat(plan)
@@ -341,12 +357,25 @@ class _Compiler:
             node = self._final(chain)
             source, fetches = OpsSource.COLUMN, False
         sql, order = self._render(node)
-        integral = () if self.sqlite else tuple(
-            i for i, item in enumerate(block.select)
-            if isinstance(item.expr, Aggregate) and item.expr.func == "SUM")
+        if self.sqlite:
+            integral: tuple[int, ...] = ()
+        elif extended:  # numeric wherever a SUM reaches the answer
+            integral = tuple(range(len(block.select)))
+        else:
+            integral = tuple(i for i, item in enumerate(block.select)
+                             if isinstance(item.expr, Aggregate) and item.expr.func == "SUM")
         ratios = tuple(i for i, item in enumerate(block.select) if isinstance(item.expr, Ratio))
         return CompiledQuery(self.dialect, sql, tuple(self.bound[n] for n in order), names,
                              source, fetches, tuple(self.reads), integral, empty, limit, ratios)
+
+    def _name_tables(self, plan: PhysicalPlan) -> None:
+        for access in plan.accesses:
+            if access.table is not None:
+                self.tables[access.alias] = self.layout.table(access.table)
+
+    def column_family(self, attr: Attr) -> TypeFamily:
+        table = self.tables.get(attr.alias)
+        return TypeFamily.OTHER if table is None else table.family(attr.column)
 
     # -- one access: a plain statement ---------------------------------------
     def _single(self, plan: PhysicalPlan) -> tuple[exp.Select, OpsSource, bool]:
@@ -480,7 +509,7 @@ class _Compiler:
         ctes: list[tuple[str, exp.Expression]] = []
         columns: dict[tuple[str, str], str] = {}  # (alias, column) -> level column
         terms: list[exp.Expression] = []
-        needed = _needed(block)
+        needed = _needed(block, plan)
         survivors: str | None = None
         for position, access in enumerate(plan.accesses):
             level = f"{prefix}l{position}"
@@ -489,19 +518,31 @@ class _Compiler:
                 return _col(columns[(attr.alias, attr.column)], within)
 
             outer = survivors
+            if access.join != JoinKind.INNER:  # number the outer tuples: a match test each
+                outer = self._numbered(outer, f"{prefix}n{position}", f"_r{position}", ctes)
+            probing = position > 0
             if access.path == AccessPath.DERIVED:
                 node, term = self._derived_level(access, outer, columns, needed, prefix,
                                                  position, ctes)
             else:
+                access, outer, probing = self._listed(access, outer, columns, prefix, position,
+                                                      ctes, probing)
                 node, term = self._base_level(access, outer, columns, needed, position,
-                                              lambda a: ref(a, outer))
+                                              (lambda within: lambda a: ref(a, within))(outer),
+                                              probing)
             ctes.append((level, node))
             terms.append(term(level))
-            keep: list[exp.Expression] = []
-            if position > 0 and access.path != AccessPath.DERIVED:
-                keep.append(exp.Not(this=exp.Is(this=_col(f"_m{position}"), expression=exp.Null())))
-            keep += [self.predicate(p, ref) for p in access.residual]
-            merge = position == plan.merge_at and position > 0 and block.limit is not None
+            found: list[exp.Expression] = []
+            if probing and access.path != AccessPath.DERIVED:
+                found.append(exp.Not(this=exp.Is(this=_col(f"_m{position}"), expression=exp.Null())))
+            if access.join != JoinKind.INNER:
+                level = self._joined(access, level, outer or "", f"_r{position}", found,
+                                     columns, needed, ref, f"{prefix}s{position}j", ctes)
+                keep = [self.condition(c, ref) for c in access.post]
+            else:
+                keep = found + [self.condition(c, ref) for c in access.residual]
+            merge = position == plan.merge_at and (position > 0 or probing) \
+                and block.fetch is not None
             if keep or merge:
                 survivors = f"{prefix}s{position}"
                 query = exp.select(exp.Star()).from_(exp.Table(this=_ident(level)))
@@ -511,7 +552,7 @@ class _Compiler:
                     if block.order_by:
                         query = query.order_by(*(self._local_order(o, ref)
                                                  for o in block.order_by))
-                    query = query.limit(_number(block.limit))  # type: ignore[arg-type]
+                    query = query.limit(_number(block.fetch))  # type: ignore[arg-type]
                 ctes.append((survivors, query))
             else:
                 survivors = level
@@ -519,26 +560,153 @@ class _Compiler:
         def final_ref(attr: Attr) -> exp.Expression:
             return _col(columns[(attr.alias, attr.column)])
 
-        projection = self._projection(block.select, final_ref, split=prefix == PREFIX)
-        outputs = tuple(name for name, _ in projection)
-        result = exp.select(*(exp.alias_(node, _ident(name)) for name, node in projection))
-        order = exp.Order(expressions=[self._local_order(o, final_ref) for o in block.order_by]) \
-            if block.order_by else None
-        result = result.select(exp.alias_(exp.Window(this=exp.RowNumber(), order=order),
-                                          _ident("_pos")))
-        result = result.from_(exp.Table(this=_ident(survivors or "")))
-        if block.group_by:
-            result = result.group_by(*(self.expr(g, final_ref) for g in block.group_by))
+        result = self._result(block, final_ref, survivors or "", prefix)
+        outputs = tuple(name for name, _ in self._projection(block.select, final_ref,
+                                                             split=prefix == PREFIX))
         ctes.append((f"{prefix}r", result))
         total = terms[0]
         for term in terms[1:]:
             total = exp.Add(this=total, expression=term)
         ctes.append((f"{prefix}ops", exp.select(exp.alias_(total, _ident("_ops")))))
-        return _Chain(ctes, f"{prefix}r", outputs, block.limit, f"{prefix}ops")
+        return _Chain(ctes, f"{prefix}r", outputs, block.limit, f"{prefix}ops",
+                      block.offset, block.limit_param)
+
+    def _result(self, block: QueryBlock, ref: Ref, survivors: str, prefix: str) -> exp.Expression:
+        """The answer's rows over the last survivors: projection, GROUP BY, HAVING,
+        DISTINCT, and each row's position ``_pos`` in the ORDER BY."""
+        projection = self._projection(block.select, ref, split=prefix == PREFIX)
+        result = exp.select(*(exp.alias_(node, _ident(name)) for name, node in projection))
+        result = result.from_(exp.Table(this=_ident(survivors)))
+        if block.group_by:
+            result = result.group_by(*(self.expr(g, ref) for g in block.group_by))
+        if block.having:
+            result = result.having(exp.and_(*(self.condition(c, ref) for c in block.having)))
+        if not block.distinct:
+            order = exp.Order(expressions=[self._local_order(o, ref) for o in block.order_by]) \
+                if block.order_by else None
+            return result.select(exp.alias_(exp.Window(this=exp.RowNumber(), order=order),
+                                            _ident("_pos")))
+        # DISTINCT applies after window functions: number the distinct rows outside it
+        names = {item.expr: name for item, (name, _) in zip(block.select, projection)}
+        if any(o.expr not in names for o in block.order_by):
+            raise UncompilablePlan("not compiled: DISTINCT ordered by a column it does not keep")
+        distinct = self.fresh(f"{prefix}d")
+        order = exp.Order(expressions=[
+            exp.Ordered(this=_col(names[o.expr]), desc=o.desc, nulls_first=not o.desc)
+            for o in block.order_by]) if block.order_by else None
+        numbered = exp.select(exp.Star(), exp.alias_(
+            exp.Window(this=exp.RowNumber(), order=order), _ident("_pos")))
+        return numbered.from_(exp.Subquery(this=result.distinct(),
+                                           alias=exp.TableAlias(this=_ident(distinct))))
+
+    def _numbered(self, outer: str | None, name: str, rid: str,
+                  ctes: list[tuple[str, exp.Expression]]) -> str:
+        """``outer`` with each tuple numbered ``rid`` (a match test reads its own)."""
+        query = exp.select(exp.Star(), exp.alias_(exp.Window(this=exp.RowNumber()), _ident(rid)))
+        ctes.append((name, query.from_(exp.Table(this=_ident(outer or "")))))
+        return name
+
+    def _joined(self, access: Access, level: str, outer: str, rid: str,
+                found: list[exp.Expression], columns: dict[tuple[str, str], str],
+                needed: dict[str, list[str]], ref, name: str,
+                ctes: list[tuple[str, exp.Expression]]) -> str:
+        """A LEFT, semi- or anti-join's tuples from the level's probes: the matches (rows
+        read that meet the join's own conditions); for LEFT each outer tuple with its
+        matches or NULL-extended once; for a semi-join (anti-join) each outer tuple once
+        if it has a match (has none)."""
+        matched = exp.and_(*found, *(self.condition(c, lambda a: ref(a, "_piql_k"))
+                                     for c in access.residual)) if found or access.residual \
+            else exp.true()
+        probes = exp.select(exp.Star()).from_(exp.Table(
+            this=_ident(level), alias=exp.TableAlias(this=_ident("_piql_k"))))
+        probes = probes.where(exp.and_(exp.EQ(this=_col(rid, "_piql_k"),
+                                              expression=_col(rid, "_piql_o")), matched))
+        source = exp.Table(this=_ident(outer), alias=exp.TableAlias(this=_ident("_piql_o")))
+        if access.join != JoinKind.LEFT:
+            test: exp.Expression = exp.Exists(this=probes)
+            if access.join == JoinKind.ANTI:
+                test = exp.Not(this=test)
+            ctes.append((name, exp.select(exp.Column(this=exp.Star(), table=_ident("_piql_o")))
+                         .from_(source).where(test)))
+            return name
+        own = [columns[(access.alias, c)] for c in needed.get(access.alias, [])]
+        hits = exp.select(_col(rid), *(_col(c) for c in own)).from_(exp.Table(
+            this=_ident(level), alias=exp.TableAlias(this=_ident("_piql_k"))))
+        hits = hits.where(matched)
+        query = exp.select(exp.Column(this=exp.Star(), table=_ident("_piql_o")),
+                           *(_col(c, "_piql_h") for c in own)).from_(source)
+        query = query.join(exp.Subquery(this=hits, alias=exp.TableAlias(this=_ident("_piql_h"))),
+                           on=exp.EQ(this=_col(rid, "_piql_h"), expression=_col(rid, "_piql_o")),
+                           join_type="LEFT")
+        ctes.append((name, query))
+        return name
+
+    def _listed(self, access: Access, outer: str | None, columns: dict[tuple[str, str], str],
+                prefix: str, position: int, ctes: list[tuple[str, exp.Expression]],
+                probing: bool) -> tuple[Access, str | None, bool]:
+        """An access whose key takes any of a list of values (``IN (list)``): the list's
+        distinct non-NULL values (or one NULL when it has none, a probe that finds
+        nothing, as the interpreter's) joined to the outer tuples, each a probe."""
+        lists = [(i, v) for i, v in enumerate(access.key_values) if isinstance(v, AnyOf)]
+        if not lists:
+            return access, outer, probing
+        values = list(access.key_values)
+        table = self.layout.table(access.table or "")
+        picked: list[exp.Expression] = [] if outer is None else [
+            exp.Column(this=exp.Star(), table=_ident(outer))]
+        sources = []
+        for number, (index, listed) in enumerate(lists):
+            raw, choices = f"{prefix}a{position}_{number}", f"{prefix}v{position}_{number}"
+            column = access.key_columns[index]
+            parts = [self._listed_value(v, table, column) for v in listed.values]
+            union: exp.Expression = exp.select(exp.alias_(parts[0], _ident("x")))
+            for part in parts[1:]:
+                union = exp.union(union, exp.select(exp.alias_(part, _ident("x"))), distinct=False)
+            ctes.append((raw, union))
+            present = exp.Not(this=exp.Is(this=_col("x"), expression=exp.Null()))
+            some = exp.select(_col("x")).from_(exp.Table(this=_ident(raw))).where(present).distinct()
+            none = exp.select(exp.alias_(self._typed_null(table, column), _ident("x"))).where(
+                exp.Not(this=exp.Exists(this=exp.select(_number(1)).from_(
+                    exp.Table(this=_ident(raw))).where(present.copy()))))
+            ctes.append((choices, exp.union(some, none, distinct=False)))
+            name = self.fresh("_v")
+            picked.append(exp.alias_(_col("x", choices), _ident(name)))
+            sources.append(choices)
+            columns[(PREFIX + "list", name)] = name
+            values[index] = Attr(PREFIX + "list", name)
+        query = exp.select(*picked)
+        tables = ([outer] if outer is not None else []) + sources
+        query = query.from_(exp.Table(this=_ident(tables[0])))
+        for other in tables[1:]:
+            query = query.join(exp.Table(this=_ident(other)), join_type="CROSS")
+        probes = f"{prefix}p{position}"
+        ctes.append((probes, query))
+        from dataclasses import replace
+        return replace(access, key_values=tuple(values)), probes, True
+
+    def _listed_value(self, value: Param | Literal, table: TableLayout, column: str) -> exp.Expression:
+        node = self.placeholder(value)
+        if self.sqlite:
+            return node
+        return exp.Cast(this=node, to=exp.DataType.build(self._postgres_type(table, column)))
+
+    def _typed_null(self, table: TableLayout, column: str) -> exp.Expression:
+        if self.sqlite:
+            return exp.Null()
+        return exp.Cast(this=exp.Null(), to=exp.DataType.build(self._postgres_type(table, column)))
+
+    @staticmethod
+    def _postgres_type(table: TableLayout, column: str) -> str:
+        kinds = {TypeFamily.INTEGER: "BIGINT", TypeFamily.REAL: "DOUBLE PRECISION",
+                 TypeFamily.TEXT: "TEXT"}
+        found = kinds.get(table.family(column))
+        if found is None:
+            raise UncompilablePlan(f"not compiled on PostgreSQL: an IN list on {column}")
+        return found
 
     def _base_level(self, access: Access, outer: str | None,
                     columns: dict[tuple[str, str], str], needed: dict[str, list[str]],
-                    position: int, outer_ref: Ref):
+                    position: int, outer_ref: Ref, probing: bool):
         table = self.layout.table(access.table or "")
         alias = access.alias
         own = {c: self.fresh("_c") for c in needed.get(alias, [])}
@@ -552,7 +720,7 @@ class _Compiler:
             return ref
 
         picked = [exp.alias_(_col(c, alias), _ident(name)) for c, name in own.items()]
-        if position == 0:
+        if not probing:
             query = exp.select(*picked) if picked else exp.select(exp.alias_(_number(1), "_one"))
             query = query.from_(self._table_ref(access, table, alias))
             where = self._probe_conditions(access, alias, inner_ref(alias))
@@ -679,8 +847,18 @@ class _Compiler:
         result, ops = chain.result, chain.ops
         picked = [_col(name, result) for name in chain.outputs]
         picked += [_col("_pos", result), _col("_ops", ops)]
-        on: exp.Expression = exp.true() if chain.limit is None else exp.LTE(
-            this=_col("_pos", result), expression=_number(chain.limit))
+        window = []  # OFFSET, then LIMIT (a literal, or the LIMIT <n> parameter)
+        if chain.offset:
+            window.append(exp.GT(this=_col("_pos", result), expression=_number(chain.offset)))
+        if chain.limit_param is not None:
+            last: exp.Expression = self.placeholder(chain.limit_param)
+            if chain.offset:
+                last = exp.Add(this=last, expression=_number(chain.offset))
+            window.append(exp.LTE(this=_col("_pos", result), expression=last))
+        elif chain.limit is not None:
+            window.append(exp.LTE(this=_col("_pos", result),
+                                  expression=_number(chain.limit + chain.offset)))
+        on = exp.and_(*window) if window else exp.true()
         query = exp.select(*picked).from_(exp.Table(this=_ident(ops)))
         query = query.join(exp.Table(this=_ident(result)), on=on, join_type="LEFT")
         # the dialect's own NULL order: the empty answer's NULL position comes alone
@@ -721,23 +899,36 @@ class _Compiler:
     def _probe_conditions(self, access: Access, alias: str, ref: Ref) -> list[exp.Expression]:
         found: list[exp.Expression] = []
         for column, value in zip(access.key_columns, access.key_values):
-            found.append(exp.EQ(this=_col(column, alias), expression=self.expr(value, ref)))
+            key = self._key_part(access, column, alias)
+            if isinstance(value, NullKey):
+                found.append(exp.Is(this=key, expression=exp.Null()))
+            else:
+                found.append(exp.EQ(this=key, expression=self.expr(value, ref)))
         found += [self.predicate(p, ref) for p in access.range]
         return found
+
+    def _key_part(self, access: Access, column: str, alias: str) -> exp.Expression:
+        """A key column of the access path, or its index's expression (``LOWER(email)``)
+        written as the store wrote the index, so that the store reads through it."""
+        part = access.index.part(column) if access.index is not None else column
+        if isinstance(part, KeyExpression):
+            return self.expr(Call(part.func, (Attr(alias, part.column),)),
+                             lambda attr: _col(attr.column, alias))
+        return _col(column, alias)
 
     def _scan_order(self, access: Access, table: TableLayout, alias: str) -> list[exp.Ordered]:
         """The access path's own order (so the database reads it in order and stops)."""
         desc = access.descending
         if self.sqlite:
             nulls_first = not desc
-            return [exp.Ordered(this=_col(c, alias), desc=desc, nulls_first=nulls_first)
-                    for c in access.order_columns]
+            return [exp.Ordered(this=self._key_part(access, c, alias), desc=desc,
+                                nulls_first=nulls_first) for c in access.order_columns]
         found = []
         for column in access.order_columns:
             # PostgreSQL's default (NULLS LAST ascending) on never-NULL key columns, so the
             # primary key's index serves the order; SQLite's NULL order elsewhere.
             nulls_first = desc if table.not_null(column) else not desc
-            found.append(exp.Ordered(this=_col(column, alias), desc=desc,
+            found.append(exp.Ordered(this=self._key_part(access, column, alias), desc=desc,
                                      nulls_first=nulls_first))
         return found
 
@@ -745,44 +936,6 @@ class _Compiler:
         """ORDER BY over computed rows, with SQLite's order of NULLs in both dialects."""
         return exp.Ordered(this=self.expr(item.expr, ref), desc=item.desc,
                            nulls_first=not item.desc)
-
-    def predicate(self, pred: Predicate, ref: Ref) -> exp.Expression:
-        node = {"=": exp.EQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}[pred.op]
-        return node(this=self.expr(pred.left, ref), expression=self.expr(pred.right, ref))
-
-    def expr(self, value: object, ref: Ref) -> exp.Expression:
-        if isinstance(value, Attr):
-            return ref(value)
-        if isinstance(value, (Param, Literal)):
-            return self.placeholder(value)
-        if isinstance(value, Epoch):
-            column = self.expr(value.attr, ref)
-            width = _number(value.width)
-            modulo: exp.Expression = exp.Paren(this=exp.Mod(this=column.copy(), expression=width)) \
-                if self.sqlite else exp.Anonymous(this="MOD", expressions=[column.copy(), width])
-            return exp.Paren(this=exp.Sub(this=column, expression=modulo))
-        if isinstance(value, Aggregate):
-            return self.aggregate(value, ref)
-        if isinstance(value, Ratio):
-            real = exp.DataType.build("REAL" if self.sqlite else "DOUBLE PRECISION")
-            numerator = exp.Cast(this=self.expr(value.numerator, ref), to=real)
-            denominator = exp.Nullif(this=self.expr(value.denominator, ref),
-                                     expression=_number(0))
-            return exp.Paren(this=exp.Div(this=numerator, expression=denominator))
-        raise UncompilablePlan(f"cannot compile the expression {value}")
-
-    def aggregate(self, agg: Aggregate, ref: Ref) -> exp.Expression:
-        kinds = {"COUNT": exp.Count, "SUM": exp.Sum, "AVG": exp.Avg, "MIN": exp.Min,
-                 "MAX": exp.Max}
-        if agg.func not in kinds:
-            raise UncompilablePlan(f"cannot compile the aggregate {agg}")
-        argument: exp.Expression = exp.Star() if agg.arg is None else self.expr(agg.arg, ref)
-        if agg.distinct:
-            argument = exp.Distinct(expressions=[argument])
-        node = kinds[agg.func](this=argument)
-        if agg.func == "AVG" and not self.sqlite:  # numeric otherwise; piql answers REAL
-            node = exp.Cast(this=node, to=exp.DataType.build("DOUBLE PRECISION"))
-        return node
 
     def placeholder(self, value: Param | Literal) -> exp.Expression:
         key: object = value if isinstance(value, Param) else None
@@ -815,30 +968,49 @@ class _Compiler:
         return re.sub(rf'"(?:[^"]|"")*"|{placeholder}', swap, text), order
 
 
-def _refuse_extensions(plan: PhysicalPlan, query: QueryBlock) -> None:
-    """Constructs beyond the paper's fragment (filters, IN lists, IS NULL keys, DISTINCT,
-    HAVING, OFFSET, LIMIT <n>, expressions, outer and semi-joins, reads through an
-    expression index, LIKE ranges: their LIKE is a filter) are not compiled yet:
-    refuse them, so the interpreter serves those queries."""
-    for block in (query, plan.block):
-        if block.extensions:
-            raise UncompilablePlan(f"not compiled yet: {block.extensions[0]}")
-    for access in plan.accesses:
-        if access.fanout > 1 or any(not isinstance(v, (Attr, Param, Literal))
-                                    for v in access.key_values):
-            raise UncompilablePlan("not compiled yet: a key bound by IN (list) or IS NULL")
-        if access.index is not None and access.index.expressions:
-            raise UncompilablePlan(f"not compiled yet: the expression index {access.index.name}")
-        filters = [c for c in access.residual if not isinstance(c, Predicate)]
-        if filters or access.join != "inner":
-            raise UncompilablePlan(f"not compiled yet: {filters[0] if filters else access.join}")
-        if access.subplan is not None:
-            _refuse_extensions(access.subplan, access.subplan.block)
+def _extended(plan: PhysicalPlan, query: QueryBlock) -> bool:
+    """Does the plan hold a construct beyond the paper's fragment (compiled in the
+    general shape only)?"""
+    if query.extensions or plan.block.extensions:
+        return True
+    return any(access.fanout > 1 or access.join != JoinKind.INNER
+               or any(not isinstance(v, (Attr, Param, Literal)) for v in access.key_values)
+               or any(not isinstance(c, Predicate) for c in access.residual)
+               or (access.index is not None and access.index.expressions)
+               for access in plan.accesses)
 
 
-def _needed(block: QueryBlock) -> dict[str, list[str]]:
-    """Columns each relation must deliver, in a stable order."""
+def _refuse_beyond(plan: PhysicalPlan, query: QueryBlock) -> None:
+    """Refuse what the compiler does not express yet, so the interpreter serves it: a
+    UNION, a FROM-subquery holding an extension, an IN list of column values."""
+    if plan.branches or query.unions:
+        raise UncompilablePlan("not compiled yet: UNION")
+    for position, access in enumerate(plan.accesses):
+        if access.subplan is not None and _extended(access.subplan, access.subplan.block):
+            raise UncompilablePlan("not compiled yet: a FROM-subquery beyond the fragment")
+        if position == 0 and access.join != JoinKind.INNER:
+            raise UncompilablePlan(f"not compiled: a first access joined {access.join}")
+        for value in access.key_values:
+            if isinstance(value, AnyOf) and not all(isinstance(v, (Param, Literal))
+                                                    for v in value.values):
+                raise UncompilablePlan("not compiled yet: an IN list of column values")
+        if access.index is not None and access.index.expressions and access.range:
+            raise UncompilablePlan("not compiled yet: a range on an expression index")
+
+
+def _needed(block: QueryBlock, plan: PhysicalPlan | None = None) -> dict[str, list[str]]:
+    """Columns each relation must deliver, in a stable order (with ``plan``, also those
+    its accesses' filters and join conditions read)."""
     found: dict[str, list[str]] = {}
+    if plan is not None:
+        found = _needed(block)
+        extra = [block.select, block.group_by, block.order_by, block.filters, block.having]
+        extra += [(a.key_values, a.range, a.residual, a.post) for a in plan.accesses]
+        for attr in attrs_in(extra):
+            columns = found.setdefault(attr.alias, [])
+            if attr.column not in columns:
+                columns.append(attr.column)
+        return found
 
     def add(value: object) -> None:
         if isinstance(value, Aggregate):
