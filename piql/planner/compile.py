@@ -19,6 +19,14 @@ proved and nothing more:
 Everything after the accesses (residual predicates, the merge join's keep-k, GROUP BY
 and aggregates, ORDER BY, LIMIT, projection) is SQL over the bounded joined rows.
 
+Issue 14's constructs (filters, expressions, ``IN`` lists and ``IS NULL`` keys, DISTINCT,
+HAVING, OFFSET, ``LIMIT <n>``, LEFT / semi- / anti-joins, UNION, expression indexes)
+compile in the general shape (``column`` below): an ``IN`` list is a CTE of its distinct
+values, each a probe; a LEFT / semi- / anti-join numbers the outer tuples and tests each
+one's matches; a UNION concatenates its branches' chains. Scalars and conditions are
+``piql.planner.compile_exprs`` (with what PostgreSQL refuses); the statement's type and
+how its answer is read, ``piql.planner.compiled_query``.
+
 **Operation counts.** The statement returns, beside the rows, what it takes to compute
 exactly the operations the interpreter (``piql.runtime.executor``, the reference) counts:
 per probe of an access max(1, rows read) plus one fetch per row of a non-covering index
@@ -64,205 +72,28 @@ exactly, as PostgreSQL's numeric SUM does).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from decimal import Decimal
-from enum import StrEnum
-from operator import itemgetter
-from typing import Any, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
 
 from sqlglot import exp
 
 from piql.planner.compile_exprs import Expressions, Ref, UncompilablePlan
-from piql.sql_types import TypeFamily, family
+from piql.planner.compiled_query import (  # re-exported: the compiler's public types
+    CompiledQuery, Dialect, OpsSource, Read, StoreLayout, TableLayout,
+)
+
+__all__ = ["CompiledQuery", "Dialect", "OpsSource", "Read", "StoreLayout", "TableLayout",
+           "UncompilablePlan", "compile_plan"]
+from piql.sql_types import TypeFamily
 from piql.planner.physical import (
     Access, AccessPath, AnyOf, KeyExpression, NullKey, PhysicalPlan,
 )
 from piql.query_block import (
-    Aggregate, Attr, Call, Epoch, JoinKind, Literal, OrderItem, Param, Predicate, QueryBlock,
+    Aggregate, Attr, Call, Case, Epoch, JoinKind, Literal, OrderItem, Param, Predicate, QueryBlock,
     Ratio, attrs_in,
 )
 
 PREFIX = "_piql_"  # names piql reserves: no table or view of an application starts so
-
-
-class Dialect(StrEnum):
-    """The serving stores' SQL dialects."""
-
-    SQLITE = "sqlite"
-    POSTGRES = "postgres"
-
-
-class OpsSource(StrEnum):
-    """How :meth:`CompiledQuery.answer` reads the operations from the fetched rows."""
-
-    ROWS = "rows"
-    SCANNED = "scanned"
-    PER_ROW = "per_row"
-    COLUMN = "column"
-
-
-@dataclass(frozen=True)
-class TableLayout:
-    """What the compiler must know of one stored table or view.
-
-    ``key`` is the clustered key. ``key_index`` names the unique index a rowid table is
-    read through when its key may hold NULL (SQLite keeps no NULL in a ``WITHOUT ROWID``
-    key); None for a table clustered on its key."""
-
-    name: str
-    columns: tuple[str, ...]
-    key: tuple[str, ...]
-    key_index: str | None = None
-    types: tuple[str, ...] = field(default=(), compare=False)  # declared, by column
-
-    def family(self, column: str) -> TypeFamily:
-        """The declared type family of ``column`` (OTHER when the layout has no types)."""
-        if column not in self.columns or not self.types:
-            return TypeFamily.OTHER
-        return family(self.types[self.columns.index(column)])
-
-    @property
-    def rowid(self) -> str:
-        """A name of the rowid that no column of the table shadows."""
-        taken = {c.lower() for c in self.columns}
-        for name in ("rowid", "_rowid_", "oid"):
-            if name not in taken:
-                return name
-        raise UncompilablePlan(f"{self.name} has columns named rowid, _rowid_ and oid")
-
-    def not_null(self, column: str) -> bool:
-        """Is ``column`` part of a clustered key (so it never holds NULL)?"""
-        return self.key_index is None and column in self.key
-
-
-@dataclass(frozen=True)
-class StoreLayout:
-    """The physical layout of the tables and views of a deployment."""
-
-    tables: tuple[TableLayout, ...]
-
-    def table(self, name: str) -> TableLayout:
-        for table in self.tables:
-            if table.name == name:
-                return table
-        raise UncompilablePlan(f"the store holds no table {name}")
-
-
-@dataclass(frozen=True)
-class Read:
-    """One table reference of a compiled statement, for checking the store's own plan:
-    ``alias`` as the statement names it, and whether the plan reads it ``whole`` (no key
-    prefix and no range: a table with a row limit or no key, or an ordered scan that
-    stops after ``stop_after`` rows)."""
-
-    alias: str
-    table: str
-    index: str | None
-    whole: bool
-    stop_after: int | None = None
-
-
-@dataclass(frozen=True)
-class CompiledQuery:
-    """One bounded plan as one statement in one dialect.
-
-    ``sql`` takes positional placeholders (``?`` for SQLite, ``%s`` for psycopg), bound
-    to :meth:`arguments`; ``columns`` names the answer's columns. Run it, fetch every
-    row, and hand them to :meth:`answer` for the answer's rows and its operations."""
-
-    dialect: Dialect
-    sql: str
-    parameters: tuple[Param | Literal, ...]
-    columns: tuple[str, ...]
-    ops_source: OpsSource
-    fetches: bool = False  # ROWS / SCANNED: one more operation per row read
-    reads: tuple[Read, ...] = ()
-    integral: tuple[int, ...] = ()  # answer columns PostgreSQL returns as numeric (SUM)
-    empty: tuple | None = None  # the answer when no row comes back (an aggregate of nothing)
-    limit: int | None = None  # PER_ROW: the answer's LIMIT, applied to the rows kept
-    ratios: tuple[int, ...] = ()  # answer columns fetched as numerator, denominator
-
-    # How to bind and read, decided once: the runtime calls these on every execution.
-    _bind: Callable[[Mapping[str, Any]], tuple[Any, ...]] = field(
-        init=False, repr=False, compare=False)
-    _read: Callable[[Sequence[Sequence[Any]]], tuple[list[tuple], int]] = field(
-        init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_bind", _binder(self.parameters))
-        readers = {OpsSource.ROWS: self._rows, OpsSource.SCANNED: self._scanned,
-                   OpsSource.PER_ROW: self._per_row, OpsSource.COLUMN: self._column}
-        object.__setattr__(self, "_read", readers[self.ops_source])
-
-    def arguments(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
-        """The values to bind, in placeholder order (``values`` by parameter name)."""
-        return self._bind(values)
-
-    def answer(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
-        """The answer's rows and the operations the plan's interpreter would count."""
-        return self._read(fetched)
-
-    def _rows(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
-        rows = fetched if isinstance(fetched, list) else list(fetched)
-        read = len(rows)
-        if self.integral or self.ratios or (not rows and self.empty is not None):
-            rows = self._finished(rows)
-        return rows, (read + read if self.fetches else read) or 1
-
-    def _scanned(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
-        read = int(fetched[0][-1]) if fetched else 0
-        rows = self._finished([r[:-1] for r in fetched])
-        return rows, max(1, read) + (read if self.fetches else 0)
-
-    def _per_row(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
-        rows = [row[:-2] for row in fetched if row[-2]]
-        return self._finished(rows[:self.limit]), sum([row[-1] for row in fetched]) or 1
-
-    def _column(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
-        rows = [] if fetched[0][-2] is None else [r[:-2] for r in fetched]
-        return self._finished(rows), int(fetched[0][-1])
-
-    def _finished(self, rows: list[tuple]) -> list[tuple]:
-        if not rows and self.empty is not None:
-            return [self.empty]
-        return self._numbers(rows)
-
-    def _numbers(self, rows: list[tuple]) -> list[tuple]:
-        if self.ratios:
-            rows = [self._divided(row) for row in rows]
-        if not self.integral:
-            return rows
-        return [tuple(_integral(v) if i in self.integral else v for i, v in enumerate(row))
-                for row in rows]
-
-
-    def _divided(self, row: Sequence[Any]) -> tuple:
-        """``row`` with each ratio's numerator and denominator replaced by their quotient
-        (REAL, NULL for no values: ``piql.runtime.sqlvalues.average``)."""
-        values = list(row)
-        for position in self.ratios:
-            total, count = values[position], values.pop(position + 1)
-            values[position] = None if total is None or not count else total / count
-        return tuple(values)
-
-
-def _binder(parameters: tuple[Param | Literal, ...]) -> Callable[[Mapping[str, Any]], tuple]:
-    """A function from parameter values by name to the values to bind, in order."""
-    if not parameters:
-        return lambda values: ()
-    if all(isinstance(p, Param) for p in parameters):
-        getter = itemgetter(*(p.name for p in parameters))  # type: ignore[union-attr]
-        if len(parameters) == 1:
-            return lambda values: (getter(values),)
-        return getter  # type: ignore[return-value]
-    return lambda values: tuple(values[p.name] if isinstance(p, Param) else p.value
-                                for p in parameters)
-
-
-def _integral(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    return value
 
 
 def compile_plan(plan: PhysicalPlan, dialect: str | Dialect, layout: StoreLayout, *,
@@ -317,6 +148,7 @@ class _Compiler(Expressions):
     reads: list[Read] = field(default_factory=list)
     counter: int = 0
     tables: dict[str, TableLayout] = field(default_factory=dict)  # alias -> table read
+    nothing: dict[Attr, int | None] | None = None  # a view column's value over no rows
 
     @property
     def sqlite(self) -> bool:
@@ -334,16 +166,20 @@ class _Compiler(Expressions):
         names = tuple(item.name for item in query.select)
         extended = _extended(plan, query)
         empty = None
-        if query.aggregates and not query.group_by and (not extended or query != block):
-            if any(not isinstance(i.expr, Aggregate) for i in query.select) or query.having:
-                raise UncompilablePlan("not compiled yet: expressions over an aggregate "
-                                       "read from a view")
+        if extended and query.aggregates and not query.group_by and query != block:
+            # an aggregate read from a view's one row: with no row, the query's expressions
+            # over no rows, computed in SQL over a row of COUNTs 0 and the rest NULL
+            self.nothing = _aggregates_of_nothing(query, block)
+        elif query.aggregates and not query.group_by and not extended:
             empty = tuple(0 if isinstance(i.expr, Aggregate) and i.expr.func == "COUNT" else None
                           for i in query.select)
         single = len(plan.accesses) == 1 and plan.accesses[0].path != AccessPath.DERIVED \
             and not plan.accesses[0].residual
         limit = None
-        if extended:
+        if plan.branches:
+            node = self._final(self._union(plan))
+            source, fetches = OpsSource.COLUMN, False
+        elif extended:
             chain = self._chain(plan, PREFIX)
             node = self._final(chain)
             source, fetches = OpsSource.COLUMN, False
@@ -369,6 +205,8 @@ class _Compiler(Expressions):
                              source, fetches, tuple(self.reads), integral, empty, limit, ratios)
 
     def _name_tables(self, plan: PhysicalPlan) -> None:
+        for branch in plan.branches:
+            self._name_tables(branch)
         for access in plan.accesses:
             if access.table is not None:
                 self.tables[access.alias] = self.layout.table(access.table)
@@ -560,6 +398,8 @@ class _Compiler(Expressions):
         def final_ref(attr: Attr) -> exp.Expression:
             return _col(columns[(attr.alias, attr.column)])
 
+        if self.nothing is not None and prefix == PREFIX:
+            survivors = self._or_nothing(survivors or "", columns, f"{prefix}z", ctes)
         result = self._result(block, final_ref, survivors or "", prefix)
         outputs = tuple(name for name, _ in self._projection(block.select, final_ref,
                                                              split=prefix == PREFIX))
@@ -569,6 +409,68 @@ class _Compiler(Expressions):
             total = exp.Add(this=total, expression=term)
         ctes.append((f"{prefix}ops", exp.select(exp.alias_(total, _ident("_ops")))))
         return _Chain(ctes, f"{prefix}r", outputs, block.limit, f"{prefix}ops",
+                      block.offset, block.limit_param)
+
+    def _or_nothing(self, survivors: str, columns: dict[tuple[str, str], str], name: str,
+                    ctes: list[tuple[str, exp.Expression]]) -> str:
+        """The view's row, or when it holds none the row of aggregates over nothing."""
+        assert self.nothing is not None
+        names = list(columns.items())
+        found = exp.select(*(_col(n) for _, n in names)).from_(exp.Table(this=_ident(survivors)))
+        default = [exp.alias_(exp.Null() if self.nothing.get(Attr(*key)) is None
+                              else _number(0), _ident(n)) for key, n in names]
+        none = exp.select(*default).where(exp.Not(this=exp.Exists(
+            this=exp.select(_number(1)).from_(exp.Table(this=_ident(survivors))))))
+        ctes.append((name, exp.union(found, none, distinct=False)))
+        return name
+
+    def _union(self, plan: PhysicalPlan) -> _Chain:
+        """``UNION [ALL]`` of the branches' answers, left to right as the interpreter
+        runs them: each row keeps its place (branch, position); a UNION keeps the first
+        of each duplicate of everything so far (GROUP BY, NULLs together); then ORDER BY
+        the output columns, ties in that place. The operations are the branches' sum."""
+        block = plan.block
+        ctes: list[tuple[str, exp.Expression]] = []
+        chains = [self._chain(b, f"{PREFIX}b{i}_") for i, b in enumerate(plan.branches)]
+        width = len(block.select)
+        outputs = [f"_o{n}" for n in range(1, width + 1)]
+        so_far: str | None = None
+        for number, ((_, keeps_all), chain) in enumerate(zip(block.unions, chains)):
+            ctes.extend(chain.ctes)
+            place = exp.Add(this=exp.Mul(this=_number(number), expression=_number(2 ** 32)),
+                            expression=_col("_pos"))
+            part = exp.select(*(exp.alias_(_col(o), _ident(n))
+                                for o, n in zip(chain.outputs, outputs)),
+                              exp.alias_(place, _ident("_ord")))
+            part = part.from_(exp.Table(this=_ident(chain.result)))
+            window = self._window(chain, chain.result)
+            if window is not None:
+                part = part.where(window)
+            joined: exp.Expression = part if so_far is None else exp.union(
+                exp.select(exp.Star()).from_(exp.Table(this=_ident(so_far))), part,
+                distinct=False)
+            if number > 0 and not keeps_all:
+                joined = exp.select(*(_col(n) for n in outputs),
+                                    exp.alias_(exp.Min(this=_col("_ord")), _ident("_ord")))\
+                    .from_(exp.Subquery(this=joined, alias=exp.TableAlias(
+                        this=_ident(self.fresh(f"{PREFIX}u")))))\
+                    .group_by(*(_col(n) for n in outputs))
+            so_far = f"{PREFIX}u{number}"
+            ctes.append((so_far, joined))
+        names = [item.name for item in block.select]
+        order = [exp.Ordered(this=_col(outputs[names.index(o.expr.column)]),  # type: ignore
+                             desc=o.desc, nulls_first=not o.desc) for o in block.order_by]
+        order.append(exp.Ordered(this=_col("_ord")))
+        result = exp.select(*(_col(n) for n in outputs), exp.alias_(
+            exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=order)), _ident("_pos")))
+        ctes.append((f"{PREFIX}r", result.from_(exp.Table(this=_ident(so_far or "")))))
+        total: exp.Expression = exp.Subquery(this=exp.select(_col("_ops")).from_(
+            exp.Table(this=_ident(chains[0].ops))))
+        for chain in chains[1:]:
+            total = exp.Add(this=total, expression=exp.Subquery(this=exp.select(
+                _col("_ops")).from_(exp.Table(this=_ident(chain.ops)))))
+        ctes.append((f"{PREFIX}ops", exp.select(exp.alias_(total, _ident("_ops")))))
+        return _Chain(ctes, f"{PREFIX}r", tuple(outputs), block.limit, f"{PREFIX}ops",
                       block.offset, block.limit_param)
 
     def _result(self, block: QueryBlock, ref: Ref, survivors: str, prefix: str) -> exp.Expression:
@@ -681,7 +583,6 @@ class _Compiler(Expressions):
             query = query.join(exp.Table(this=_ident(other)), join_type="CROSS")
         probes = f"{prefix}p{position}"
         ctes.append((probes, query))
-        from dataclasses import replace
         return replace(access, key_values=tuple(values)), probes, True
 
     def _listed_value(self, value: Param | Literal, table: TableLayout, column: str) -> exp.Expression:
@@ -843,11 +744,10 @@ class _Compiler(Expressions):
             return exp.Case(ifs=[exp.If(this=reached, true=ops)], default=_number(0))
         return query, term
 
-    def _final(self, chain: _Chain) -> exp.Expression:
-        result, ops = chain.result, chain.ops
-        picked = [_col(name, result) for name in chain.outputs]
-        picked += [_col("_pos", result), _col("_ops", ops)]
-        window = []  # OFFSET, then LIMIT (a literal, or the LIMIT <n> parameter)
+    def _window(self, chain: _Chain, result: str) -> exp.Expression | None:
+        """Which positions of ``result`` the answer keeps: after OFFSET, up to LIMIT (a
+        literal, or the ``LIMIT <n>`` parameter)."""
+        window = []
         if chain.offset:
             window.append(exp.GT(this=_col("_pos", result), expression=_number(chain.offset)))
         if chain.limit_param is not None:
@@ -858,7 +758,14 @@ class _Compiler(Expressions):
         elif chain.limit is not None:
             window.append(exp.LTE(this=_col("_pos", result),
                                   expression=_number(chain.limit + chain.offset)))
-        on = exp.and_(*window) if window else exp.true()
+        return exp.and_(*window) if window else None
+
+    def _final(self, chain: _Chain) -> exp.Expression:
+        result, ops = chain.result, chain.ops
+        picked = [_col(name, result) for name in chain.outputs]
+        picked += [_col("_pos", result), _col("_ops", ops)]
+        window = self._window(chain, result)
+        on = window if window is not None else exp.true()
         query = exp.select(*picked).from_(exp.Table(this=_ident(ops)))
         query = query.join(exp.Table(this=_ident(result)), on=on, join_type="LEFT")
         # the dialect's own NULL order: the empty answer's NULL position comes alone
@@ -983,8 +890,8 @@ def _extended(plan: PhysicalPlan, query: QueryBlock) -> bool:
 def _refuse_beyond(plan: PhysicalPlan, query: QueryBlock) -> None:
     """Refuse what the compiler does not express yet, so the interpreter serves it: a
     UNION, a FROM-subquery holding an extension, an IN list of column values."""
-    if plan.branches or query.unions:
-        raise UncompilablePlan("not compiled yet: UNION")
+    for branch in plan.branches:
+        _refuse_beyond(branch, branch.block)
     for position, access in enumerate(plan.accesses):
         if access.subplan is not None and _extended(access.subplan, access.subplan.block):
             raise UncompilablePlan("not compiled yet: a FROM-subquery beyond the fragment")
@@ -996,6 +903,36 @@ def _refuse_beyond(plan: PhysicalPlan, query: QueryBlock) -> None:
                 raise UncompilablePlan("not compiled yet: an IN list of column values")
         if access.index is not None and access.index.expressions and access.range:
             raise UncompilablePlan("not compiled yet: a range on an expression index")
+
+
+def _aggregates_of_nothing(query: QueryBlock, block: QueryBlock) -> dict[Attr, int | None]:
+    """Each view column the plan's ``block`` reads where ``query`` computes an aggregate:
+    its value over no rows (0 for a COUNT, else NULL). Refuses when the two do not match
+    item by item."""
+    found: dict[Attr, int | None] = {}
+
+    def match(wanted: object, read: object) -> None:
+        if isinstance(wanted, Aggregate) and isinstance(read, Attr):
+            found[read] = 0 if wanted.func == "COUNT" else None
+        elif isinstance(wanted, Aggregate) and isinstance(read, Ratio) and wanted.func == "AVG":
+            match(Aggregate("SUM", wanted.arg), read.numerator)
+            match(Aggregate("COUNT", wanted.arg), read.denominator)
+        elif type(wanted) is type(read) and isinstance(wanted, (Call, Case)):
+            match(getattr(wanted, "args", None) or getattr(wanted, "whens", ()),
+                  getattr(read, "args", None) or getattr(read, "whens", ()))
+            if isinstance(wanted, Case):
+                match(wanted.default, read.default)  # type: ignore[union-attr]
+        elif isinstance(wanted, tuple) and isinstance(read, tuple) and len(wanted) == len(read):
+            for one, other in zip(wanted, read):
+                match(one, other)
+        elif wanted != read and not isinstance(wanted, (Literal, Param)):
+            if isinstance(wanted, (Attr, Aggregate, Call, Case, Ratio)) or isinstance(
+                    read, (Attr, Aggregate, Call, Case, Ratio)):
+                raise UncompilablePlan("not compiled: an aggregate read from a view whose "
+                                       "columns do not match the query's")
+
+    match(tuple(i.expr for i in query.select), tuple(i.expr for i in block.select))
+    return found
 
 
 def _needed(block: QueryBlock, plan: PhysicalPlan | None = None) -> dict[str, list[str]]:
