@@ -145,7 +145,8 @@ class Expressions:
 
     def _case(self, case: Case, ref: Ref) -> exp.Expression:
         if not self.sqlite:
-            self._common_family([r for _, r in case.whens] + [case.default], str(case))
+            self._common_family([r for _, r in case.whens] + [case.default], str(case),
+                                same=True)
         ifs = [exp.If(this=self.condition(c, ref), true=self._operand(r, ref))
                for c, r in case.whens]
         default = None if case.default is None else self._operand(case.default, ref)
@@ -167,7 +168,9 @@ class Expressions:
                 raise UncompilablePlan(f"not compiled on PostgreSQL: {cond} (not text)")
             node = exp.Like(this=self._operand(cond.arg, ref),
                             expression=self._operand(cond.pattern, ref))
-            return exp.Not(this=node) if cond.negated else node
+            if not self.sqlite:  # PostgreSQL escapes with \ by default; piql, SQLite: none
+                node = exp.Escape(this=node, expression=exp.Literal.string(""))
+            return exp.Not(this=exp.Paren(this=node)) if cond.negated else node
         if isinstance(cond, NullTest):
             node = exp.Is(this=self._operand(cond.arg, ref), expression=exp.Null())
             return exp.Not(this=node) if cond.negated else node
@@ -220,13 +223,14 @@ class Expressions:
             return True  # bound as text; a non-text parameter is refused by its column check
         return self.family(value) == TypeFamily.TEXT
 
-    def _common_family(self, values: list, what: str) -> TypeFamily:
+    def _common_family(self, values: list, what: str, same: bool = False) -> TypeFamily:
         """The one type family of ``values`` (parameters and NULLs take it); refuses
-        a mix, or values of no family piql knows."""
+        a mix (INTEGER with REAL too when ``same``: PostgreSQL would answer a REAL where
+        SQLite returns the value unchanged), or values of no family piql knows."""
         found = {self.family(v) for v in values
                  if v is not None and not isinstance(v, Param)
                  and not (isinstance(v, Literal) and v.value is None)}
-        if found <= set(_NUMBERS) and found:
+        if found <= set(_NUMBERS) and found and not (same and len(found) > 1):
             return TypeFamily.REAL if TypeFamily.REAL in found else TypeFamily.INTEGER
         if len(found) == 1 and TypeFamily.TEXT in found:
             return TypeFamily.TEXT
@@ -243,7 +247,7 @@ class Expressions:
         elif func in (Func.CONCAT, Func.LOWER, Func.UPPER, Func.LENGTH):
             ok = all(f == TypeFamily.TEXT for f in families)
         elif func in (Func.COALESCE, Func.NULLIF):
-            ok = self._common_family(list(call.args), str(call)) is not None
+            ok = self._common_family(list(call.args), str(call), same=True) is not None
         elif func == Func.CAST_REAL:
             ok = all(f in _NUMBERS for f in families)
         elif func == Func.CAST_INTEGER:
