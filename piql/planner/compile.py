@@ -208,6 +208,9 @@ class _Compiler(Expressions):
         for branch in plan.branches:
             self._name_tables(branch)
         for access in plan.accesses:
+            if access.subplan is not None:
+                self._name_tables(access.subplan)
+        for access in plan.accesses:
             if access.table is not None:
                 self.tables[access.alias] = self.layout.table(access.table)
 
@@ -729,9 +732,9 @@ class _Compiler(Expressions):
         query = query.from_(exp.Table(this=_ident(outer))) if outer is not None else query
         source = exp.Table(this=_ident(sub.result))
         query = query.from_(source) if outer is None else query.join(source, join_type="CROSS")
-        if sub.limit is not None:
-            query = query.where(exp.LTE(this=_col("_pos", sub.result),
-                                        expression=_number(sub.limit)))
+        window = self._window(sub, sub.result)
+        if window is not None:
+            query = query.where(window)
         columns.update({(access.alias, c): n for c, n in own.items()})
 
         def term(level: str) -> exp.Expression:
@@ -893,8 +896,10 @@ def _refuse_beyond(plan: PhysicalPlan, query: QueryBlock) -> None:
     for branch in plan.branches:
         _refuse_beyond(branch, branch.block)
     for position, access in enumerate(plan.accesses):
-        if access.subplan is not None and _extended(access.subplan, access.subplan.block):
-            raise UncompilablePlan("not compiled yet: a FROM-subquery beyond the fragment")
+        if access.subplan is not None:
+            if access.subplan.branches:
+                raise UncompilablePlan("not compiled yet: a UNION in a FROM-subquery")
+            _refuse_beyond(access.subplan, access.subplan.block)
         if position == 0 and access.join != JoinKind.INNER:
             raise UncompilablePlan(f"not compiled: a first access joined {access.join}")
         for value in access.key_values:
