@@ -148,6 +148,7 @@ class _Compiler(Expressions):
     reads: list[Read] = field(default_factory=list)
     counter: int = 0
     tables: dict[str, TableLayout] = field(default_factory=dict)  # alias -> table read
+    text_params: dict[str, None] = field(default_factory=dict)
     nothing: dict[Attr, int | None] | None = None  # a view column's value over no rows
 
     @property
@@ -202,7 +203,8 @@ class _Compiler(Expressions):
                              if isinstance(item.expr, Aggregate) and item.expr.func == "SUM")
         ratios = tuple(i for i, item in enumerate(block.select) if isinstance(item.expr, Ratio))
         return CompiledQuery(self.dialect, sql, tuple(self.bound[n] for n in order), names,
-                             source, fetches, tuple(self.reads), integral, empty, limit, ratios)
+                             source, fetches, tuple(self.reads), integral, empty, limit, ratios,
+                             tuple(self.text_params))
 
     def _name_tables(self, plan: PhysicalPlan) -> None:
         for branch in plan.branches:

@@ -50,6 +50,7 @@ class Expressions:
     ``placeholder`` and ``column_family`` (the declared type family of a column read)."""
 
     sqlite: bool
+    text_params: dict[str, None]  # PostgreSQL: parameters read as text, in order
 
     def placeholder(self, value: Param | Literal) -> exp.Expression:  # pragma: no cover
         raise NotImplementedError
@@ -105,10 +106,20 @@ class Expressions:
             node = exp.Cast(this=node, to=exp.DataType.build("BIGINT"))
         return exp.Paren(this=node) if isinstance(value, (Call, Epoch)) else node
 
+    def _text_operand(self, value: object, ref: Ref) -> exp.Expression:
+        """An operand read as text: on PostgreSQL a parameter is cast to TEXT, and the
+        statement serves only text values of it (``CompiledQuery.text_parameters``)."""
+        if self.sqlite or not isinstance(value, Param):
+            return self._operand(value, ref)
+        self.text_params[value.name] = None
+        return exp.Cast(this=self.placeholder(value), to=exp.DataType.build("TEXT"))
+
     def _call(self, call: Call, ref: Ref) -> exp.Expression:
         if not self.sqlite:
             self._check_postgres(call)
-        args = [self._operand(a, ref) for a in call.args]
+        texts = (Func.CONCAT, Func.LOWER, Func.UPPER, Func.LENGTH)
+        args = [(self._text_operand if call.func in texts else self._operand)(a, ref)
+                for a in call.args]
         func = call.func
         if func in _ARITHMETIC:
             if func == Func.MOD and not self.sqlite:  # psycopg reads a bare % as a placeholder
@@ -164,10 +175,10 @@ class Expressions:
             node = _COMPARISONS[cond.op]
             return node(this=self._operand(cond.left, ref), expression=self._operand(cond.right, ref))
         if isinstance(cond, Like):
-            if not self.sqlite and not (self._text(cond.arg) and self._text(cond.pattern, True)):
+            if not self.sqlite and not (self._text(cond.arg) and self._text(cond.pattern)):
                 raise UncompilablePlan(f"not compiled on PostgreSQL: {cond} (not text)")
-            node = exp.Like(this=self._operand(cond.arg, ref),
-                            expression=self._operand(cond.pattern, ref))
+            node = exp.Like(this=self._text_operand(cond.arg, ref),
+                            expression=self._text_operand(cond.pattern, ref))
             if not self.sqlite:  # PostgreSQL escapes with \ by default; piql, SQLite: none
                 node = exp.Escape(this=node, expression=exp.Literal.string(""))
             return exp.Not(this=exp.Paren(this=node)) if cond.negated else node
@@ -218,10 +229,9 @@ class Expressions:
             return self.family(value.attr)
         return TypeFamily.OTHER
 
-    def _text(self, value: object, pattern: bool = False) -> bool:
-        if pattern and isinstance(value, Param):
-            return True  # bound as text; a non-text parameter is refused by its column check
-        return self.family(value) == TypeFamily.TEXT
+    def _text(self, value: object) -> bool:
+        """Is ``value`` text on PostgreSQL? (A parameter is cast to TEXT, ``_text_operand``.)"""
+        return isinstance(value, Param) or self.family(value) == TypeFamily.TEXT
 
     def _common_family(self, values: list, what: str, same: bool = False) -> TypeFamily:
         """The one type family of ``values`` (parameters and NULLs take it); refuses
@@ -245,7 +255,7 @@ class Expressions:
             ok = integers or (func in (Func.ADD, Func.SUB, Func.MUL, Func.NEG)
                               and all(f in _NUMBERS for f in families))
         elif func in (Func.CONCAT, Func.LOWER, Func.UPPER, Func.LENGTH):
-            ok = all(f == TypeFamily.TEXT for f in families)
+            ok = all(self._text(a) for a in call.args)
         elif func in (Func.COALESCE, Func.NULLIF):
             ok = self._common_family(list(call.args), str(call), same=True) is not None
         elif func == Func.CAST_REAL:

@@ -115,6 +115,10 @@ class CompiledQuery:
     empty: tuple | None = None  # the answer when no row comes back (an aggregate of nothing)
     limit: int | None = None  # PER_ROW: the answer's LIMIT, applied to the rows kept
     ratios: tuple[int, ...] = ()  # answer columns fetched as numerator, denominator
+    # PostgreSQL: parameters the statement reads as text (CAST AS TEXT, as LOWER(<e>)): a
+    # value of another type is answered by the interpreter (PostgreSQL's text of a REAL
+    # is not SQLite's)
+    text_parameters: tuple[str, ...] = ()
 
     # How to bind and read, decided once: the runtime calls these on every execution.
     _bind: Callable[[Mapping[str, Any]], tuple[Any, ...]] = field(

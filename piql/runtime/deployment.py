@@ -244,6 +244,10 @@ class Deployment:
             return self._interpreted(served, params)
         if served.block.limit_param is not None:
             row_limit(served.block, params)  # LIMIT <n>: 0 to its declared maximum, or refused
+        if statement.text_parameters and not all(
+                isinstance(params[n], str) or params[n] is None
+                for n in statement.text_parameters):
+            return self._interpreted(served, params)  # read as text: only text is the same
         try:
             fetched = self.store.run(statement.sql, statement.arguments(params))
         except StoreOverflow:

@@ -31,6 +31,8 @@ SELECT id FROM posts WHERE id = <a> UNION SELECT id FROM posts WHERE author = <b
 SELECT p.id, u.name FROM posts p LEFT JOIN users u ON u.id = p.author WHERE p.id = <a>
 -- name: real_text
 SELECT CAST(weight AS TEXT) AS w FROM posts WHERE id = <a>
+-- name: named
+SELECT id FROM users WHERE id = <a> AND LOWER(name) = LOWER(<n>)
 """
 PLAN = plan_text(SCHEMA, QUERIES)
 LAYOUT = store_layout(PLAN)
@@ -82,3 +84,12 @@ def test_postgres_refuses_what_its_types_would_compute_otherwise():
     assert compiled("real_text").sql  # SQLite's text of a REAL is the interpreter's
     with pytest.raises(UncompilablePlan, match="PostgreSQL"):
         compiled("real_text", "postgres")
+
+
+def test_postgres_reads_a_parameter_as_text_only_for_text_values():
+    """``LOWER(<n>)``: the parameter is cast to TEXT on PostgreSQL, and the statement
+    names it, so that the runtime answers a value of another type with the interpreter
+    (PostgreSQL's text of a REAL is not SQLite's)."""
+    postgres, sqlite = compiled("named", "postgres"), compiled("named")
+    assert "CAST(%s AS TEXT)" in postgres.sql and postgres.text_parameters == ("n",)
+    assert sqlite.text_parameters == () and "LOWER(?)" in sqlite.sql

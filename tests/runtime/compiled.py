@@ -172,14 +172,15 @@ def parameter_sets(db, query, most: int = 12) -> list[dict[str, Any]]:
 
 
 def _case_mapped(db, block, name: str) -> list[Any]:
-    """Values for a parameter compared with ``LOWER(column)`` / ``UPPER(column)``: the
-    column's values so mapped, and one absent."""
+    """Values for a parameter compared with ``LOWER(column)`` / ``UPPER(column)`` (itself
+    or its ``LOWER`` / ``UPPER``): the column's values so mapped, and one absent."""
     for cond in walk([block.predicates, block.filters]):
         if not isinstance(cond, (Predicate, Compare)):
             continue
         for call, other in ((cond.left, cond.right), (cond.right, cond.left)):
             if isinstance(call, Call) and call.func in (Func.LOWER, Func.UPPER) \
-                    and isinstance(call.args[0], Attr) and other == Param(name):
+                    and isinstance(call.args[0], Attr) and Param(name) in (
+                        other, getattr(other, "args", (None,))[0]):
                 table = block.relation(call.args[0].alias).table
                 present = db.store.sql(
                     f"SELECT {sqlgen.identifier(call.args[0].column, 'sqlite')} FROM "

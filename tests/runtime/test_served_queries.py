@@ -95,10 +95,8 @@ def test_query_serves_compiled_statements_answering_as_the_interpreter(app, stor
 # The queries of the oracle's apps the compiler leaves to the interpreter, by app and
 # dialect (a regression, or a construct newly compiled, shows here): on PostgreSQL, a CAST
 # of text to INTEGER and of a REAL to TEXT (PostgreSQL's differ from SQLite's, piql's),
-# LOWER of a parameter (of no declared type), and COALESCE of a REAL and an integer
-# (PostgreSQL answers 0.0 where SQLite answers 0).
-INTERPRETED = {("constructs", "postgres"): {"expressions", "commentText", "userByEmail",
-                                            "commentWeight"}}
+# and COALESCE of a REAL and an integer (PostgreSQL answers 0.0 where SQLite answers 0).
+INTERPRETED = {("constructs", "postgres"): {"expressions", "commentText", "commentWeight"}}
 
 
 def interpreted_queries(db) -> set[str]:
@@ -261,3 +259,18 @@ def test_each_serving_thread_queries_postgres_on_its_own_connection(postgres_sto
     assert len(db.store._readers) == 1
     db.close()
     assert db.store._readers == []
+
+
+def test_a_parameter_read_as_text_answers_any_value_as_the_interpreter(store_url):
+    """``LOWER(email) = LOWER(<e>)``: PostgreSQL reads <e> as text, so a REAL value (whose
+    text differs between the stores) is answered by the interpreter; text is compiled."""
+    app = piql.load(ORACLE_APPS / "constructs" / "schema.sql",
+                    ORACLE_APPS / "constructs" / "queries.sql")
+    db = app.deploy(store_url, engine="store")
+    db.insert("users", id=1, email="Ada@X", name="ada", team="a")
+    db.insert("users", id=2, email="2.0", name="two", team="a")
+    for value in ("ada@x", "ADA@X", 2.0, 1.5, None):
+        result = db.query("userByEmail", e=value)
+        assert result == db.interpret("userByEmail", e=value), value
+    assert db.query("userByEmail", e="ada@x").rows == ((1, "ada"),)
+    assert db.query("userByEmail", e=2.0).rows == ((2, "two"),)  # SQLite's text of 2.0
