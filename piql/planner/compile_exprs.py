@@ -177,8 +177,13 @@ class Expressions:
         if isinstance(cond, Like):
             if not self.sqlite and not (self._text(cond.arg) and self._text(cond.pattern)):
                 raise UncompilablePlan(f"not compiled on PostgreSQL: {cond} (not text)")
-            node = exp.Like(this=self._text_operand(cond.arg, ref),
-                            expression=self._text_operand(cond.pattern, ref))
+            pattern = self._text_operand(cond.pattern, ref)
+            if self.sqlite and isinstance(cond.pattern, (Param, Literal)):
+                # SQLite re-prepares a statement whose LIKE pattern is a bare placeholder
+                # on every execution (its LIKE optimization depends on the value bound):
+                # ``? || ''`` is the same text (NULL stays NULL), planned once
+                pattern = exp.Paren(this=exp.DPipe(this=pattern, expression=exp.Literal.string("")))
+            node = exp.Like(this=self._text_operand(cond.arg, ref), expression=pattern)
             if not self.sqlite:  # PostgreSQL escapes with \ by default; piql, SQLite: none
                 node = exp.Escape(this=node, expression=exp.Literal.string(""))
             return exp.Not(this=exp.Paren(this=node)) if cond.negated else node
