@@ -167,7 +167,8 @@ class _Compiler(Expressions):
         names = tuple(item.name for item in query.select)
         extended = _extended(plan, query)
         empty = None
-        if extended and query.aggregates and not query.group_by and query != block:
+        if extended and query.aggregates and not query.group_by and query != block \
+                and not block.aggregates:
             # an aggregate read from a view's one row: with no row, the query's expressions
             # over no rows, computed in SQL over a row of COUNTs 0 and the rest NULL
             self.nothing = _aggregates_of_nothing(query, block)

@@ -274,3 +274,25 @@ def test_a_parameter_read_as_text_answers_any_value_as_the_interpreter(store_url
         assert result == db.interpret("userByEmail", e=value), value
     assert db.query("userByEmail", e="ada@x").rows == ((1, "ada"),)
     assert db.query("userByEmail", e=2.0).rows == ((2, "two"),)  # SQLite's text of 2.0
+
+
+NEIGHBOURHOOD = (
+    "CREATE TABLE follows (follower BIGINT, followee BIGINT, PRIMARY KEY (follower, followee))"
+    " WITH CARDINALITY (followee, 500);\n"
+    "CREATE TABLE checkins (checkinId BIGINT PRIMARY KEY, userId BIGINT, venue BIGINT,"
+    " points BIGINT, kind VARCHAR);\n",
+    "-- name: friendsCheckins\nSELECT COUNT(*) AS n FROM follows f, checkins c "
+    "WHERE f.follower = <me> AND c.userId = f.followee\n"
+    "-- name: friendsPoints\nSELECT SUM(c.points) AS p, COUNT(c.points) AS k FROM follows f, "
+    "checkins c WHERE f.follower = <me> AND c.userId = f.followee\n")
+
+
+def test_neighbourhood_aggregates_through_per_writer_views_are_compiled(store_url):
+    """An aggregate combined from per-writer views (COALESCE(SUM(c.cnt), 0) for COUNT(*),
+    planner/pushdown.py) compiles: SQL aggregates the views' rows, none included."""
+    postgres = not store_url.endswith(".db")
+    db = served(store_url, piql.App(plan_text(*NEIGHBOURHOOD)), seed=3,
+                steps=PG_STEPS if postgres else 150)
+    assert interpreted_queries(db) == set()
+    assert assert_served_as_interpreted(db, "neighbourhood") >= len(bounded(db))
+    assert db.query("friendsCheckins", me=-12345).rows == ((0,),)  # follows no one
