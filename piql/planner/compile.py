@@ -19,6 +19,14 @@ proved and nothing more:
 Everything after the accesses (residual predicates, the merge join's keep-k, GROUP BY
 and aggregates, ORDER BY, LIMIT, projection) is SQL over the bounded joined rows.
 
+Issue 14's constructs (filters, expressions, ``IN`` lists and ``IS NULL`` keys, DISTINCT,
+HAVING, OFFSET, ``LIMIT <n>``, LEFT / semi- / anti-joins, UNION, expression indexes)
+compile in the general shape (``column`` below): an ``IN`` list is a CTE of its distinct
+values, each a probe; a LEFT / semi- / anti-join numbers the outer tuples and tests each
+one's matches; a UNION concatenates its branches' chains. Scalars and conditions are
+``piql.planner.compile_exprs`` (with what PostgreSQL refuses); the statement's type and
+how its answer is read, ``piql.planner.compiled_query``.
+
 **Operation counts.** The statement returns, beside the rows, what it takes to compute
 exactly the operations the interpreter (``piql.runtime.executor``, the reference) counts:
 per probe of an access max(1, rows read) plus one fetch per row of a non-covering index
@@ -64,198 +72,28 @@ exactly, as PostgreSQL's numeric SUM does).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from decimal import Decimal
-from enum import StrEnum
-from operator import itemgetter
-from typing import Any, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
 
 from sqlglot import exp
 
-from piql.errors import PiqlError
-from piql.planner.physical import Access, AccessPath, PhysicalPlan
+from piql.planner.compile_exprs import Expressions, Ref, UncompilablePlan
+from piql.planner.compiled_query import (  # re-exported: the compiler's public types
+    CompiledQuery, Dialect, OpsSource, Read, StoreLayout, TableLayout,
+)
+
+__all__ = ["CompiledQuery", "Dialect", "OpsSource", "Read", "StoreLayout", "TableLayout",
+           "UncompilablePlan", "compile_plan"]
+from piql.sql_types import TypeFamily
+from piql.planner.physical import (
+    Access, AccessPath, AnyOf, KeyExpression, NullKey, PhysicalPlan,
+)
 from piql.query_block import (
-    Aggregate, Attr, Epoch, Literal, OrderItem, Param, Predicate, QueryBlock, Ratio,
+    Aggregate, Attr, Call, Case, Epoch, JoinKind, Literal, OrderItem, Param, Predicate, QueryBlock,
+    Ratio, attrs_in,
 )
 
 PREFIX = "_piql_"  # names piql reserves: no table or view of an application starts so
-
-
-class Dialect(StrEnum):
-    """The serving stores' SQL dialects."""
-
-    SQLITE = "sqlite"
-    POSTGRES = "postgres"
-
-
-class OpsSource(StrEnum):
-    """How :meth:`CompiledQuery.answer` reads the operations from the fetched rows."""
-
-    ROWS = "rows"
-    SCANNED = "scanned"
-    PER_ROW = "per_row"
-    COLUMN = "column"
-
-
-class UncompilablePlan(PiqlError):
-    """A plan this compiler cannot express as one statement (the interpreter runs it)."""
-
-
-@dataclass(frozen=True)
-class TableLayout:
-    """What the compiler must know of one stored table or view.
-
-    ``key`` is the clustered key. ``key_index`` names the unique index a rowid table is
-    read through when its key may hold NULL (SQLite keeps no NULL in a ``WITHOUT ROWID``
-    key); None for a table clustered on its key."""
-
-    name: str
-    columns: tuple[str, ...]
-    key: tuple[str, ...]
-    key_index: str | None = None
-
-    @property
-    def rowid(self) -> str:
-        """A name of the rowid that no column of the table shadows."""
-        taken = {c.lower() for c in self.columns}
-        for name in ("rowid", "_rowid_", "oid"):
-            if name not in taken:
-                return name
-        raise UncompilablePlan(f"{self.name} has columns named rowid, _rowid_ and oid")
-
-    def not_null(self, column: str) -> bool:
-        """Is ``column`` part of a clustered key (so it never holds NULL)?"""
-        return self.key_index is None and column in self.key
-
-
-@dataclass(frozen=True)
-class StoreLayout:
-    """The physical layout of the tables and views of a deployment."""
-
-    tables: tuple[TableLayout, ...]
-
-    def table(self, name: str) -> TableLayout:
-        for table in self.tables:
-            if table.name == name:
-                return table
-        raise UncompilablePlan(f"the store holds no table {name}")
-
-
-@dataclass(frozen=True)
-class Read:
-    """One table reference of a compiled statement, for checking the store's own plan:
-    ``alias`` as the statement names it, and whether the plan reads it ``whole`` (no key
-    prefix and no range: a table with a row limit or no key, or an ordered scan that
-    stops after ``stop_after`` rows)."""
-
-    alias: str
-    table: str
-    index: str | None
-    whole: bool
-    stop_after: int | None = None
-
-
-@dataclass(frozen=True)
-class CompiledQuery:
-    """One bounded plan as one statement in one dialect.
-
-    ``sql`` takes positional placeholders (``?`` for SQLite, ``%s`` for psycopg), bound
-    to :meth:`arguments`; ``columns`` names the answer's columns. Run it, fetch every
-    row, and hand them to :meth:`answer` for the answer's rows and its operations."""
-
-    dialect: Dialect
-    sql: str
-    parameters: tuple[Param | Literal, ...]
-    columns: tuple[str, ...]
-    ops_source: OpsSource
-    fetches: bool = False  # ROWS / SCANNED: one more operation per row read
-    reads: tuple[Read, ...] = ()
-    integral: tuple[int, ...] = ()  # answer columns PostgreSQL returns as numeric (SUM)
-    empty: tuple | None = None  # the answer when no row comes back (an aggregate of nothing)
-    limit: int | None = None  # PER_ROW: the answer's LIMIT, applied to the rows kept
-    ratios: tuple[int, ...] = ()  # answer columns fetched as numerator, denominator
-
-    # How to bind and read, decided once: the runtime calls these on every execution.
-    _bind: Callable[[Mapping[str, Any]], tuple[Any, ...]] = field(
-        init=False, repr=False, compare=False)
-    _read: Callable[[Sequence[Sequence[Any]]], tuple[list[tuple], int]] = field(
-        init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_bind", _binder(self.parameters))
-        readers = {OpsSource.ROWS: self._rows, OpsSource.SCANNED: self._scanned,
-                   OpsSource.PER_ROW: self._per_row, OpsSource.COLUMN: self._column}
-        object.__setattr__(self, "_read", readers[self.ops_source])
-
-    def arguments(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
-        """The values to bind, in placeholder order (``values`` by parameter name)."""
-        return self._bind(values)
-
-    def answer(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
-        """The answer's rows and the operations the plan's interpreter would count."""
-        return self._read(fetched)
-
-    def _rows(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
-        rows = fetched if isinstance(fetched, list) else list(fetched)
-        read = len(rows)
-        if self.integral or self.ratios or (not rows and self.empty is not None):
-            rows = self._finished(rows)
-        return rows, (read + read if self.fetches else read) or 1
-
-    def _scanned(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
-        read = int(fetched[0][-1]) if fetched else 0
-        rows = self._finished([r[:-1] for r in fetched])
-        return rows, max(1, read) + (read if self.fetches else 0)
-
-    def _per_row(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
-        rows = [row[:-2] for row in fetched if row[-2]]
-        return self._finished(rows[:self.limit]), sum([row[-1] for row in fetched]) or 1
-
-    def _column(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
-        rows = [] if fetched[0][-2] is None else [r[:-2] for r in fetched]
-        return self._finished(rows), int(fetched[0][-1])
-
-    def _finished(self, rows: list[tuple]) -> list[tuple]:
-        if not rows and self.empty is not None:
-            return [self.empty]
-        return self._numbers(rows)
-
-    def _numbers(self, rows: list[tuple]) -> list[tuple]:
-        if self.ratios:
-            rows = [self._divided(row) for row in rows]
-        if not self.integral:
-            return rows
-        return [tuple(_integral(v) if i in self.integral else v for i, v in enumerate(row))
-                for row in rows]
-
-
-    def _divided(self, row: Sequence[Any]) -> tuple:
-        """``row`` with each ratio's numerator and denominator replaced by their quotient
-        (REAL, NULL for no values: ``piql.runtime.sqlvalues.average``)."""
-        values = list(row)
-        for position in self.ratios:
-            total, count = values[position], values.pop(position + 1)
-            values[position] = None if total is None or not count else total / count
-        return tuple(values)
-
-
-def _binder(parameters: tuple[Param | Literal, ...]) -> Callable[[Mapping[str, Any]], tuple]:
-    """A function from parameter values by name to the values to bind, in order."""
-    if not parameters:
-        return lambda values: ()
-    if all(isinstance(p, Param) for p in parameters):
-        getter = itemgetter(*(p.name for p in parameters))  # type: ignore[union-attr]
-        if len(parameters) == 1:
-            return lambda values: (getter(values),)
-        return getter  # type: ignore[return-value]
-    return lambda values: tuple(values[p.name] if isinstance(p, Param) else p.value
-                                for p in parameters)
-
-
-def _integral(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    return value
 
 
 def compile_plan(plan: PhysicalPlan, dialect: str | Dialect, layout: StoreLayout, *,
@@ -287,9 +125,6 @@ def _count_star() -> exp.Expression:
     return exp.Count(this=exp.Star())
 
 
-Ref = Callable[[Attr], exp.Expression]
-
-
 @dataclass
 class _Chain:
     """A plan compiled as CTEs: its result CTE (columns ``_o1..`` and ``_pos``), the
@@ -300,16 +135,21 @@ class _Chain:
     outputs: tuple[str, ...]
     limit: int | None
     ops: str
+    offset: int = 0
+    limit_param: Param | None = None
 
 
 @dataclass
-class _Compiler:
+class _Compiler(Expressions):
     dialect: Dialect
     layout: StoreLayout
     slots: dict[object, str] = field(default_factory=dict)  # Param -> placeholder name
     bound: dict[str, Param | Literal] = field(default_factory=dict)
     reads: list[Read] = field(default_factory=list)
     counter: int = 0
+    tables: dict[str, TableLayout] = field(default_factory=dict)  # alias -> table read
+    text_params: dict[str, None] = field(default_factory=dict)
+    nothing: dict[Attr, int | None] | None = None  # a view column's value over no rows
 
     @property
     def sqlite(self) -> bool:
@@ -321,17 +161,31 @@ class _Compiler:
 
     # -- entry ---------------------------------------------------------------
     def compile(self, plan: PhysicalPlan, query: QueryBlock) -> CompiledQuery:
-        _refuse_extensions(plan, query)
+        _refuse_beyond(plan, query)
+        self._name_tables(plan)
         block = plan.block
         names = tuple(item.name for item in query.select)
+        extended = _extended(plan, query)
         empty = None
-        if query.aggregates and not query.group_by:
+        if extended and query.aggregates and not query.group_by and query != block \
+                and not block.aggregates:
+            # an aggregate read from a view's one row: with no row, the query's expressions
+            # over no rows, computed in SQL over a row of COUNTs 0 and the rest NULL
+            self.nothing = _aggregates_of_nothing(query, block)
+        elif query.aggregates and not query.group_by and not extended:
             empty = tuple(0 if isinstance(i.expr, Aggregate) and i.expr.func == "COUNT" else None
                           for i in query.select)
         single = len(plan.accesses) == 1 and plan.accesses[0].path != AccessPath.DERIVED \
             and not plan.accesses[0].residual
         limit = None
-        if single:
+        if plan.branches:
+            node = self._final(self._union(plan))
+            source, fetches = OpsSource.COLUMN, False
+        elif extended:
+            chain = self._chain(plan, PREFIX)
+            node = self._final(chain)
+            source, fetches = OpsSource.COLUMN, False
+        elif single:
             node, source, fetches = self._single(plan)
         elif self._flat_shape(plan):
             node, limit = self._flat(plan)
@@ -341,12 +195,31 @@ class _Compiler:
             node = self._final(chain)
             source, fetches = OpsSource.COLUMN, False
         sql, order = self._render(node)
-        integral = () if self.sqlite else tuple(
-            i for i, item in enumerate(block.select)
-            if isinstance(item.expr, Aggregate) and item.expr.func == "SUM")
+        if self.sqlite:
+            integral: tuple[int, ...] = ()
+        elif extended:  # numeric wherever a SUM reaches the answer
+            integral = tuple(range(len(block.select)))
+        else:
+            integral = tuple(i for i, item in enumerate(block.select)
+                             if isinstance(item.expr, Aggregate) and item.expr.func == "SUM")
         ratios = tuple(i for i, item in enumerate(block.select) if isinstance(item.expr, Ratio))
         return CompiledQuery(self.dialect, sql, tuple(self.bound[n] for n in order), names,
-                             source, fetches, tuple(self.reads), integral, empty, limit, ratios)
+                             source, fetches, tuple(self.reads), integral, empty, limit, ratios,
+                             tuple(self.text_params))
+
+    def _name_tables(self, plan: PhysicalPlan) -> None:
+        for branch in plan.branches:
+            self._name_tables(branch)
+        for access in plan.accesses:
+            if access.subplan is not None:
+                self._name_tables(access.subplan)
+        for access in plan.accesses:
+            if access.table is not None:
+                self.tables[access.alias] = self.layout.table(access.table)
+
+    def column_family(self, attr: Attr) -> TypeFamily:
+        table = self.tables.get(attr.alias)
+        return TypeFamily.OTHER if table is None else table.family(attr.column)
 
     # -- one access: a plain statement ---------------------------------------
     def _single(self, plan: PhysicalPlan) -> tuple[exp.Select, OpsSource, bool]:
@@ -480,7 +353,7 @@ class _Compiler:
         ctes: list[tuple[str, exp.Expression]] = []
         columns: dict[tuple[str, str], str] = {}  # (alias, column) -> level column
         terms: list[exp.Expression] = []
-        needed = _needed(block)
+        needed = _needed(block, plan)
         survivors: str | None = None
         for position, access in enumerate(plan.accesses):
             level = f"{prefix}l{position}"
@@ -489,19 +362,31 @@ class _Compiler:
                 return _col(columns[(attr.alias, attr.column)], within)
 
             outer = survivors
+            if access.join != JoinKind.INNER:  # number the outer tuples: a match test each
+                outer = self._numbered(outer, f"{prefix}n{position}", f"_r{position}", ctes)
+            probing = position > 0
             if access.path == AccessPath.DERIVED:
                 node, term = self._derived_level(access, outer, columns, needed, prefix,
                                                  position, ctes)
             else:
+                access, outer, probing = self._listed(access, outer, columns, prefix, position,
+                                                      ctes, probing)
                 node, term = self._base_level(access, outer, columns, needed, position,
-                                              lambda a: ref(a, outer))
+                                              (lambda within: lambda a: ref(a, within))(outer),
+                                              probing)
             ctes.append((level, node))
             terms.append(term(level))
-            keep: list[exp.Expression] = []
-            if position > 0 and access.path != AccessPath.DERIVED:
-                keep.append(exp.Not(this=exp.Is(this=_col(f"_m{position}"), expression=exp.Null())))
-            keep += [self.predicate(p, ref) for p in access.residual]
-            merge = position == plan.merge_at and position > 0 and block.limit is not None
+            found: list[exp.Expression] = []
+            if probing and access.path != AccessPath.DERIVED:
+                found.append(exp.Not(this=exp.Is(this=_col(f"_m{position}"), expression=exp.Null())))
+            if access.join != JoinKind.INNER:
+                level = self._joined(access, level, outer or "", f"_r{position}", found,
+                                     columns, needed, ref, f"{prefix}s{position}j", ctes)
+                keep = [self.condition(c, ref) for c in access.post]
+            else:
+                keep = found + [self.condition(c, ref) for c in access.residual]
+            merge = position == plan.merge_at and (position > 0 or probing) \
+                and block.fetch is not None
             if keep or merge:
                 survivors = f"{prefix}s{position}"
                 query = exp.select(exp.Star()).from_(exp.Table(this=_ident(level)))
@@ -511,7 +396,7 @@ class _Compiler:
                     if block.order_by:
                         query = query.order_by(*(self._local_order(o, ref)
                                                  for o in block.order_by))
-                    query = query.limit(_number(block.limit))  # type: ignore[arg-type]
+                    query = query.limit(_number(block.fetch))  # type: ignore[arg-type]
                 ctes.append((survivors, query))
             else:
                 survivors = level
@@ -519,26 +404,216 @@ class _Compiler:
         def final_ref(attr: Attr) -> exp.Expression:
             return _col(columns[(attr.alias, attr.column)])
 
-        projection = self._projection(block.select, final_ref, split=prefix == PREFIX)
-        outputs = tuple(name for name, _ in projection)
-        result = exp.select(*(exp.alias_(node, _ident(name)) for name, node in projection))
-        order = exp.Order(expressions=[self._local_order(o, final_ref) for o in block.order_by]) \
-            if block.order_by else None
-        result = result.select(exp.alias_(exp.Window(this=exp.RowNumber(), order=order),
-                                          _ident("_pos")))
-        result = result.from_(exp.Table(this=_ident(survivors or "")))
-        if block.group_by:
-            result = result.group_by(*(self.expr(g, final_ref) for g in block.group_by))
+        if self.nothing is not None and prefix == PREFIX:
+            survivors = self._or_nothing(survivors or "", columns, f"{prefix}z", ctes)
+        result = self._result(block, final_ref, survivors or "", prefix)
+        outputs = tuple(name for name, _ in self._projection(block.select, final_ref,
+                                                             split=prefix == PREFIX))
         ctes.append((f"{prefix}r", result))
         total = terms[0]
         for term in terms[1:]:
             total = exp.Add(this=total, expression=term)
         ctes.append((f"{prefix}ops", exp.select(exp.alias_(total, _ident("_ops")))))
-        return _Chain(ctes, f"{prefix}r", outputs, block.limit, f"{prefix}ops")
+        return _Chain(ctes, f"{prefix}r", outputs, block.limit, f"{prefix}ops",
+                      block.offset, block.limit_param)
+
+    def _or_nothing(self, survivors: str, columns: dict[tuple[str, str], str], name: str,
+                    ctes: list[tuple[str, exp.Expression]]) -> str:
+        """The view's row, or when it holds none the row of aggregates over nothing."""
+        assert self.nothing is not None
+        names = list(columns.items())
+        found = exp.select(*(_col(n) for _, n in names)).from_(exp.Table(this=_ident(survivors)))
+        default = [exp.alias_(exp.Null() if self.nothing.get(Attr(*key)) is None
+                              else _number(0), _ident(n)) for key, n in names]
+        none = exp.select(*default).where(exp.Not(this=exp.Exists(
+            this=exp.select(_number(1)).from_(exp.Table(this=_ident(survivors))))))
+        ctes.append((name, exp.union(found, none, distinct=False)))
+        return name
+
+    def _union(self, plan: PhysicalPlan) -> _Chain:
+        """``UNION [ALL]`` of the branches' answers, left to right as the interpreter
+        runs them: each row keeps its place (branch, position); a UNION keeps the first
+        of each duplicate of everything so far (GROUP BY, NULLs together); then ORDER BY
+        the output columns, ties in that place. The operations are the branches' sum."""
+        block = plan.block
+        ctes: list[tuple[str, exp.Expression]] = []
+        chains = [self._chain(b, f"{PREFIX}b{i}_") for i, b in enumerate(plan.branches)]
+        width = len(block.select)
+        outputs = [f"_o{n}" for n in range(1, width + 1)]
+        so_far: str | None = None
+        for number, ((_, keeps_all), chain) in enumerate(zip(block.unions, chains)):
+            ctes.extend(chain.ctes)
+            place = exp.Add(this=exp.Mul(this=_number(number), expression=_number(2 ** 32)),
+                            expression=_col("_pos"))
+            part = exp.select(*(exp.alias_(_col(o), _ident(n))
+                                for o, n in zip(chain.outputs, outputs)),
+                              exp.alias_(place, _ident("_ord")))
+            part = part.from_(exp.Table(this=_ident(chain.result)))
+            window = self._window(chain, chain.result)
+            if window is not None:
+                part = part.where(window)
+            joined: exp.Expression = part if so_far is None else exp.union(
+                exp.select(exp.Star()).from_(exp.Table(this=_ident(so_far))), part,
+                distinct=False)
+            if number > 0 and not keeps_all:
+                joined = exp.select(*(_col(n) for n in outputs),
+                                    exp.alias_(exp.Min(this=_col("_ord")), _ident("_ord")))\
+                    .from_(exp.Subquery(this=joined, alias=exp.TableAlias(
+                        this=_ident(self.fresh(f"{PREFIX}u")))))\
+                    .group_by(*(_col(n) for n in outputs))
+            so_far = f"{PREFIX}u{number}"
+            ctes.append((so_far, joined))
+        names = [item.name for item in block.select]
+        order = [exp.Ordered(this=_col(outputs[names.index(o.expr.column)]),  # type: ignore
+                             desc=o.desc, nulls_first=not o.desc) for o in block.order_by]
+        order.append(exp.Ordered(this=_col("_ord")))
+        result = exp.select(*(_col(n) for n in outputs), exp.alias_(
+            exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=order)), _ident("_pos")))
+        ctes.append((f"{PREFIX}r", result.from_(exp.Table(this=_ident(so_far or "")))))
+        total: exp.Expression = exp.Subquery(this=exp.select(_col("_ops")).from_(
+            exp.Table(this=_ident(chains[0].ops))))
+        for chain in chains[1:]:
+            total = exp.Add(this=total, expression=exp.Subquery(this=exp.select(
+                _col("_ops")).from_(exp.Table(this=_ident(chain.ops)))))
+        ctes.append((f"{PREFIX}ops", exp.select(exp.alias_(total, _ident("_ops")))))
+        return _Chain(ctes, f"{PREFIX}r", tuple(outputs), block.limit, f"{PREFIX}ops",
+                      block.offset, block.limit_param)
+
+    def _result(self, block: QueryBlock, ref: Ref, survivors: str, prefix: str) -> exp.Expression:
+        """The answer's rows over the last survivors: projection, GROUP BY, HAVING,
+        DISTINCT, and each row's position ``_pos`` in the ORDER BY."""
+        projection = self._projection(block.select, ref, split=prefix == PREFIX)
+        result = exp.select(*(exp.alias_(node, _ident(name)) for name, node in projection))
+        result = result.from_(exp.Table(this=_ident(survivors)))
+        if block.group_by:
+            result = result.group_by(*(self.expr(g, ref) for g in block.group_by))
+        if block.having:
+            result = result.having(exp.and_(*(self.condition(c, ref) for c in block.having)))
+        if not block.distinct:
+            order = exp.Order(expressions=[self._local_order(o, ref) for o in block.order_by]) \
+                if block.order_by else None
+            return result.select(exp.alias_(exp.Window(this=exp.RowNumber(), order=order),
+                                            _ident("_pos")))
+        # DISTINCT applies after window functions: number the distinct rows outside it
+        names = {item.expr: name for item, (name, _) in zip(block.select, projection)}
+        if any(o.expr not in names for o in block.order_by):
+            raise UncompilablePlan("not compiled: DISTINCT ordered by a column it does not keep")
+        distinct = self.fresh(f"{prefix}d")
+        order = exp.Order(expressions=[
+            exp.Ordered(this=_col(names[o.expr]), desc=o.desc, nulls_first=not o.desc)
+            for o in block.order_by]) if block.order_by else None
+        numbered = exp.select(exp.Star(), exp.alias_(
+            exp.Window(this=exp.RowNumber(), order=order), _ident("_pos")))
+        return numbered.from_(exp.Subquery(this=result.distinct(),
+                                           alias=exp.TableAlias(this=_ident(distinct))))
+
+    def _numbered(self, outer: str | None, name: str, rid: str,
+                  ctes: list[tuple[str, exp.Expression]]) -> str:
+        """``outer`` with each tuple numbered ``rid`` (a match test reads its own)."""
+        query = exp.select(exp.Star(), exp.alias_(exp.Window(this=exp.RowNumber()), _ident(rid)))
+        ctes.append((name, query.from_(exp.Table(this=_ident(outer or "")))))
+        return name
+
+    def _joined(self, access: Access, level: str, outer: str, rid: str,
+                found: list[exp.Expression], columns: dict[tuple[str, str], str],
+                needed: dict[str, list[str]], ref, name: str,
+                ctes: list[tuple[str, exp.Expression]]) -> str:
+        """A LEFT, semi- or anti-join's tuples from the level's probes: the matches (rows
+        read that meet the join's own conditions); for LEFT each outer tuple with its
+        matches or NULL-extended once; for a semi-join (anti-join) each outer tuple once
+        if it has a match (has none)."""
+        matched = exp.and_(*found, *(self.condition(c, lambda a: ref(a, "_piql_k"))
+                                     for c in access.residual)) if found or access.residual \
+            else exp.true()
+        probes = exp.select(exp.Star()).from_(exp.Table(
+            this=_ident(level), alias=exp.TableAlias(this=_ident("_piql_k"))))
+        probes = probes.where(exp.and_(exp.EQ(this=_col(rid, "_piql_k"),
+                                              expression=_col(rid, "_piql_o")), matched))
+        source = exp.Table(this=_ident(outer), alias=exp.TableAlias(this=_ident("_piql_o")))
+        if access.join != JoinKind.LEFT:
+            test: exp.Expression = exp.Exists(this=probes)
+            if access.join == JoinKind.ANTI:
+                test = exp.Not(this=test)
+            ctes.append((name, exp.select(exp.Column(this=exp.Star(), table=_ident("_piql_o")))
+                         .from_(source).where(test)))
+            return name
+        own = [columns[(access.alias, c)] for c in needed.get(access.alias, [])]
+        hits = exp.select(_col(rid), *(_col(c) for c in own)).from_(exp.Table(
+            this=_ident(level), alias=exp.TableAlias(this=_ident("_piql_k"))))
+        hits = hits.where(matched)
+        query = exp.select(exp.Column(this=exp.Star(), table=_ident("_piql_o")),
+                           *(_col(c, "_piql_h") for c in own)).from_(source)
+        query = query.join(exp.Subquery(this=hits, alias=exp.TableAlias(this=_ident("_piql_h"))),
+                           on=exp.EQ(this=_col(rid, "_piql_h"), expression=_col(rid, "_piql_o")),
+                           join_type="LEFT")
+        ctes.append((name, query))
+        return name
+
+    def _listed(self, access: Access, outer: str | None, columns: dict[tuple[str, str], str],
+                prefix: str, position: int, ctes: list[tuple[str, exp.Expression]],
+                probing: bool) -> tuple[Access, str | None, bool]:
+        """An access whose key takes any of a list of values (``IN (list)``): the list's
+        distinct non-NULL values (or one NULL when it has none, a probe that finds
+        nothing, as the interpreter's) joined to the outer tuples, each a probe."""
+        lists = [(i, v) for i, v in enumerate(access.key_values) if isinstance(v, AnyOf)]
+        if not lists:
+            return access, outer, probing
+        values = list(access.key_values)
+        table = self.layout.table(access.table or "")
+        picked: list[exp.Expression] = [] if outer is None else [
+            exp.Column(this=exp.Star(), table=_ident(outer))]
+        sources = []
+        for number, (index, listed) in enumerate(lists):
+            raw, choices = f"{prefix}a{position}_{number}", f"{prefix}v{position}_{number}"
+            column = access.key_columns[index]
+            parts = [self._listed_value(v, table, column) for v in listed.values]
+            union: exp.Expression = exp.select(exp.alias_(parts[0], _ident("x")))
+            for part in parts[1:]:
+                union = exp.union(union, exp.select(exp.alias_(part, _ident("x"))), distinct=False)
+            ctes.append((raw, union))
+            present = exp.Not(this=exp.Is(this=_col("x"), expression=exp.Null()))
+            some = exp.select(_col("x")).from_(exp.Table(this=_ident(raw))).where(present).distinct()
+            none = exp.select(exp.alias_(self._typed_null(table, column), _ident("x"))).where(
+                exp.Not(this=exp.Exists(this=exp.select(_number(1)).from_(
+                    exp.Table(this=_ident(raw))).where(present.copy()))))
+            ctes.append((choices, exp.union(some, none, distinct=False)))
+            name = self.fresh("_v")
+            picked.append(exp.alias_(_col("x", choices), _ident(name)))
+            sources.append(choices)
+            columns[(PREFIX + "list", name)] = name
+            values[index] = Attr(PREFIX + "list", name)
+        query = exp.select(*picked)
+        tables = ([outer] if outer is not None else []) + sources
+        query = query.from_(exp.Table(this=_ident(tables[0])))
+        for other in tables[1:]:
+            query = query.join(exp.Table(this=_ident(other)), join_type="CROSS")
+        probes = f"{prefix}p{position}"
+        ctes.append((probes, query))
+        return replace(access, key_values=tuple(values)), probes, True
+
+    def _listed_value(self, value: Param | Literal, table: TableLayout, column: str) -> exp.Expression:
+        node = self.placeholder(value)
+        if self.sqlite:
+            return node
+        return exp.Cast(this=node, to=exp.DataType.build(self._postgres_type(table, column)))
+
+    def _typed_null(self, table: TableLayout, column: str) -> exp.Expression:
+        if self.sqlite:
+            return exp.Null()
+        return exp.Cast(this=exp.Null(), to=exp.DataType.build(self._postgres_type(table, column)))
+
+    @staticmethod
+    def _postgres_type(table: TableLayout, column: str) -> str:
+        kinds = {TypeFamily.INTEGER: "BIGINT", TypeFamily.REAL: "DOUBLE PRECISION",
+                 TypeFamily.TEXT: "TEXT"}
+        found = kinds.get(table.family(column))
+        if found is None:
+            raise UncompilablePlan(f"not compiled on PostgreSQL: an IN list on {column}")
+        return found
 
     def _base_level(self, access: Access, outer: str | None,
                     columns: dict[tuple[str, str], str], needed: dict[str, list[str]],
-                    position: int, outer_ref: Ref):
+                    position: int, outer_ref: Ref, probing: bool):
         table = self.layout.table(access.table or "")
         alias = access.alias
         own = {c: self.fresh("_c") for c in needed.get(alias, [])}
@@ -552,7 +627,7 @@ class _Compiler:
             return ref
 
         picked = [exp.alias_(_col(c, alias), _ident(name)) for c, name in own.items()]
-        if position == 0:
+        if not probing:
             query = exp.select(*picked) if picked else exp.select(exp.alias_(_number(1), "_one"))
             query = query.from_(self._table_ref(access, table, alias))
             where = self._probe_conditions(access, alias, inner_ref(alias))
@@ -660,9 +735,9 @@ class _Compiler:
         query = query.from_(exp.Table(this=_ident(outer))) if outer is not None else query
         source = exp.Table(this=_ident(sub.result))
         query = query.from_(source) if outer is None else query.join(source, join_type="CROSS")
-        if sub.limit is not None:
-            query = query.where(exp.LTE(this=_col("_pos", sub.result),
-                                        expression=_number(sub.limit)))
+        window = self._window(sub, sub.result)
+        if window is not None:
+            query = query.where(window)
         columns.update({(access.alias, c): n for c, n in own.items()})
 
         def term(level: str) -> exp.Expression:
@@ -675,12 +750,28 @@ class _Compiler:
             return exp.Case(ifs=[exp.If(this=reached, true=ops)], default=_number(0))
         return query, term
 
+    def _window(self, chain: _Chain, result: str) -> exp.Expression | None:
+        """Which positions of ``result`` the answer keeps: after OFFSET, up to LIMIT (a
+        literal, or the ``LIMIT <n>`` parameter)."""
+        window = []
+        if chain.offset:
+            window.append(exp.GT(this=_col("_pos", result), expression=_number(chain.offset)))
+        if chain.limit_param is not None:
+            last: exp.Expression = self.placeholder(chain.limit_param)
+            if chain.offset:
+                last = exp.Add(this=last, expression=_number(chain.offset))
+            window.append(exp.LTE(this=_col("_pos", result), expression=last))
+        elif chain.limit is not None:
+            window.append(exp.LTE(this=_col("_pos", result),
+                                  expression=_number(chain.limit + chain.offset)))
+        return exp.and_(*window) if window else None
+
     def _final(self, chain: _Chain) -> exp.Expression:
         result, ops = chain.result, chain.ops
         picked = [_col(name, result) for name in chain.outputs]
         picked += [_col("_pos", result), _col("_ops", ops)]
-        on: exp.Expression = exp.true() if chain.limit is None else exp.LTE(
-            this=_col("_pos", result), expression=_number(chain.limit))
+        window = self._window(chain, result)
+        on = window if window is not None else exp.true()
         query = exp.select(*picked).from_(exp.Table(this=_ident(ops)))
         query = query.join(exp.Table(this=_ident(result)), on=on, join_type="LEFT")
         # the dialect's own NULL order: the empty answer's NULL position comes alone
@@ -721,23 +812,36 @@ class _Compiler:
     def _probe_conditions(self, access: Access, alias: str, ref: Ref) -> list[exp.Expression]:
         found: list[exp.Expression] = []
         for column, value in zip(access.key_columns, access.key_values):
-            found.append(exp.EQ(this=_col(column, alias), expression=self.expr(value, ref)))
+            key = self._key_part(access, column, alias)
+            if isinstance(value, NullKey):
+                found.append(exp.Is(this=key, expression=exp.Null()))
+            else:
+                found.append(exp.EQ(this=key, expression=self.expr(value, ref)))
         found += [self.predicate(p, ref) for p in access.range]
         return found
+
+    def _key_part(self, access: Access, column: str, alias: str) -> exp.Expression:
+        """A key column of the access path, or its index's expression (``LOWER(email)``)
+        written as the store wrote the index, so that the store reads through it."""
+        part = access.index.part(column) if access.index is not None else column
+        if isinstance(part, KeyExpression):
+            return self.expr(Call(part.func, (Attr(alias, part.column),)),
+                             lambda attr: _col(attr.column, alias))
+        return _col(column, alias)
 
     def _scan_order(self, access: Access, table: TableLayout, alias: str) -> list[exp.Ordered]:
         """The access path's own order (so the database reads it in order and stops)."""
         desc = access.descending
         if self.sqlite:
             nulls_first = not desc
-            return [exp.Ordered(this=_col(c, alias), desc=desc, nulls_first=nulls_first)
-                    for c in access.order_columns]
+            return [exp.Ordered(this=self._key_part(access, c, alias), desc=desc,
+                                nulls_first=nulls_first) for c in access.order_columns]
         found = []
         for column in access.order_columns:
             # PostgreSQL's default (NULLS LAST ascending) on never-NULL key columns, so the
             # primary key's index serves the order; SQLite's NULL order elsewhere.
             nulls_first = desc if table.not_null(column) else not desc
-            found.append(exp.Ordered(this=_col(column, alias), desc=desc,
+            found.append(exp.Ordered(this=self._key_part(access, column, alias), desc=desc,
                                      nulls_first=nulls_first))
         return found
 
@@ -745,44 +849,6 @@ class _Compiler:
         """ORDER BY over computed rows, with SQLite's order of NULLs in both dialects."""
         return exp.Ordered(this=self.expr(item.expr, ref), desc=item.desc,
                            nulls_first=not item.desc)
-
-    def predicate(self, pred: Predicate, ref: Ref) -> exp.Expression:
-        node = {"=": exp.EQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}[pred.op]
-        return node(this=self.expr(pred.left, ref), expression=self.expr(pred.right, ref))
-
-    def expr(self, value: object, ref: Ref) -> exp.Expression:
-        if isinstance(value, Attr):
-            return ref(value)
-        if isinstance(value, (Param, Literal)):
-            return self.placeholder(value)
-        if isinstance(value, Epoch):
-            column = self.expr(value.attr, ref)
-            width = _number(value.width)
-            modulo: exp.Expression = exp.Paren(this=exp.Mod(this=column.copy(), expression=width)) \
-                if self.sqlite else exp.Anonymous(this="MOD", expressions=[column.copy(), width])
-            return exp.Paren(this=exp.Sub(this=column, expression=modulo))
-        if isinstance(value, Aggregate):
-            return self.aggregate(value, ref)
-        if isinstance(value, Ratio):
-            real = exp.DataType.build("REAL" if self.sqlite else "DOUBLE PRECISION")
-            numerator = exp.Cast(this=self.expr(value.numerator, ref), to=real)
-            denominator = exp.Nullif(this=self.expr(value.denominator, ref),
-                                     expression=_number(0))
-            return exp.Paren(this=exp.Div(this=numerator, expression=denominator))
-        raise UncompilablePlan(f"cannot compile the expression {value}")
-
-    def aggregate(self, agg: Aggregate, ref: Ref) -> exp.Expression:
-        kinds = {"COUNT": exp.Count, "SUM": exp.Sum, "AVG": exp.Avg, "MIN": exp.Min,
-                 "MAX": exp.Max}
-        if agg.func not in kinds:
-            raise UncompilablePlan(f"cannot compile the aggregate {agg}")
-        argument: exp.Expression = exp.Star() if agg.arg is None else self.expr(agg.arg, ref)
-        if agg.distinct:
-            argument = exp.Distinct(expressions=[argument])
-        node = kinds[agg.func](this=argument)
-        if agg.func == "AVG" and not self.sqlite:  # numeric otherwise; piql answers REAL
-            node = exp.Cast(this=node, to=exp.DataType.build("DOUBLE PRECISION"))
-        return node
 
     def placeholder(self, value: Param | Literal) -> exp.Expression:
         key: object = value if isinstance(value, Param) else None
@@ -815,30 +881,81 @@ class _Compiler:
         return re.sub(rf'"(?:[^"]|"")*"|{placeholder}', swap, text), order
 
 
-def _refuse_extensions(plan: PhysicalPlan, query: QueryBlock) -> None:
-    """Constructs beyond the paper's fragment (filters, IN lists, IS NULL keys, DISTINCT,
-    HAVING, OFFSET, LIMIT <n>, expressions, outer and semi-joins, reads through an
-    expression index, LIKE ranges: their LIKE is a filter) are not compiled yet:
-    refuse them, so the interpreter serves those queries."""
-    for block in (query, plan.block):
-        if block.extensions:
-            raise UncompilablePlan(f"not compiled yet: {block.extensions[0]}")
-    for access in plan.accesses:
-        if access.fanout > 1 or any(not isinstance(v, (Attr, Param, Literal))
-                                    for v in access.key_values):
-            raise UncompilablePlan("not compiled yet: a key bound by IN (list) or IS NULL")
-        if access.index is not None and access.index.expressions:
-            raise UncompilablePlan(f"not compiled yet: the expression index {access.index.name}")
-        filters = [c for c in access.residual if not isinstance(c, Predicate)]
-        if filters or access.join != "inner":
-            raise UncompilablePlan(f"not compiled yet: {filters[0] if filters else access.join}")
+def _extended(plan: PhysicalPlan, query: QueryBlock) -> bool:
+    """Does the plan hold a construct beyond the paper's fragment (compiled in the
+    general shape only)?"""
+    if query.extensions or plan.block.extensions:
+        return True
+    return any(access.fanout > 1 or access.join != JoinKind.INNER
+               or any(not isinstance(v, (Attr, Param, Literal)) for v in access.key_values)
+               or any(not isinstance(c, Predicate) for c in access.residual)
+               or (access.index is not None and access.index.expressions)
+               for access in plan.accesses)
+
+
+def _refuse_beyond(plan: PhysicalPlan, query: QueryBlock) -> None:
+    """Refuse what the compiler does not express yet, so the interpreter serves it: a
+    UNION, a FROM-subquery holding an extension, an IN list of column values."""
+    for branch in plan.branches:
+        _refuse_beyond(branch, branch.block)
+    for position, access in enumerate(plan.accesses):
         if access.subplan is not None:
-            _refuse_extensions(access.subplan, access.subplan.block)
+            if access.subplan.branches:
+                raise UncompilablePlan("not compiled yet: a UNION in a FROM-subquery")
+            _refuse_beyond(access.subplan, access.subplan.block)
+        if position == 0 and access.join != JoinKind.INNER:
+            raise UncompilablePlan(f"not compiled: a first access joined {access.join}")
+        for value in access.key_values:
+            if isinstance(value, AnyOf) and not all(isinstance(v, (Param, Literal))
+                                                    for v in value.values):
+                raise UncompilablePlan("not compiled yet: an IN list of column values")
+        if access.index is not None and access.index.expressions and access.range:
+            raise UncompilablePlan("not compiled yet: a range on an expression index")
 
 
-def _needed(block: QueryBlock) -> dict[str, list[str]]:
-    """Columns each relation must deliver, in a stable order."""
+def _aggregates_of_nothing(query: QueryBlock, block: QueryBlock) -> dict[Attr, int | None]:
+    """Each view column the plan's ``block`` reads where ``query`` computes an aggregate:
+    its value over no rows (0 for a COUNT, else NULL). Refuses when the two do not match
+    item by item."""
+    found: dict[Attr, int | None] = {}
+
+    def match(wanted: object, read: object) -> None:
+        if isinstance(wanted, Aggregate) and isinstance(read, Attr):
+            found[read] = 0 if wanted.func == "COUNT" else None
+        elif isinstance(wanted, Aggregate) and isinstance(read, Ratio) and wanted.func == "AVG":
+            match(Aggregate("SUM", wanted.arg), read.numerator)
+            match(Aggregate("COUNT", wanted.arg), read.denominator)
+        elif type(wanted) is type(read) and isinstance(wanted, (Call, Case)):
+            match(getattr(wanted, "args", None) or getattr(wanted, "whens", ()),
+                  getattr(read, "args", None) or getattr(read, "whens", ()))
+            if isinstance(wanted, Case):
+                match(wanted.default, read.default)  # type: ignore[union-attr]
+        elif isinstance(wanted, tuple) and isinstance(read, tuple) and len(wanted) == len(read):
+            for one, other in zip(wanted, read):
+                match(one, other)
+        elif wanted != read and not isinstance(wanted, (Literal, Param)):
+            if isinstance(wanted, (Attr, Aggregate, Call, Case, Ratio)) or isinstance(
+                    read, (Attr, Aggregate, Call, Case, Ratio)):
+                raise UncompilablePlan("not compiled: an aggregate read from a view whose "
+                                       "columns do not match the query's")
+
+    match(tuple(i.expr for i in query.select), tuple(i.expr for i in block.select))
+    return found
+
+
+def _needed(block: QueryBlock, plan: PhysicalPlan | None = None) -> dict[str, list[str]]:
+    """Columns each relation must deliver, in a stable order (with ``plan``, also those
+    its accesses' filters and join conditions read)."""
     found: dict[str, list[str]] = {}
+    if plan is not None:
+        found = _needed(block)
+        extra = [block.select, block.group_by, block.order_by, block.filters, block.having]
+        extra += [(a.key_values, a.range, a.residual, a.post) for a in plan.accesses]
+        for attr in attrs_in(extra):
+            columns = found.setdefault(attr.alias, [])
+            if attr.column not in columns:
+                columns.append(attr.column)
+        return found
 
     def add(value: object) -> None:
         if isinstance(value, Aggregate):

@@ -57,5 +57,5 @@ def stored_tables(plan: Plan) -> tuple[StoredTable, ...]:
 
 def store_layout(plan: Plan) -> StoreLayout:
     """What the compiler must know of the plan's tables (``piql.planner.compile``)."""
-    return StoreLayout(tuple(TableLayout(t.name, t.columns, t.key, t.key_index)
+    return StoreLayout(tuple(TableLayout(t.name, t.columns, t.key, t.key_index, t.types)
                              for t in stored_tables(plan)))

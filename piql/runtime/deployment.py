@@ -34,7 +34,7 @@ from piql.runtime.errors import (
     BoundExceeded, ConstraintError, DeploymentClosed, DeploymentError, ParameterError,
     StoreOverflow, StoreRefused, UnboundedQuery, UnknownName,
 )
-from piql.runtime.evaluate import finish
+from piql.runtime.evaluate import finish, row_limit
 from piql.runtime.executor import execute
 from piql.runtime.partitions import partition_of
 from piql.runtime.progress import Progress
@@ -242,6 +242,12 @@ class Deployment:
         statement = served.statement
         if statement is None:
             return self._interpreted(served, params)
+        if served.block.limit_param is not None:
+            row_limit(served.block, params)  # LIMIT <n>: 0 to its declared maximum, or refused
+        if statement.text_parameters and not all(
+                isinstance(params[n], str) or params[n] is None
+                for n in statement.text_parameters):
+            return self._interpreted(served, params)  # read as text: only text is the same
         try:
             fetched = self.store.run(statement.sql, statement.arguments(params))
         except StoreOverflow:

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from piql.planner.compile import StoreLayout, TableLayout, UncompilablePlan, compile_plan
+from piql.planner.compile import (
+    OpsSource, StoreLayout, TableLayout, UncompilablePlan, compile_plan,
+)
 from piql.planner.physical import AccessPath, AnyOf, NullKey
 from piql.query_block import Compare, Like
 from tests.conftest import plan_text
@@ -158,12 +160,23 @@ def test_limit_parameter_without_a_maximum_is_unbounded_with_the_fix():
     "SELECT id, title FROM posts WHERE title LIKE 'ab%' ORDER BY title LIMIT 3",
     "SELECT id, name FROM users WHERE LOWER(email) = <e>",
 ])
-def test_compile_refuses_the_new_constructs_so_the_interpreter_serves_them(sql):
+def test_compile_expresses_the_new_constructs_in_the_general_shape(sql):
+    """Each compiles to one statement (tests/runtime/test_served_queries.py runs them
+    against the interpreter); without declared types PostgreSQL's refuses expressions."""
     query = planned(sql)
     catalog = plan_text(SCHEMA, "").catalog
     layout = StoreLayout(tuple(TableLayout(t.name, t.column_names, t.primary_key)
                                for t in catalog.tables))
-    with pytest.raises(UncompilablePlan, match="not compiled yet"):
+    statement = compile_plan(query.physical, "sqlite", layout)
+    assert statement.ops_source == OpsSource.COLUMN and statement.sql.startswith("WITH")
+
+
+def test_compile_refuses_distinct_ordered_by_a_column_it_drops():
+    query = planned("SELECT DISTINCT topic FROM posts WHERE author = <a> ORDER BY score")
+    catalog = plan_text(SCHEMA, "").catalog
+    layout = StoreLayout(tuple(TableLayout(t.name, t.column_names, t.primary_key)
+                               for t in catalog.tables))
+    with pytest.raises(UncompilablePlan, match="DISTINCT"):
         compile_plan(query.physical, "sqlite", layout)
 
 

@@ -7,11 +7,13 @@ from piql.planner.compile import TableLayout, UncompilablePlan
 from piql.planner.store_layout import stored_tables, store_layout
 from tests.conftest import plan_text
 
+ALL_KEY = "_all"  # the key column of a view without key (ViewDef.stored_key)
+
 STATS = plan_text(
     "CREATE TABLE r (k BIGINT PRIMARY KEY, g BIGINT, v BIGINT, w DOUBLE);",
     "-- name: stats\nSELECT SUM(v) AS total, SUM(w) AS weight FROM r WHERE g = <g>\n"
     "-- name: everything\nSELECT COUNT(*) AS n, SUM(w) AS weight FROM r\n"
-    "-- name: distinctOf\nSELECT DISTINCT g FROM r WHERE k = <k>\n"
+    "-- name: distinctOf\nSELECT DISTINCT g FROM r WHERE k = <k> ORDER BY v\n"
     "-- name: byValue\nSELECT k FROM r WHERE v = <v>\n")
 
 
