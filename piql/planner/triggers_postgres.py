@@ -149,15 +149,15 @@ def _pg_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: Write
         selects = [delta_select(r, view, table, record, without, d) for _, r in group]
         lines += [f"    -- {r.name}: {r.action} rows of {view.name}" for _, r in group]
         select, target = selects[0], quote(view.name, d)
+        if len(selects) > 1:
+            select = " UNION ALL ".join(f"({s})" for s in selects)
         if rule.action == RuleAction.MARK:
             lines += _pg_marks(view, rule, select, windows)
         elif view.kind == ViewKind.STAGING:
             lines += _pg_staging(view, rule.action, select, windows.get(view.name, []))
         elif rule.action == RuleAction.INSERT:
             columns = ", ".join(quote(c.name, d) for c in view.columns)
-            union = selects[0] if len(selects) == 1 else \
-                " UNION ALL ".join(f"({s})" for s in selects)
-            lines.append(f"    INSERT INTO {target} ({columns}) {union};")
+            lines.append(f"    INSERT INTO {target} ({columns}) {select};")
         elif rule.action == RuleAction.DELETE:
             lines += [f"    FOR {ROW} IN {select} LOOP",
                       f"      DELETE FROM {target} WHERE {match_key(view, '', ROW, d)};",
@@ -168,15 +168,15 @@ def _pg_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: Write
 
 
 def _statements(rules: list[tuple[ViewDef, DeltaRule]]) -> list[list[tuple[ViewDef, DeltaRule]]]:
-    """The rules grouped into the statements that run them: consecutive INSERT rules of one
-    view (a self-join's, one per occurrence of the table) run as one INSERT of their UNION
-    ALL, one executor start instead of several, when none reads that view (they would see
-    each other's rows otherwise); every other rule is a statement of its own."""
+    """The rules grouped into the statements that run them: consecutive INSERT (or DELETE)
+    rules of one view (a self-join's, one per occurrence of the table) run over the UNION
+    ALL of their delta queries, one statement instead of several, when none reads that view
+    (they would see each other's changes otherwise); every other rule runs on its own."""
     groups: list[list[tuple[ViewDef, DeltaRule]]] = []
     for view, rule in rules:
         previous = groups[-1] if groups else None
         if previous is not None and _mergeable(view, rule) and previous[0][0] is view and \
-                _mergeable(*previous[0]):
+                previous[0][1].action == rule.action and _mergeable(*previous[0]):
             previous.append((view, rule))
         else:
             groups.append([(view, rule)])
@@ -184,7 +184,8 @@ def _statements(rules: list[tuple[ViewDef, DeltaRule]]) -> list[list[tuple[ViewD
 
 
 def _mergeable(view: ViewDef, rule: DeltaRule) -> bool:
-    return rule.action == RuleAction.INSERT and view.kind != ViewKind.STAGING and not any(
+    return rule.action in (RuleAction.INSERT, RuleAction.DELETE) and \
+        view.kind != ViewKind.STAGING and not any(
         rel.table and rel.table.lower() == view.name.lower() for rel in rule.delta.relations)
 
 
