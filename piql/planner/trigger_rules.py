@@ -24,6 +24,8 @@ REPR = "piql_repr"  # Python's repr of a text value (staging partitions)
 ROW = "piql_r"  # the PL/pgSQL loop variable over a rule's delta rows
 COUNT = "piql_n"  # an aggregate row's count after an update
 DIRTY_EPOCHS = RUNTIME_TABLES[1]  # piql's table of the epochs marked for refresh
+# the functions every PostgreSQL deployment with triggers creates beside its tables' own
+HELPER_FUNCTIONS = (EXACT, CHECKED, CRC, REPR)
 BULK = "piql.bulk"  # a transaction-local setting: piql's bulk load rebuilds the views itself
 
 

@@ -9,9 +9,12 @@ incrementally maintained view equal to its definition and refuse writes that bre
 CARDINALITY constraint. What a dialect cannot do is said in SQL comments, never printed as
 SQL that would fail.
 
-The database it makes is for applications writing and reading with SQL; ``piql deploy``
-creates its own store (with piql's metadata) rather than adopting one made by hand, so no
-metadata is written here.
+On PostgreSQL it also writes piql's metadata as ``piql deploy`` does (its bookkeeping
+tables, the plan's fingerprint and its triggers' fingerprint, ``planner.fingerprint``),
+last, so that ``piql deploy`` / ``app.deploy(url)`` of the same plan onto the database
+adopts it (reusing its tables, views and triggers) and another plan is refused. A SQLite
+database made from the migration is not adopted: piql's own SQLite store maintains views
+in Python, and the migration's triggers would maintain them a second time.
 """
 from __future__ import annotations
 
@@ -21,9 +24,10 @@ from piql import sqlgen
 from piql.catalog import Catalog, Table
 from piql.planner.application import Plan
 from piql.planner.naming import key_index_name
-from piql.planner.trigger_rules import (
-    DIRTY_EPOCHS, EXACT, TriggerDialect, named_select, time_windows,
+from piql.planner.fingerprint import (
+    FINGERPRINT, META, TRIGGERS, plan_fingerprint, postgres_bookkeeping, triggers_fingerprint,
 )
+from piql.planner.trigger_rules import EXACT, TriggerDialect, literal, named_select
 from piql.planner.triggers import Triggers, compile_triggers
 from piql.planner.triggers_postgres import staging_partition
 from piql.planner.views import ViewDef, ViewKind
@@ -54,15 +58,15 @@ def render(plan: Plan, dialect: str) -> str:
         out += ["-- functions of the triggers and builds: a double as the exact binary fraction "
                 "it is (exact REAL sums); an integer sum checked for the 64-bit range"]
         out += [s + ";" for s in triggers.preamble] + [""]
-    if any(w for w in time_windows(plan.ordered_views).values()) and \
-            d == TriggerDialect.POSTGRES:
-        out += ["-- piql's table of the time windows' epochs marked for refresh (staging writes "
-                "mark them)", f"CREATE TABLE {_q(DIRTY_EPOCHS, d)} (view TEXT COLLATE \"C\", "
-                "epoch BIGINT, PRIMARY KEY (view, epoch));", ""]
+    if d == TriggerDialect.POSTGRES:
+        out += ["-- piql's bookkeeping: its metadata, the time windows' epochs marked for "
+                "refresh (staging writes mark them), the count of write transactions"]
+        out += [s + ";" for s in postgres_bookkeeping()] + [""]
     for view in plan.ordered_views:
         kept = any(r.name in triggers.maintained for r in view.rules)
         out += _view(view, d, kept) + [""]
     out += _triggers(triggers)
+    out += _metadata(plan, triggers, d)
     out.append("-- queries (run by piql, or as written here with their parameters bound)")
     for query in plan.queries:
         out.append(f"-- {query.name}: {query.level}"
@@ -190,6 +194,19 @@ def build(view: ViewDef, dialect: TriggerDialect) -> str:
                 f"{_q(count, dialect)} <> 0")
     return (f"{target} ({_names(columns, dialect)}) SELECT * FROM ({select}) AS piql_b "
             f"WHERE piql_b.{_q(count, dialect)} <> 0")
+
+
+def _metadata(plan: Plan, triggers: Triggers, dialect: TriggerDialect) -> list[str]:
+    """The fingerprints ``piql deploy`` finds to adopt the database (PostgreSQL), written
+    last: a migration that stopped halfway is not adopted."""
+    if dialect != TriggerDialect.POSTGRES:
+        return ["-- `piql deploy` makes a store of its own rather than adopting this database "
+                "(its SQLite store maintains the views itself, not through these triggers)", ""]
+    values = ", ".join(f"({literal(key)}, {literal(value)})" for key, value in (
+        (FINGERPRINT, plan_fingerprint(plan)), (TRIGGERS, triggers_fingerprint(triggers))))
+    return ["-- piql's metadata: `piql deploy` of this plan adopts the database as it is "
+            "(another plan is refused)",
+            f"INSERT INTO {_q(META, dialect)} (key, value) VALUES {values};", ""]
 
 
 def _triggers(triggers: Triggers) -> list[str]:

@@ -8,19 +8,15 @@ others find its plan.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-
 from piql.planner.application import Plan
+from piql.planner.fingerprint import (
+    FINGERPRINT, META, TRIGGERS, plan_fingerprint, triggers_fingerprint,
+)
 from piql.planner.naming import RUNTIME_TABLES
 from piql.planner.store_layout import stored_tables
 from piql.planner.triggers import compile_triggers
 from piql.runtime.errors import DeploymentError
 from piql.runtime.store import Store, TableShape
-
-META = RUNTIME_TABLES[0]  # piql's metadata table, in every store
-FINGERPRINT = "fingerprint"  # the metadata naming the plan a store holds
-TRIGGERS = "triggers"  # the metadata naming the triggers a store runs
 
 
 def shapes(plan: Plan) -> list[TableShape]:
@@ -31,21 +27,9 @@ def shapes(plan: Plan) -> list[TableShape]:
             for t in stored_tables(plan)]
 
 
-def indexes(plan: Plan) -> list[tuple[str, str, tuple[str, ...]]]:
-    """The secondary indexes the plan keeps: the queries', then the constraint checks'."""
-    return [(i.name, i.table, i.columns) for i in plan.indexes + plan.check_indexes]
-
-
 def fingerprint(plan: Plan) -> str:
-    """Identifies the plan a store was deployed with."""
-    described = {
-        "tables": [[s.name, s.columns, s.key] + (["nullable key"] if s.nullable_key else [])
-                   for s in shapes(plan)],
-        "indexes": indexes(plan),
-        "views": [[v.name, v.kind, v.sql] for v in plan.ordered_views],
-        "partitions": plan.partitions,
-    }
-    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
+    """Identifies the plan a store was deployed with (``planner.fingerprint``)."""
+    return plan_fingerprint(plan)
 
 
 def install(store: Store, plan: Plan) -> bool:
@@ -72,7 +56,7 @@ def install_triggers(store: Store, plan: Plan) -> None:
         return
     triggers = compile_triggers(plan.catalog, plan.ordered_views, dialect)
     statements = triggers.preamble + triggers.statements
-    found = hashlib.sha256("\n".join(statements).encode()).hexdigest()
+    found = triggers_fingerprint(triggers)
     if store.get_meta(TRIGGERS) != found:
         with store.transaction():
             if store.get_meta(TRIGGERS) != found:  # another process may have, meanwhile

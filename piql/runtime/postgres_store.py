@@ -51,8 +51,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 from piql.sql_types import POSTGRES_NAME_BYTES as NAME_BYTES
 from piql.sql_types import postgres_type as column_type, short_name
+from piql.planner.fingerprint import postgres_bookkeeping
 from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE, WRITE_LOCK_KEY
-from piql.planner.trigger_rules import BULK, TriggerDialect
+from piql.planner.trigger_rules import BULK, HELPER_FUNCTIONS, TriggerDialect
+from piql.planner.triggers_postgres import function_name
 from piql.planner.physical import KeyExpression, KeyPart
 from piql.query_block import Func
 from piql.runtime import exact_sums
@@ -313,11 +315,8 @@ class PostgresStore:
             "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
 
     def create_bookkeeping(self) -> None:
-        self._run(f"CREATE TABLE IF NOT EXISTS {_quote(META)} (key TEXT COLLATE \"C\" "
-                  "PRIMARY KEY, value TEXT)", prepare=False)
-        self._run(f"CREATE TABLE IF NOT EXISTS {_quote(DIRTY)} (view TEXT COLLATE \"C\", "
-                  "epoch BIGINT, PRIMARY KEY (view, epoch))", prepare=False)
-        self._run(f"CREATE SEQUENCE IF NOT EXISTS {_quote(VERSION)}", prepare=False)
+        for statement in postgres_bookkeeping():
+            self._run(statement, prepare=False)
 
     def uninstall(self, tables: Sequence[str], meta: tuple[str, str]) -> bool:
         # Not through transaction(): its commit bumps the version sequence dropped here.
@@ -332,7 +331,17 @@ class PostgresStore:
                 self._run(f"DROP TABLE IF EXISTS {_quote(table)} CASCADE", prepare=False)
                 self.shapes.pop(table, None)
             self._run(f"DROP SEQUENCE IF EXISTS {_quote(VERSION)}", prepare=False)
+            self._drop_functions([function_name(t) for t in tables] + list(HELPER_FUNCTIONS))
         return True
+
+    def _drop_functions(self, names: Sequence[str]) -> None:
+        """Drop the functions piql created in this schema (its tables' trigger functions,
+        whose triggers went with the tables, and the helpers of ``planner.triggers``)."""
+        found = self._run("SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace "
+                          "= current_schema()::regnamespace AND p.proname = ANY(%s)",
+                          [list(names)], prepare=False)
+        for (signature,) in found:  # regprocedure's text: schema-qualified and quoted
+            self._run(f"DROP FUNCTION IF EXISTS {signature}", prepare=False)
 
     def get_meta(self, key: str) -> str | None:
         if META not in self.table_names():
@@ -353,10 +362,26 @@ class PostgresStore:
         if getattr(self._local, "connection", None) is not None:
             yield
             return
-        with self._session(writing=True) as connection:
-            connection.execute(self._lock_key(), prepare=True)
-            yield
-            connection.execute(f"SELECT nextval('{_quote(VERSION)}')", prepare=True)
+        try:
+            with self.pool.connection() as connection:
+                self._local.connection, self._local.writing = connection, True
+                try:
+                    # BEGIN and the lock in one round trip, the version bump and COMMIT in
+                    # another (statements without parameters go as one simple query): a
+                    # point write is a few round trips, each counts
+                    try:
+                        connection.execute(f"BEGIN; {self._lock_key()}", prepare=False)
+                        yield
+                    except BaseException:
+                        if not connection.broken and connection.info.transaction_status != \
+                                psycopg.pq.TransactionStatus.IDLE:
+                            connection.execute("ROLLBACK", prepare=False)
+                        raise
+                    connection.execute(f"SELECT nextval('{_quote(VERSION)}'); COMMIT", prepare=False)
+                finally:
+                    self._local.connection, self._local.writing = None, False
+        except psycopg.Error as err:
+            raise self.refused(err) from None
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:

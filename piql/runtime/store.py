@@ -137,8 +137,9 @@ class Store(Protocol):
     def uninstall(self, tables: Sequence[str], meta: tuple[str, str]) -> bool:
         """Drop ``tables`` (with their indexes) and piql's bookkeeping, in one write
         transaction of its own, if the store still records ``meta`` (key, value) and the
-        tables hold no row; False, dropping nothing, otherwise. Undoes the install of a
-        deployment whose first load was refused."""
+        tables hold no row (on PostgreSQL, the functions of its triggers too); False,
+        dropping nothing, otherwise. Undoes the install of a deployment whose first load was
+        refused."""
 
     # -- transactions ----------------------------------------------------------------------
     def transaction(self) -> AbstractContextManager[None]:

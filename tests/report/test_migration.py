@@ -405,3 +405,36 @@ def test_postgres_refuses_maintained_writes_under_repeatable_read(database):
     assert db.rows(f"SELECT count(*) FROM {q('docsPerTag', d)}") == [(0,)]
     assert db.write(f"INSERT INTO {q('Tags', d)} VALUES (1, 'x', 1)")  # READ COMMITTED
     assert_views_right(db, plan)
+
+
+def test_piql_deploy_adopts_a_postgres_database_built_from_the_migration(capsys, database,
+                                                                        request):
+    """The migration writes piql's metadata: deploying the same plan onto the database
+    reuses its tables, views and triggers (rows written before piql came are served, piql's
+    own writes are maintained once, by the triggers); another plan is refused."""
+    import piql
+    from piql.errors import PiqlError
+
+    plan = paper_plan_for()
+    db = database(TriggerDialect.POSTGRES)
+    db.apply(migration(capsys, "paper", "postgres"))
+    d = TriggerDialect.POSTGRES
+    assert db.write(f"INSERT INTO {q('Documents', d)} VALUES (1, 10, 'x'), (2, 20, 'y')")
+    assert db.write(f"INSERT INTO {q('Tags', d)} VALUES (1, 'a', 10), (1, 'b', 10)")
+    url = request.getfixturevalue("postgres_url")  # the database's, as the fixture made it
+    app = piql.load(FIXTURES / "paper_schema.sql", FIXTURES / "paper_queries.sql")
+    deployed = app.deploy(url, engine="store")
+    try:
+        assert not deployed.installed  # adopted, not installed again
+        assert [r[0] for r in deployed.query("twoTags", tag1="a", tag2="b").rows] == [1]
+        deployed.insert("Tags", docId=2, tag="a", timestamp=20)
+        deployed.insert("Tags", docId=2, tag="b", timestamp=20)
+        assert db.write(f"INSERT INTO {q('Tags', d)} VALUES (1, 'c', 10)")
+        assert sorted(r[0] for r in deployed.query("twoTags", tag1="a", tag2="b").rows) == [1, 2]
+        assert_views_right(db, plan)  # nothing maintained twice
+    finally:
+        deployed.close()
+    other = piql.loads("CREATE TABLE Documents (docId BIGINT PRIMARY KEY, x BIGINT);",
+                       "-- name: one\nSELECT x FROM Documents WHERE docId = <d>")
+    with pytest.raises(PiqlError, match="different plan"):
+        other.deploy(url, engine="store")

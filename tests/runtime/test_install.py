@@ -42,3 +42,34 @@ def test_uninstall_keeps_a_store_with_rows_or_another_plan(new_store):
     reopened = piql.loads(SCHEMA, QUERIES).deploy(location, engine="store")
     assert list(reopened.query("byId", id=1).rows) == [(2,)]
     reopened.close()
+
+
+VIEWED = """CREATE TABLE t (id BIGINT PRIMARY KEY, k BIGINT, v BIGINT)
+  WITH CARDINALITY (v, 3) PER (k);
+"""
+COUNTED = "-- name: total\nSELECT COUNT(*) AS n, SUM(v) AS s FROM t WHERE k = <k>;\n"
+
+
+def piql_functions(location: str) -> set[str]:
+    import psycopg
+
+    with psycopg.connect(location, autocommit=True) as connection:
+        return {name for (name,) in connection.execute(
+            "SELECT proname FROM pg_proc WHERE pronamespace = current_schema()::regnamespace "
+            "AND proname LIKE 'piql%'")}
+
+
+def test_uninstall_on_postgres_drops_the_trigger_functions_too(postgres_stores):
+    """The functions its triggers run (one per table, and their helpers) go with the tables:
+    the schema is as empty as before the deploy."""
+    location = postgres_stores()
+    db = piql.loads(VIEWED, COUNTED).deploy(location, engine="store")
+    assert {"piql_t_write", "piql_exact", "piql_int"} <= piql_functions(location)
+    assert install.uninstall(db.store, db.plan)
+    db.close()
+    assert tables(location) == set() and piql_functions(location) == set()
+    again = piql.loads(VIEWED, COUNTED).deploy(location, engine="store")
+    assert again.installed
+    again.insert("t", id=1, k=5, v=7)  # the triggers are back, and keep the view
+    assert list(again.query("total", k=5).rows) == [(1, 7)]
+    again.close()
