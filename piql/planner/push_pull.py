@@ -28,6 +28,7 @@ from enum import StrEnum
 from typing import Callable, Hashable, Iterable, Mapping
 
 import networkx
+from networkx.algorithms.flow import edmonds_karp
 
 Node = Hashable
 
@@ -304,7 +305,9 @@ def partition(costs: Mapping[Node, NodeCost], edges: Iterable[tuple[Node, Node]]
             flow.add_edge(source, node, capacity=-weight)
         elif weight > 0:
             flow.add_edge(node, sink, capacity=weight)
-    _, (reachable, _) = networkx.minimum_cut(flow, source, sink)
+    # Edmonds-Karp: networkx's default preflow-push fails on float capacities far apart in
+    # magnitude (a denormal beside ordinary rates raised StopIteration inside networkx)
+    _, (reachable, _) = networkx.minimum_cut(flow, source, sink, flow_func=edmonds_karp)
     pull = frozenset(n for n in graph.nodes if n in reachable)
     push = frozenset(graph.nodes) - pull
     return Partition(push, pull, partition_cost(costs, push, pull))

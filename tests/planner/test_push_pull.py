@@ -6,7 +6,7 @@ from __future__ import annotations
 from itertools import combinations, product
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from piql.planner.push_pull import (
     Costs, Decision, Edge, NodeCost, Rates, assign, consistent, frequencies,
@@ -183,6 +183,9 @@ def overlays(draw):
 
 @settings(max_examples=150, deadline=None)
 @given(overlays(), st.sets(st.integers(0, 6), max_size=2))
+@example(({0: NodeCost(19.0, 1.606527384068606), 1: NodeCost(48.0, 0.0),  # a denormal rate:
+           2: NodeCost(1.0, 1.5693269322019194),  # networkx's preflow-push failed on it
+           3: NodeCost(0.0, 1.1754307236197331e-278)}, [(1, 3), (0, 1), (0, 2), (0, 3)]), set())
 def test_the_min_cut_partition_is_consistent_and_optimal(overlay, must_push):
     """Theorem 4.1 checked by brute force over every partition without an edge from a pull
     node to a push node (and with the forced nodes push)."""
