@@ -13,6 +13,7 @@ import json
 
 from piql.planner.application import Plan
 from piql.planner.naming import RUNTIME_TABLES
+from piql.planner.plan_record import PlanRecord, plan_record
 from piql.planner.store_layout import stored_tables
 from piql.planner.triggers import compile_triggers
 from piql.runtime.errors import DeploymentError
@@ -21,6 +22,7 @@ from piql.runtime.store import Store, TableShape
 META = RUNTIME_TABLES[0]  # piql's metadata table, in every store
 FINGERPRINT = "fingerprint"  # the metadata naming the plan a store holds
 TRIGGERS = "triggers"  # the metadata naming the triggers a store runs
+PLAN = "plan"  # the metadata describing what the plan installed (``planner.plan_record``)
 
 
 def shapes(plan: Plan) -> list[TableShape]:
@@ -82,8 +84,22 @@ def install_triggers(store: Store, plan: Plan) -> None:
     store.maintained_rules = triggers.maintained
 
 
+def record(store: Store, plan: Plan) -> PlanRecord:
+    """The record of what ``plan`` installs in ``store`` (its triggers on PostgreSQL)."""
+    return plan_record(plan, getattr(store, "trigger_dialect", None))
+
+
+def recorded(store: Store) -> PlanRecord | None:
+    """The record of the plan ``store`` holds (None: a store deployed before piql kept
+    one, or no plan). Raises ``planner.plan_record.RecordError`` for an unreadable one."""
+    text = store.get_meta(PLAN)
+    return None if text is None else PlanRecord.from_json(text)
+
+
 def _deployed_with(store: Store, found: str) -> bool:
-    return set(RUNTIME_TABLES) <= store.table_names() and store.get_meta(FINGERPRINT) == found
+    # a store without the record of its plan takes the write path once, to keep it
+    return set(RUNTIME_TABLES) <= store.table_names() and \
+        store.get_meta(FINGERPRINT) == found and store.get_meta(PLAN) is not None
 
 
 def _install_or_verify(store: Store, plan: Plan, found: str) -> bool:
@@ -92,6 +108,8 @@ def _install_or_verify(store: Store, plan: Plan, found: str) -> bool:
         recorded = store.get_meta(FINGERPRINT)
         if recorded == found:
             store.create_bookkeeping()  # stores deployed before the epoch marks
+            if store.get_meta(PLAN) is None:  # stores deployed before the plan record
+                store.set_meta(PLAN, record(store, plan).to_json())
             return False
         raise DeploymentError(
             f"the store {store.location} was deployed with a different plan "
@@ -107,6 +125,7 @@ def _install_or_verify(store: Store, plan: Plan, found: str) -> bool:
         store.create_index(index.name, index.table, index.parts, unique=index.unique)
     store.create_bookkeeping()
     store.set_meta(FINGERPRINT, found)
+    store.set_meta(PLAN, record(store, plan).to_json())
     return True
 
 
