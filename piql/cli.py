@@ -68,6 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="skip the final consistency check of the views")
     deploy.set_defaults(run=_deploy)
 
+    migrate = _command(commands, "migrate", help="move a deployed store to a new plan "
+                       "(schema and queries) without reloading it")
+    _files(migrate)
+    _store(migrate)
+    migrate.add_argument("--dry-run", action="store_true",
+                         help="print the steps, their SQL and their costs; change nothing")
+    migrate.set_defaults(run=_migrate)
+
     query = _command(commands, "query", help="run a named query on a deployed store")
     _files(query)
     _store(query)
@@ -292,6 +300,32 @@ def _deploy(args: argparse.Namespace) -> int:
     if args.no_check:
         return EXIT_OK
     report = db.check()
+    print(report)
+    return EXIT_OK if report.consistent else EXIT_UNBOUNDED
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from piql.runtime import migrate
+    from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, open_store
+
+    plan = _load(args)
+    timeout = DEFAULT_BUSY_TIMEOUT if args.busy_timeout is None else args.busy_timeout
+    store = open_store(args.db, timeout)
+    try:
+        migration = migrate.prepare(store, plan)
+        if args.dry_run:
+            sys.stdout.write(migration.dry_run())
+            return EXIT_UNBOUNDED if migration.diff.unsupported else EXIT_OK
+        steps = migrate.apply(store, migration)
+    finally:
+        store.close()
+    if not steps:
+        print(f"{args.db} already holds this plan: nothing to migrate")
+        return EXIT_OK
+    for number, step in enumerate(steps, 1):
+        print(f"{number}. {step.describe()}")
+    print(f"migrated {args.db} in {len(steps)} steps")
+    report = _deployment(args, plan).check()
     print(report)
     return EXIT_OK if report.consistent else EXIT_UNBOUNDED
 

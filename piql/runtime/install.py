@@ -13,9 +13,11 @@ import json
 
 from piql.planner.application import Plan
 from piql.planner.naming import RUNTIME_TABLES
-from piql.planner.plan_record import PlanRecord, plan_record
+from piql.planner.plan_diff import plan_diff
+from piql.planner.plan_record import PlanRecord, RecordError, plan_record
 from piql.planner.store_layout import stored_tables
 from piql.planner.triggers import compile_triggers
+from piql.report.plan_change import summary
 from piql.runtime.errors import DeploymentError
 from piql.runtime.store import Store, TableShape
 
@@ -115,7 +117,7 @@ def _install_or_verify(store: Store, plan: Plan, found: str) -> bool:
             f"the store {store.location} was deployed with a different plan "
             f"(recorded {recorded[:12] if recorded else 'nothing'}, this plan "
             f"{found[:12]}); deploy into a new store, or migrate its data with "
-            "`load` into one deployed with this plan")
+            "`load` into one deployed with this plan" + _migration_summary(store, plan))
     if tables:
         raise DeploymentError(f"the store {store.location} already holds tables that "
                               "piql did not create; deploy into a new store")
@@ -127,6 +129,20 @@ def _install_or_verify(store: Store, plan: Plan, found: str) -> bool:
     store.set_meta(FINGERPRINT, found)
     store.set_meta(PLAN, record(store, plan).to_json())
     return True
+
+
+def _migration_summary(store: Store, plan: Plan) -> str:
+    """What ``piql migrate --dry-run`` would show, for the refusal of another plan (nothing
+    for a store without the record of its plan)."""
+    try:
+        before = recorded(store)
+    except RecordError as err:
+        return f" ({err})"
+    if before is None:
+        return ""
+    return ("; or move it to this plan without reloading: `piql migrate SCHEMA QUERIES "
+            "--db STORE` (`--dry-run` shows the SQL and costs), whose steps are:\n"
+            + summary(plan_diff(before, record(store, plan))))
 
 
 def uninstall(store: Store, plan: Plan) -> bool:

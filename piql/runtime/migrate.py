@@ -1,0 +1,151 @@
+"""Migrating a store to a new plan: what the store holds, the steps to the new plan
+(``piql.planner.plan_diff``) and what they cost, read from the store.
+
+The store's plan comes from its record (``install.recorded``); a store deployed before
+piql kept the record gets it when reopened with its own plan (``piql deploy``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from piql import sqlgen
+from piql.planner.application import Plan
+from piql.planner.naming import RUNTIME_TABLES
+from piql.planner.plan_diff import PlanDiff, Step, StepKind, plan_diff
+from piql.planner.plan_record import PlanRecord, RecordError
+from piql.planner.views import ViewKind
+from piql.report import plan_change
+from piql.runtime import install
+from piql.runtime.check import recompute
+from piql.runtime.errors import ConstraintError, DeploymentError
+from piql.runtime.partitions import partition_of
+from piql.runtime.store import Store
+
+DIRTY = RUNTIME_TABLES[1]  # piql's table of the epochs marked for refresh
+
+
+@dataclass(frozen=True)
+class Migration:
+    """The steps from the plan ``store`` holds to ``plan``, and the rows of the store's
+    tables and views (what the steps' costs are estimated from)."""
+
+    plan: Plan
+    recorded: PlanRecord
+    diff: PlanDiff
+    sizes: dict[str, int]
+    dialect: str
+    location: str
+
+    def dry_run(self) -> str:
+        """The steps, their SQL in the store's dialect and their costs (nothing applied)."""
+        return plan_change.render(self.diff, self.plan, self.dialect, self.sizes,
+                                  self.location)
+
+
+def prepare(store: Store, plan: Plan) -> Migration:
+    """The migration of ``store`` to ``plan``; DeploymentError for a store that holds no
+    plan of piql's, or no record of it."""
+    if install.META not in store.table_names():
+        raise DeploymentError(f"the store {store.location} holds no plan of piql's: "
+                              "deploy into it instead")
+    try:
+        before = install.recorded(store)
+    except RecordError as err:
+        raise DeploymentError(f"the store {store.location}: {err}") from None
+    if before is None:
+        raise DeploymentError(
+            f"the store {store.location} was deployed before piql kept the record of its "
+            "plan: reopen it once with the schema and queries it was deployed with "
+            "(`piql deploy`), which records them, then migrate")
+    diff = plan_diff(before, install.record(store, plan))
+    return Migration(plan, before, diff, table_sizes(store, before), store.dialect,
+                     store.location)
+
+
+def table_sizes(store: Store, record: PlanRecord) -> dict[str, int]:
+    """Rows of every table and view the recorded plan keeps."""
+    present = store.table_names()
+    names = [t.name for t in record.tables] + [v.name for v in record.views]
+    return {name: store.sql(f"SELECT COUNT(*) FROM {sqlgen.identifier(name, store.dialect)}")[0][0]
+            for name in names if name in present}
+
+
+def apply(store: Store, migration: Migration) -> tuple[Step, ...]:
+    """Run the migration's steps on ``store`` in one transaction, with the record and the
+    fingerprint of the new plan: all or nothing (a refused step leaves the store on its
+    plan). A second run finds nothing to do. SQLite stores only, so far; a migration with
+    an unsupported step is refused, naming it."""
+    diff = migration.diff
+    if diff.unsupported:
+        raise DeploymentError("cannot migrate " + store.location + ": " + "; ".join(
+            s.reason for s in diff.unsupported) + "; deploy into a new store and load it")
+    if store.dialect != "sqlite":
+        raise DeploymentError(f"piql migrate applies migrations to SQLite stores so far; "
+                              f"for {store.location} use --dry-run and apply its SQL")
+    if diff.empty:
+        return ()
+    plan = migration.plan
+    shapes = {s.name: s for s in install.shapes(plan)}
+    with store.transaction():
+        for step in diff.steps:
+            _apply(store, step, plan, shapes)
+        store.set_meta(install.FINGERPRINT, install.fingerprint(plan))
+        store.set_meta(install.PLAN, install.record(store, plan).to_json())
+    return diff.steps
+
+
+def _apply(store: Store, step: Step, plan: Plan, shapes: dict) -> None:
+    q = lambda name: sqlgen.identifier(name, store.dialect)  # noqa: E731
+    if step.kind == StepKind.ADD_TABLE:
+        store.create_table(shapes[step.name])
+    elif step.kind == StepKind.ADD_COLUMN and step.column is not None:
+        store.add_column(step.name, *step.column)  # type: ignore[attr-defined]
+        store.register(shapes[step.name])
+    elif step.kind == StepKind.VALIDATE_CONSTRAINT:
+        _validate(store, step)
+    elif step.kind == StepKind.DROP_INDEX:
+        store.sql(f"DROP INDEX {q(step.name)}")
+    elif step.kind == StepKind.DROP_VIEW:
+        store.sql(f"DROP TABLE {q(step.name)}")
+        store.sql(f"DELETE FROM {q(DIRTY)} WHERE view = ?", [step.name])
+        store.shapes.pop(step.name, None)
+    elif step.kind == StepKind.RENAME_VIEW:
+        _rename(store, step, shapes)
+    elif step.kind == StepKind.CREATE_INDEX:
+        spec = next(i for i in plan.indexes + plan.check_indexes if i.name == step.name)
+        store.create_index(spec.name, spec.table, spec.parts, unique=spec.unique)
+    elif step.kind == StepKind.BUILD_VIEW:
+        _build(store, step, plan, shapes)
+
+
+def _validate(store: Store, step: Step) -> None:
+    """Refuse the migration if the rows there break the constraint, naming the keys."""
+    found = store.sql(plan_change.validation_sql(step, store.dialect))
+    if found and step.constraint is not None:
+        keys = ", ".join("(" + ", ".join(f"{p}={v!r}" for p, v in zip(step.constraint.per, row))
+                         + f": {row[-1]} values)" for row in found[:5])
+        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+        raise ConstraintError(f"cannot add {step.constraint.describe()}: the rows there "
+                              f"break it at {keys}{more}; nothing was migrated")
+
+
+def _rename(store: Store, step: Step, shapes: dict) -> None:
+    old = step.renamed_from or ""
+    for statement in plan_change.rename_sql(step, store.dialect):
+        if not statement.startswith("--"):
+            store.sql(statement)
+    store.sql(f"UPDATE {sqlgen.identifier(DIRTY, store.dialect)} SET view = ? WHERE view = ?",
+              [step.name, old])
+    store.shapes.pop(old, None)
+    store.register(shapes[step.name])
+
+
+def _build(store: Store, step: Step, plan: Plan, shapes: dict) -> None:
+    """Create the view's table and fill it from the rows there (a periodic view is filled
+    by its next refresh)."""
+    view = next(v for v in plan.ordered_views if v.name == step.name)
+    store.create_table(shapes[view.name])
+    if view.kind == ViewKind.PERIODIC:
+        return
+    rows = recompute(store, view, partition_of)
+    store.insert_rows(view.name, shapes[view.name].columns, rows)
