@@ -116,8 +116,7 @@ def _install_or_verify(store: Store, plan: Plan, found: str) -> bool:
         raise DeploymentError(
             f"the store {store.location} was deployed with a different plan "
             f"(recorded {recorded[:12] if recorded else 'nothing'}, this plan "
-            f"{found[:12]}); deploy into a new store, or migrate its data with "
-            "`load` into one deployed with this plan" + _migration_summary(store, plan))
+            f"{found[:12]}); " + _way_out(store, plan))
     if tables:
         raise DeploymentError(f"the store {store.location} already holds tables that "
                               "piql did not create; deploy into a new store")
@@ -131,18 +130,21 @@ def _install_or_verify(store: Store, plan: Plan, found: str) -> bool:
     return True
 
 
-def _migration_summary(store: Store, plan: Plan) -> str:
-    """What ``piql migrate --dry-run`` would show, for the refusal of another plan (nothing
-    for a store without the record of its plan)."""
+def _way_out(store: Store, plan: Plan) -> str:
+    """What to do with a store holding another plan: migrate it, showing the steps
+    (``piql migrate --dry-run`` shows their SQL), or, for a store without the record of
+    its plan, deploy into a new store and load it."""
     try:
         before = recorded(store)
-    except RecordError as err:
-        return f" ({err})"
+    except RecordError:
+        before = None
     if before is None:
-        return ""
-    return ("; or move it to this plan without reloading: `piql migrate SCHEMA QUERIES "
-            "--db STORE` (`--dry-run` shows the SQL and costs), whose steps are:\n"
-            + summary(plan_diff(before, record(store, plan))))
+        return ("deploy into a new store, or migrate its data with `load` into one "
+                "deployed with this plan")
+    return ("move it to this plan without reloading with `piql migrate SCHEMA QUERIES "
+            "--db STORE` (`--dry-run` shows the SQL and costs), in these steps:\n"
+            + summary(plan_diff(before, record(store, plan)))
+            + "\nor deploy into a new store and load it")
 
 
 def uninstall(store: Store, plan: Plan) -> bool:
