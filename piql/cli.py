@@ -305,26 +305,22 @@ def _deploy(args: argparse.Namespace) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from piql.runtime import migrate
-    from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, open_store
+    from piql.runtime.migrate import migrate
+    from piql.runtime.store import DEFAULT_BUSY_TIMEOUT
 
     plan = _load(args)
     timeout = DEFAULT_BUSY_TIMEOUT if args.busy_timeout is None else args.busy_timeout
-    store = open_store(args.db, timeout)
-    try:
-        migration = migrate.prepare(store, plan)
-        if args.dry_run:
-            sys.stdout.write(migration.dry_run())
-            return EXIT_UNBOUNDED if migration.diff.unsupported else EXIT_OK
-        steps = migrate.apply(store, migration)
-    finally:
-        store.close()
-    if not steps:
+    migration = migrate(args.db, plan, dry_run=args.dry_run, engine=args.engine,
+                        spark_master=args.spark_master, busy_timeout=timeout)
+    if args.dry_run:
+        sys.stdout.write(migration.dry_run())
+        return EXIT_UNBOUNDED if migration.diff.unsupported else EXIT_OK
+    if migration.diff.empty:
         print(f"{args.db} already holds this plan: nothing to migrate")
         return EXIT_OK
-    for number, step in enumerate(steps, 1):
+    for number, step in enumerate(migration.diff.steps, 1):
         print(f"{number}. {step.describe()}")
-    print(f"migrated {args.db} in {len(steps)} steps")
+    print(f"migrated {args.db} in {len(migration.diff.steps)} steps")
     report = _deployment(args, plan).check()
     print(report)
     return EXIT_OK if report.consistent else EXIT_UNBOUNDED

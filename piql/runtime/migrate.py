@@ -6,6 +6,7 @@ piql kept the record gets it when reopened with its own plan (``piql deploy``).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from piql import sqlgen
@@ -16,10 +17,17 @@ from piql.planner.plan_record import PlanRecord, RecordError
 from piql.planner.views import ViewKind
 from piql.report import plan_change
 from piql.runtime import install
+from piql.engines import make_engine
+from piql.engines.base import Engine
+from piql.planner.views import ViewDef
 from piql.runtime.check import recompute
+from piql.runtime.engine_bridge import view_rows
 from piql.runtime.errors import ConstraintError, DeploymentError
 from piql.runtime.partitions import partition_of
-from piql.runtime.store import Store
+from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
+
+# The rows of a view to build, computed from the rows there (by an engine or the store).
+Rows = Callable[[ViewDef], list[tuple]]
 
 DIRTY = RUNTIME_TABLES[1]  # piql's table of the epochs marked for refresh
 
@@ -70,11 +78,40 @@ def table_sizes(store: Store, record: PlanRecord) -> dict[str, int]:
             for name in names if name in present}
 
 
-def apply(store: Store, migration: Migration) -> tuple[Step, ...]:
+def migrate(location: str, plan: Plan, *, dry_run: bool = False, engine: str = "duckdb",
+            spark_master: str | None = None,
+            busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Migration:
+    """Migrate the store at ``location`` to ``plan`` (unless ``dry_run``): new views are
+    built from the rows there by ``engine`` ("duckdb", "spark", or "store": the store's
+    own SQL), as bulk loads build them. The migration returned says what was (or would be)
+    done."""
+    store = open_store(location, busy_timeout)
+    started: list[Engine] = []
+
+    def rows(view: ViewDef) -> list[tuple]:
+        if engine == "store" or view.exact_sums:  # exact sums: the store sums exactly
+            return recompute(store, view, partition_of)
+        if not started:
+            started.append(make_engine(engine, spark_master=spark_master))
+        return view_rows(started[0], store, view, partition_of)
+
+    try:
+        migration = prepare(store, plan)
+        if not dry_run:
+            apply(store, migration, rows)
+        return migration
+    finally:
+        for running in started:
+            running.close()
+        store.close()
+
+
+def apply(store: Store, migration: Migration, rows: Rows | None = None) -> tuple[Step, ...]:
     """Run the migration's steps on ``store`` in one transaction, with the record and the
     fingerprint of the new plan: all or nothing (a refused step leaves the store on its
-    plan). A second run finds nothing to do. SQLite stores only, so far; a migration with
-    an unsupported step is refused, naming it."""
+    plan). A second run finds nothing to do. New views get ``rows`` (default: computed by
+    the store). SQLite stores only, so far; a migration with an unsupported step is
+    refused, naming it."""
     diff = migration.diff
     if diff.unsupported:
         raise DeploymentError("cannot migrate " + store.location + ": " + "; ".join(
@@ -86,21 +123,23 @@ def apply(store: Store, migration: Migration) -> tuple[Step, ...]:
         return ()
     plan = migration.plan
     shapes = {s.name: s for s in install.shapes(plan)}
+    computed = rows or (lambda view: recompute(store, view, partition_of))
+    for table in plan.catalog.tables:  # what builds read (with the columns added)
+        store.register(shapes[table.name])
     with store.transaction():
         for step in diff.steps:
-            _apply(store, step, plan, shapes)
+            _apply(store, step, plan, shapes, computed)
         store.set_meta(install.FINGERPRINT, install.fingerprint(plan))
         store.set_meta(install.PLAN, install.record(store, plan).to_json())
     return diff.steps
 
 
-def _apply(store: Store, step: Step, plan: Plan, shapes: dict) -> None:
+def _apply(store: Store, step: Step, plan: Plan, shapes: dict, rows: Rows) -> None:
     q = lambda name: sqlgen.identifier(name, store.dialect)  # noqa: E731
     if step.kind == StepKind.ADD_TABLE:
         store.create_table(shapes[step.name])
     elif step.kind == StepKind.ADD_COLUMN and step.column is not None:
         store.add_column(step.name, *step.column)  # type: ignore[attr-defined]
-        store.register(shapes[step.name])
     elif step.kind == StepKind.VALIDATE_CONSTRAINT:
         _validate(store, step)
     elif step.kind == StepKind.DROP_INDEX:
@@ -115,7 +154,7 @@ def _apply(store: Store, step: Step, plan: Plan, shapes: dict) -> None:
         spec = next(i for i in plan.indexes + plan.check_indexes if i.name == step.name)
         store.create_index(spec.name, spec.table, spec.parts, unique=spec.unique)
     elif step.kind == StepKind.BUILD_VIEW:
-        _build(store, step, plan, shapes)
+        _build(store, step, plan, shapes, rows)
 
 
 def _validate(store: Store, step: Step) -> None:
@@ -140,12 +179,11 @@ def _rename(store: Store, step: Step, shapes: dict) -> None:
     store.register(shapes[step.name])
 
 
-def _build(store: Store, step: Step, plan: Plan, shapes: dict) -> None:
+def _build(store: Store, step: Step, plan: Plan, shapes: dict, rows: Rows) -> None:
     """Create the view's table and fill it from the rows there (a periodic view is filled
     by its next refresh)."""
     view = next(v for v in plan.ordered_views if v.name == step.name)
     store.create_table(shapes[view.name])
     if view.kind == ViewKind.PERIODIC:
         return
-    rows = recompute(store, view, partition_of)
-    store.insert_rows(view.name, shapes[view.name].columns, rows)
+    store.insert_rows(view.name, shapes[view.name].columns, rows(view))

@@ -173,3 +173,17 @@ def test_a_renamed_view_whose_key_may_hold_null_is_read_through_its_new_key_inde
             db, "SELECT COUNT(*) FROM bookmarks WHERE title = ?", title)
     assert db.check().consistent
     db.close()
+
+
+def test_app_migrate_builds_new_views_on_duckdb_after_its_dry_run(tmp_path):
+    location = deployed(str(tmp_path / "app.db"))
+    app = piql.loads(SCHEMA, MINE + SAVES + TAGGED)
+    dry = app.migrate(location, dry_run=True)
+    assert [s.kind for s in dry.diff.steps] == [StepKind.BUILD_VIEW]
+    assert "tagCount_view" not in open_store(location).table_names()  # nothing changed
+    assert app.migrate(location, engine="duckdb").diff.steps == dry.diff.steps
+    db = reopened(location, MINE + SAVES + TAGGED)
+    assert list(db.query("tagCount", tag="db").rows) == base(
+        db, "SELECT COUNT(*) FROM tags WHERE tag = 'db'")
+    db.close()
+    assert app.migrate(location).diff.empty
