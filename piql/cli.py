@@ -141,6 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
     _postgres_option(tpcw)
     tpcw.add_argument("--out", default="bench-results", help="output directory")
     tpcw.set_defaults(run=_bench_tpcw)
+    migrate_bench = benches.add_parser("migrate", help="adding a view: piql migrate vs "
+                                       "rebuilding the store from scratch")
+    migrate_bench.add_argument("--rows", type=int, default=1_000_000,
+                               help="bookmarks in the store (at most 1000000)")
+    migrate_bench.add_argument("--engine", choices=("duckdb", "spark", "store"),
+                               default="duckdb", help="engine for view builds")
+    migrate_bench.add_argument("--out", default="bench-results", help="output directory")
+    migrate_bench.set_defaults(run=_bench_migrate)
     lint = benches.add_parser("lint", help="piql lint end to end: the median wall time of "
                                            "several runs of the command (issue 17: < 0.5 s)")
     lint.add_argument("files", nargs="*", metavar="FILE",
@@ -510,6 +518,20 @@ def _bench_tpcw(args: argparse.Namespace) -> int:
     document = bench.run(settings, out)
     print(report.summary(document))
     print(f"\nwrote {out / 'tpcw.json'} and the figures {', '.join(report.FIGURES)} in {out}")
+    return EXIT_OK
+
+
+def _bench_migrate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from piql.bench import migrate as bench
+
+    if not 1 <= args.rows <= 1_000_000:
+        raise InputError(f"--rows expects 1 to 1000000, got {args.rows}")
+    out = Path(args.out)
+    document = bench.run(bench.Settings(rows=args.rows, engine=args.engine), out)
+    print(bench.summary(document))
+    print(f"\nwrote {out / 'migrate.json'}")
     return EXIT_OK
 
 
