@@ -313,6 +313,7 @@ def _deploy(args: argparse.Namespace) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
+    from piql.report import plan_change
     from piql.runtime.migrate import migrate
     from piql.runtime.store import DEFAULT_BUSY_TIMEOUT
 
@@ -328,7 +329,7 @@ def _migrate(args: argparse.Namespace) -> int:
         return EXIT_OK
     for number, step in enumerate(migration.diff.steps, 1):
         print(f"{number}. {step.describe()}")
-    print(f"migrated {args.db} in {len(migration.diff.steps)} steps")
+    print(f"migrated {args.db} in {plan_change.steps(len(migration.diff.steps))}")
     report = _deployment(args, plan).check()
     print(report)
     return EXIT_OK if report.consistent else EXIT_UNBOUNDED

@@ -75,8 +75,8 @@ exit status:
   0  migrated (or nothing to migrate), or the dry run shows steps that can run
   1  the dry run shows a step piql cannot migrate, or the final check found a
      view that differs
-{_FILES_EXIT}, or the store refused: a row breaks a new constraint, the
-     store holds no plan of piql's
+{_FILES_EXIT}, or the store
+     refused: a row breaks a new constraint, a step piql cannot run
 """,
     "check": f"""\
 example:

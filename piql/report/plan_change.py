@@ -44,7 +44,7 @@ def render(diff: PlanDiff, plan: Plan, dialect: str, sizes: Mapping[str, int],
     if diff.empty:
         return f"-- {location} already holds this plan: nothing to migrate\n"
     out = [f"-- piql migrate --dry-run: {location} ({dialect}) to the plan of "
-           f"{plan.queries_file}; {len(diff.steps)} steps, nothing applied", ""]
+           f"{plan.queries_file}; {steps(len(diff.steps))}, nothing applied", ""]
     if diff.kept_views:
         out += [f"-- views kept as they are: {', '.join(diff.kept_views)}", ""]
     total = Cost()
@@ -58,15 +58,24 @@ def render(diff: PlanDiff, plan: Plan, dialect: str, sizes: Mapping[str, int],
         out.append("")
     out.append(f"-- in all: reads ~{total.reads} rows, writes ~{total.writes} rows")
     if diff.unsupported:
-        out.append(f"-- {len(diff.unsupported)} steps cannot be migrated: deploy into a new "
+        out.append(f"-- {steps(len(diff.unsupported))} cannot be migrated: deploy into a new "
                    "store and load it")
     return "\n".join(out) + "\n"
 
 
-def summary(diff: PlanDiff) -> str:
-    """The steps in one line each (what ``deploy`` shows when a store holds another plan)."""
-    return "\n".join(f"  {number}. {step.describe()}"
-                     for number, step in enumerate(diff.steps, 1))
+def steps(count: int) -> str:
+    """"1 step", "2 steps"."""
+    return f"{count} step" + ("" if count == 1 else "s")
+
+
+def summary(diff: PlanDiff, limit: int = 10) -> str:
+    """The first ``limit`` steps in one line each (what ``deploy`` shows when a store holds
+    another plan)."""
+    lines = [f"  {number}. {step.describe()}"
+             for number, step in enumerate(diff.steps[:limit], 1)]
+    if len(diff.steps) > limit:
+        lines.append(f"  ... and {steps(len(diff.steps) - limit)} more")
+    return "\n".join(lines)
 
 
 def step_cost(step: Step, sizes: Mapping[str, int]) -> Cost:

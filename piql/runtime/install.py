@@ -141,10 +141,14 @@ def _way_out(store: Store, plan: Plan) -> str:
     if before is None:
         return ("deploy into a new store, or migrate its data with `load` into one "
                 "deployed with this plan")
+    diff = plan_diff(before, record(store, plan))
+    if diff.unsupported:
+        return ("`piql migrate` cannot move it to this plan: "
+                + "; ".join(s.reason for s in diff.unsupported)
+                + "; deploy into a new store and load it")
     return ("move it to this plan without reloading with `piql migrate SCHEMA QUERIES "
             "--db STORE` (`--dry-run` shows the SQL and costs), in these steps:\n"
-            + summary(plan_diff(before, record(store, plan)))
-            + "\nor deploy into a new store and load it")
+            + summary(diff) + "\nor deploy into a new store and load it")
 
 
 def uninstall(store: Store, plan: Plan) -> bool:
