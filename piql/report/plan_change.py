@@ -74,7 +74,7 @@ def summary(diff: PlanDiff, limit: int = 10) -> str:
     lines = [f"  {number}. {step.describe()}"
              for number, step in enumerate(diff.steps[:limit], 1)]
     if len(diff.steps) > limit:
-        lines.append(f"  ... and {steps(len(diff.steps) - limit)} more")
+        lines.append(f"  ... and {len(diff.steps) - limit} more (the dry run shows them all)")
     return "\n".join(lines)
 
 
