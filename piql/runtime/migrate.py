@@ -10,21 +10,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from piql import sqlgen
+from piql.engines import make_engine
+from piql.engines.base import Engine
 from piql.planner.application import Plan
 from piql.planner.naming import RUNTIME_TABLES
 from piql.planner.plan_diff import PlanDiff, Step, StepKind, plan_diff
-from piql.planner.plan_record import PlanRecord, RecordError
-from piql.planner.views import ViewKind
+from piql.planner.plan_record import PlanRecord, RecordError, trigger_fingerprint
+from piql.planner.trigger_rules import TriggerDialect
+from piql.planner.triggers import compile_triggers
+from piql.planner.triggers_postgres import function_name
+from piql.planner.views import ViewDef, ViewKind
 from piql.report import plan_change
 from piql.runtime import install
-from piql.engines import make_engine
-from piql.engines.base import Engine
-from piql.planner.views import ViewDef
 from piql.runtime.check import recompute
 from piql.runtime.engine_bridge import view_rows
 from piql.runtime.errors import ConstraintError, DeploymentError
 from piql.runtime.partitions import partition_of
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
+from piql.sql_types import postgres_type
 
 # The rows of a view to build, computed from the rows there (by an engine or the store).
 Rows = Callable[[ViewDef], list[tuple]]
@@ -116,9 +119,6 @@ def apply(store: Store, migration: Migration, rows: Rows | None = None) -> tuple
     if diff.unsupported:
         raise DeploymentError("cannot migrate " + store.location + ": " + "; ".join(
             s.reason for s in diff.unsupported) + "; deploy into a new store and load it")
-    if store.dialect != "sqlite":
-        raise DeploymentError(f"piql migrate applies migrations to SQLite stores so far; "
-                              f"for {store.location} use --dry-run and apply its SQL")
     if diff.empty:
         return ()
     plan = migration.plan
@@ -135,26 +135,62 @@ def apply(store: Store, migration: Migration, rows: Rows | None = None) -> tuple
 
 
 def _apply(store: Store, step: Step, plan: Plan, shapes: dict, rows: Rows) -> None:
-    q = lambda name: sqlgen.identifier(name, store.dialect)  # noqa: E731
     if step.kind == StepKind.ADD_TABLE:
         store.create_table(shapes[step.name])
     elif step.kind == StepKind.ADD_COLUMN and step.column is not None:
-        store.add_column(step.name, *step.column)  # type: ignore[attr-defined]
+        _add_column(store, step.name, *step.column)
     elif step.kind == StepKind.VALIDATE_CONSTRAINT:
         _validate(store, step)
-    elif step.kind == StepKind.DROP_INDEX:
-        store.sql(f"DROP INDEX {q(step.name)}")
-    elif step.kind == StepKind.DROP_VIEW:
-        store.sql(f"DROP TABLE {q(step.name)}")
-        store.sql(f"DELETE FROM {q(DIRTY)} WHERE view = ?", [step.name])
-        store.shapes.pop(step.name, None)
-    elif step.kind == StepKind.RENAME_VIEW:
-        _rename(store, step, shapes)
+    elif step.kind in (StepKind.DROP_INDEX, StepKind.DROP_VIEW, StepKind.RENAME_VIEW):
+        for statement in plan_change.step_sql(step, plan, store.dialect):
+            if not statement.startswith("--"):
+                store.sql(statement)
+        _epochs(store, step)
+        if step.renamed_from is not None:
+            store.shapes.pop(step.renamed_from, None)
+            store.register(shapes[step.name])
     elif step.kind == StepKind.CREATE_INDEX:
         spec = next(i for i in plan.indexes + plan.check_indexes if i.name == step.name)
         store.create_index(spec.name, spec.table, spec.parts, unique=spec.unique)
     elif step.kind == StepKind.BUILD_VIEW:
         _build(store, step, plan, shapes, rows)
+    elif step.kind == StepKind.REPLACE_TRIGGERS:
+        _replace_triggers(store, plan)
+
+
+def _add_column(store: Store, table: str, column: str, declared: str) -> None:
+    if store.dialect == "sqlite":  # typed as the SQLite store types columns
+        store.add_column(table, column, declared)  # type: ignore[attr-defined]
+        return
+    q = lambda name: sqlgen.identifier(name, store.dialect)  # noqa: E731
+    store.sql(f"ALTER TABLE {q(table)} ADD COLUMN {q(column)} {postgres_type(declared)}")
+
+
+def _epochs(store: Store, step: Step) -> None:
+    """The epochs marked for refresh of a dropped view go with it; a renamed one's follow."""
+    table = sqlgen.identifier(DIRTY, store.dialect)
+    old = _placeholder(store, "old")
+    if step.kind == StepKind.DROP_VIEW:
+        store.sql(f"DELETE FROM {table} WHERE view = {old}", {"old": step.name})
+    elif step.kind == StepKind.RENAME_VIEW:
+        store.sql(f"UPDATE {table} SET view = {_placeholder(store, 'new')} WHERE view = {old}",
+                  {"old": step.renamed_from, "new": step.name})
+
+
+def _placeholder(store: Store, name: str) -> str:
+    return f":{name}" if store.dialect == "sqlite" else f"%({name})s"
+
+
+def _replace_triggers(store: Store, plan: Plan) -> None:
+    """Drop the triggers of every base table and create the new plan's (a table may have
+    none now), recording their fingerprint as ``install`` does."""
+    triggers = compile_triggers(plan.catalog, plan.ordered_views, TriggerDialect.POSTGRES)
+    q = lambda name: sqlgen.identifier(name, store.dialect)  # noqa: E731
+    for table in plan.catalog.tables:
+        store.sql(f"DROP TRIGGER IF EXISTS {q(function_name(table.name))} ON {q(table.name)}")
+    for statement in triggers.preamble + triggers.statements:
+        store.sql(statement)
+    store.set_meta(install.TRIGGERS, trigger_fingerprint(plan))
 
 
 def _validate(store: Store, step: Step) -> None:
@@ -166,17 +202,6 @@ def _validate(store: Store, step: Step) -> None:
         more = f" and {len(found) - 5} more" if len(found) > 5 else ""
         raise ConstraintError(f"cannot add {step.constraint.describe()}: the rows there "
                               f"break it at {keys}{more}; nothing was migrated")
-
-
-def _rename(store: Store, step: Step, shapes: dict) -> None:
-    old = step.renamed_from or ""
-    for statement in plan_change.rename_sql(step, store.dialect):
-        if not statement.startswith("--"):
-            store.sql(statement)
-    store.sql(f"UPDATE {sqlgen.identifier(DIRTY, store.dialect)} SET view = ? WHERE view = ?",
-              [step.name, old])
-    store.shapes.pop(old, None)
-    store.register(shapes[step.name])
 
 
 def _build(store: Store, step: Step, plan: Plan, shapes: dict, rows: Rows) -> None:

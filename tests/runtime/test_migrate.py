@@ -139,14 +139,32 @@ def test_the_dry_run_shows_steps_sql_and_costs_on_both_stores(new_store):
     assert migration(location, MINE + SAVES).dry_run().endswith("nothing to migrate\n")
 
 
-def test_postgres_stores_are_migrated_by_their_dry_run_so_far(postgres_stores):
+def test_postgres_migrates_in_one_transaction_with_its_triggers_replaced(postgres_stores):
+    location = deployed(postgres_stores(), MINE + SAVES + TAGGED)
+    wider = SCHEMA.replace("title VARCHAR,", "title VARCHAR, note VARCHAR,")
+    queries = MINE + RENAMED + WHO  # tagCount dropped, saveCount renamed, an index added
+    assert migrated(location, queries, wider) == [
+        StepKind.ADD_COLUMN, StepKind.DROP_VIEW, StepKind.RENAME_VIEW, StepKind.CREATE_INDEX,
+        StepKind.REPLACE_TRIGGERS]
+    db = reopened(location, queries, wider)
+    db.insert("bookmarks", userId=9, url="a.org", title="t", note="n", savedAt=7)
+    db.insert("tags", userId=9, url="a.org", tag="db")  # no trigger keeps tagCount_view
+    db.delete("bookmarks", userId=0, url="a.org")
+    assert db.check().consistent
+    saves = sum(1 for row in db.rows("bookmarks") if row[1] == "a.org")
+    assert list(db.query("savesOfUrl", url="a.org").rows) == [(saves,)] == [(4,)]
+    db.close()
+    assert migration(location, queries, wider).diff.empty
+
+
+def test_a_failed_postgres_migration_leaves_the_store_on_its_plan(postgres_stores):
     location = deployed(postgres_stores())
-    store = open_store(location)
-    try:
-        with pytest.raises(DeploymentError, match="--dry-run"):
-            migrate.apply(store, migrate.prepare(store, piql.loads(SCHEMA, MINE).plan))
-    finally:
-        store.close()
+    with pytest.raises(ConstraintError, match=r"CARDINALITY \(tag, 2\)"):
+        migrated(location, MINE + SAVES + TAGGED, SCHEMA.replace("(tag, 5)", "(tag, 2)"))
+    db = reopened(location, MINE + SAVES)
+    db.insert("bookmarks", userId=9, url="a.org", title="t", savedAt=7)
+    assert db.check().consistent and "tagCount_view" not in db.store.table_names()
+    db.close()
 
 
 def test_a_store_without_the_record_of_its_plan_is_refused_with_the_way_out(tmp_path):
