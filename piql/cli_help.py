@@ -69,7 +69,7 @@ examples:
 
 --dry-run prints the steps from the store's plan to this one, their SQL in the
 store's dialect and the rows each reads and writes; without it the steps run in
-one transaction (SQLite stores, so far), then every view is checked.
+one transaction (on SQLite and PostgreSQL), then every view is checked.
 
 exit status:
   0  migrated (or nothing to migrate), or the dry run shows steps that can run

@@ -113,8 +113,9 @@ def apply(store: Store, migration: Migration, rows: Rows | None = None) -> tuple
     """Run the migration's steps on ``store`` in one transaction, with the record and the
     fingerprint of the new plan: all or nothing (a refused step leaves the store on its
     plan). A second run finds nothing to do. New views get ``rows`` (default: computed by
-    the store). SQLite stores only, so far; a migration with an unsupported step is
-    refused, naming it."""
+    the store). On PostgreSQL the triggers are replaced in the same transaction (DDL is
+    transactional there as in SQLite). A migration with an unsupported step is refused,
+    naming it."""
     diff = migration.diff
     if diff.unsupported:
         raise DeploymentError("cannot migrate " + store.location + ": " + "; ".join(
