@@ -1,5 +1,6 @@
 """Migrating a store to a new plan: what the store holds, the steps to the new plan
-(``piql.planner.plan_diff``) and what they cost, read from the store.
+(``piql.planner.plan_diff``), what they cost (read from the store), and running them in
+one transaction (:func:`apply`; :func:`migrate` for a store's location).
 
 The store's plan comes from its record (``install.recorded``); a store deployed before
 piql kept the record gets it when reopened with its own plan (``piql deploy``).

@@ -177,18 +177,21 @@ def test_a_store_without_the_record_of_its_plan_is_refused_with_the_way_out(tmp_
     store.close()
 
 
-def test_a_renamed_view_whose_key_may_hold_null_is_read_through_its_new_key_index(tmp_path):
+def test_a_renamed_view_whose_key_may_hold_null_is_read_through_its_new_key_index(new_store):
     titles = "-- name: {}\nSELECT COUNT(*) AS n FROM bookmarks WHERE title = <title>;\n"
-    location = deployed(str(tmp_path / "app.db"), MINE + titles.format("titleCount"))
-    assert migrated(location, MINE + titles.format("titleSaves")) == [StepKind.RENAME_VIEW]
+    location = deployed(new_store(), MINE + titles.format("titleCount"))
+    steps = migrated(location, MINE + titles.format("titleSaves"))
+    assert steps[0] == StepKind.RENAME_VIEW and set(steps[1:]) <= {StepKind.REPLACE_TRIGGERS}
     db = reopened(location, MINE + titles.format("titleSaves"))
-    indexes = {n for (n,) in db.store.sql("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    listed = "SELECT name FROM sqlite_master WHERE type = 'index'" if \
+        db.store.dialect == "sqlite" else "SELECT indexname FROM pg_indexes"
+    indexes = {n for (n,) in db.store.sql(listed)}
     assert "_piql_key_titleSaves_view" in indexes and "_piql_key_titleCount_view" not in indexes
     db.insert("bookmarks", userId=7, url="z.org", title=None, savedAt=5)  # a NULL key
     db.insert("bookmarks", userId=7, url="y.org", title="t2", savedAt=6)
     for title in ("t0", "t2"):
-        assert list(db.query("titleSaves", title=title).rows) == base(
-            db, "SELECT COUNT(*) FROM bookmarks WHERE title = ?", title)
+        saves = sum(1 for row in db.rows("bookmarks") if row[2] == title)
+        assert list(db.query("titleSaves", title=title).rows) == [(saves,)]
     assert db.check().consistent
     db.close()
 
