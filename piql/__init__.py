@@ -77,18 +77,19 @@ class App:
             self._replanned[partitions] = replanned(self.plan, partitions)
         return self._replanned[partitions]
 
-    def migrate(self, path: str | Path, *, dry_run: bool = False,
+    def migrate(self, path: str | Path, *, dry_run: bool = False, force: bool = False,
                 partitions: int = DEFAULT_PARTITIONS, engine: str = "duckdb",
                 spark_master: str | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT):
         """Move the store at ``path``, deployed with another plan, to this one without
         reloading it (docs/migrations.md): views whose definition is unchanged are kept,
         new ones built from the rows there by ``engine``, all in one transaction. With
-        ``dry_run`` nothing changes. Returns the ``piql.runtime.migrate.Migration``: its
+        ``dry_run`` nothing changes. A migration leaving a query that had a bound without
+        one is refused unless ``force``. Returns the ``piql.runtime.migrate.Migration``: its
         ``diff.steps``, and ``dry_run()``, the steps' SQL and costs as text."""
         from piql.runtime.migrate import migrate
 
-        return migrate(str(path), self._plan_for(partitions), dry_run=dry_run, engine=engine,
-                       spark_master=spark_master, busy_timeout=busy_timeout)
+        return migrate(str(path), self._plan_for(partitions), dry_run=dry_run, force=force,
+                       engine=engine, spark_master=spark_master, busy_timeout=busy_timeout)
 
     @classmethod
     def from_database(cls, url: str, queries: str | Path | None = None, *,

@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     _store(migrate)
     migrate.add_argument("--dry-run", action="store_true",
                          help="print the steps, their SQL and their costs; change nothing")
+    migrate.add_argument("--force", action="store_true",
+                         help="migrate even if a query bounded under the store's plan is "
+                              "unbounded under the new one")
     migrate.set_defaults(run=_migrate)
 
     query = _command(commands, "query", help="run a named query on a deployed store")
@@ -319,11 +322,13 @@ def _migrate(args: argparse.Namespace) -> int:
 
     plan = _load(args)
     timeout = DEFAULT_BUSY_TIMEOUT if args.busy_timeout is None else args.busy_timeout
-    migration = migrate(args.db, plan, dry_run=args.dry_run, engine=args.engine,
-                        spark_master=args.spark_master, busy_timeout=timeout)
+    migration = migrate(args.db, plan, dry_run=args.dry_run, force=args.force,
+                        engine=args.engine, spark_master=args.spark_master,
+                        busy_timeout=timeout)
     if args.dry_run:
         sys.stdout.write(migration.dry_run())
-        return EXIT_UNBOUNDED if migration.diff.unsupported else EXIT_OK
+        return EXIT_UNBOUNDED if migration.diff.unsupported or migration.diff.unbounded \
+            else EXIT_OK
     if migration.diff.empty:
         print(f"{args.db} already holds this plan: nothing to migrate")
         return EXIT_OK

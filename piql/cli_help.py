@@ -73,10 +73,11 @@ one transaction (on SQLite and PostgreSQL), then every view is checked.
 
 exit status:
   0  migrated (or nothing to migrate), or the dry run shows steps that can run
-  1  the dry run shows a step piql cannot migrate, or the final check found a
-     view that differs
+  1  the dry run shows a step piql cannot migrate or a query left unbounded,
+     or the final check found a view that differs
 {_FILES_EXIT}, or the store
-     refused: a row breaks a new constraint, a step piql cannot run
+     refused: a row breaks a new constraint, a step piql cannot run, a query
+     left unbounded (without --force)
 """,
     "check": f"""\
 example:

@@ -81,6 +81,7 @@ class PlanDiff:
 
     steps: tuple[Step, ...]
     kept_views: tuple[str, ...]
+    unbounded: tuple[str, ...] = ()  # queries bounded under the old plan, not the new one
 
     @property
     def empty(self) -> bool:
@@ -108,7 +109,10 @@ def plan_diff(old: PlanRecord, new: PlanRecord) -> PlanDiff:
         steps.append(Step(StepKind.REPLACE_TRIGGERS, "triggers"))
     order = list(StepKind)
     ordered = sorted(steps, key=lambda s: order.index(s.kind))  # stable within a kind
-    return PlanDiff(tuple(ordered), tuple(kept))
+    now = {name.lower() for name in new.bounded}
+    unbounded = tuple(name for name, _ in new.queries
+                      if name.lower() not in now and name in old.bounded)
+    return PlanDiff(tuple(ordered), tuple(kept), unbounded)
 
 
 def _match_views(old: PlanRecord, new: PlanRecord) -> tuple[dict[str, str], list[str]]:

@@ -3,8 +3,8 @@
 A store used to keep only the fingerprint of its plan, which says *whether* a new plan
 differs but not *how*. The record says what the plan installed (base tables with their
 columns, types and keys; secondary indexes; the tables keeping views with their definition
-SQL, key and columns; CARDINALITY constraints; on PostgreSQL the fingerprint of the
-triggers), so that a later plan can be compared with it (``piql.planner.plan_diff``)
+SQL, key and columns; CARDINALITY constraints; the queries' levels; on PostgreSQL the
+fingerprint of the triggers), so that a later plan can be compared with it (``piql.planner.plan_diff``)
 without the schema and queries the store was deployed with.
 
 The record is versioned (:data:`RECORD_VERSION`): a reader refuses a record of a version
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from piql.planner.application import Plan
+from piql.planner.levels import Level
 from piql.planner.store_layout import stored_tables
 from piql.planner.trigger_rules import TriggerDialect
 from piql.planner.triggers import compile_triggers
@@ -114,7 +115,13 @@ class PlanRecord:
     constraints: tuple[ConstraintRecord, ...]
     partitions: int
     triggers: str | None = None  # fingerprint of the triggers (PostgreSQL), None elsewhere
+    queries: tuple[tuple[str, str], ...] = ()  # (name, level) of every query
     version: int = RECORD_VERSION
+
+    @property
+    def bounded(self) -> tuple[str, ...]:
+        """The queries the plan answers within a bound."""
+        return tuple(name for name, level in self.queries if level != str(Level.UNBOUNDED))
 
     def table(self, name: str) -> TableRecord | None:
         return next((t for t in self.tables if t.name.lower() == name.lower()), None)
@@ -149,7 +156,8 @@ class PlanRecord:
                                        tuple(v["queries"])) for v in data["views"]),
                 constraints=tuple(ConstraintRecord(c["table"], c["column"], tuple(c["per"]),
                                                    c["limit"]) for c in data["constraints"]),
-                partitions=data["partitions"], triggers=data["triggers"], version=version)
+                partitions=data["partitions"], triggers=data["triggers"],
+                queries=_pairs(data["queries"]), version=version)
         except (KeyError, TypeError, ValueError) as err:
             raise RecordError(f"the plan record is damaged ({err!r})") from None
 
@@ -173,7 +181,9 @@ def plan_record(plan: Plan, dialect: str | None = None) -> PlanRecord:
     constraints = tuple(ConstraintRecord(t.name, c.column, c.per, c.limit)
                         for t in plan.catalog.tables for c in t.cardinalities)
     triggers = trigger_fingerprint(plan) if dialect == TriggerDialect.POSTGRES else None
-    return PlanRecord(tables, indexes, tuple(views), constraints, plan.partitions, triggers)
+    queries = tuple((q.name, str(q.level)) for q in plan.queries)
+    return PlanRecord(tables, indexes, tuple(views), constraints, plan.partitions, triggers,
+                      queries)
 
 
 def trigger_fingerprint(plan: Plan) -> str:

@@ -60,6 +60,9 @@ def render(diff: PlanDiff, plan: Plan, dialect: str, sizes: Mapping[str, int],
     if diff.unsupported:
         out.append(f"-- {steps(len(diff.unsupported))} cannot be migrated: deploy into a new "
                    "store and load it")
+    if diff.unbounded:
+        out.append(f"-- bounded under the store's plan, unbounded under this one: "
+                   f"{', '.join(diff.unbounded)} (migrating needs --force)")
     return "\n".join(out) + "\n"
 
 

@@ -82,13 +82,13 @@ def table_sizes(store: Store, record: PlanRecord) -> dict[str, int]:
             for name in names if name in present}
 
 
-def migrate(location: str, plan: Plan, *, dry_run: bool = False, engine: str = "duckdb",
-            spark_master: str | None = None,
+def migrate(location: str, plan: Plan, *, dry_run: bool = False, force: bool = False,
+            engine: str = "duckdb", spark_master: str | None = None,
             busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Migration:
     """Migrate the store at ``location`` to ``plan`` (unless ``dry_run``): new views are
     built from the rows there by ``engine`` ("duckdb", "spark", or "store": the store's
-    own SQL), as bulk loads build them. The migration returned says what was (or would be)
-    done."""
+    own SQL), as bulk loads build them; ``force`` as in :func:`apply`. The migration
+    returned says what was (or would be) done."""
     store = open_store(location, busy_timeout)
     started: list[Engine] = []
 
@@ -102,7 +102,7 @@ def migrate(location: str, plan: Plan, *, dry_run: bool = False, engine: str = "
     try:
         migration = prepare(store, plan)
         if not dry_run:
-            apply(store, migration, rows)
+            apply(store, migration, rows, force=force)
         return migration
     finally:
         for running in started:
@@ -110,17 +110,23 @@ def migrate(location: str, plan: Plan, *, dry_run: bool = False, engine: str = "
         store.close()
 
 
-def apply(store: Store, migration: Migration, rows: Rows | None = None) -> tuple[Step, ...]:
+def apply(store: Store, migration: Migration, rows: Rows | None = None,
+          force: bool = False) -> tuple[Step, ...]:
     """Run the migration's steps on ``store`` in one transaction, with the record and the
     fingerprint of the new plan: all or nothing (a refused step leaves the store on its
     plan). A second run finds nothing to do. New views get ``rows`` (default: computed by
     the store). On PostgreSQL the triggers are replaced in the same transaction (DDL is
     transactional there as in SQLite). A migration with an unsupported step is refused,
-    naming it."""
+    naming it; so is one that leaves a query the store answers within a bound without
+    one, unless ``force``."""
     diff = migration.diff
     if diff.unsupported:
         raise DeploymentError("cannot migrate " + store.location + ": " + "; ".join(
             s.reason for s in diff.unsupported) + "; deploy into a new store and load it")
+    if diff.unbounded and not force:
+        raise DeploymentError(
+            f"migrating {store.location} would leave {', '.join(diff.unbounded)} without a "
+            "bound (bounded under the store's plan); fix the schema or queries, or force it")
     if diff.empty:
         return ()
     plan = migration.plan

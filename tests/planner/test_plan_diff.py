@@ -117,3 +117,11 @@ def test_postgres_triggers_are_replaced_when_the_views_change():
     assert old.triggers and old.triggers != new.triggers
     assert kinds(old, new)[-1] == (StepKind.REPLACE_TRIGGERS, "triggers")
     assert plan_diff(old, record(MINE + SAVES, dialect="postgres")).empty
+
+
+def test_a_query_left_without_its_bound_is_named():
+    relaxed = SCHEMA.replace(" WITH CARDINALITY (url, 1000)", "")
+    diff = plan_diff(record(MINE + SAVES), record(MINE + SAVES, relaxed))
+    assert diff.unbounded == ("mine",)
+    assert [s.kind for s in diff.steps] == [StepKind.RELAX_CONSTRAINT]
+    assert plan_diff(record(MINE + SAVES, relaxed), record(MINE + SAVES)).unbounded == ()

@@ -208,3 +208,14 @@ def test_app_migrate_builds_new_views_on_duckdb_after_its_dry_run(tmp_path):
         db, "SELECT COUNT(*) FROM tags WHERE tag = 'db'")
     db.close()
     assert app.migrate(location).diff.empty
+
+
+def test_a_migration_leaving_a_query_unbounded_needs_force(tmp_path):
+    location = deployed(str(tmp_path / "app.db"))
+    app = piql.loads(SCHEMA.replace(" WITH CARDINALITY (url, 1000)", ""), MINE + SAVES)
+    assert "unbounded under this one: mine" in app.migrate(location, dry_run=True).dry_run()
+    with pytest.raises(DeploymentError, match="would leave mine without a bound"):
+        app.migrate(location, engine="store")
+    reopened(location, MINE + SAVES).close()  # still on its plan
+    assert app.migrate(location, force=True, engine="store").diff.unbounded == ("mine",)
+    assert app.migrate(location, engine="store").diff.empty
