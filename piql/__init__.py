@@ -63,14 +63,33 @@ class App:
         manager (``with app.deploy(...) as db:``) or ``close()`` it.
         """
         from piql.runtime.deployment import Deployment
+
+        return Deployment(self._plan_for(partitions), str(path), strict=strict, engine=engine,
+                          spark_master=spark_master, busy_timeout=busy_timeout, quiet=quiet)
+
+    def _plan_for(self, partitions: int) -> Plan:
+        """The plan for ``partitions`` staging partitions (made once)."""
         from piql.runtime.errors import DeploymentError
 
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
             raise DeploymentError("partitions must be a positive integer")
         if partitions not in self._replanned:
             self._replanned[partitions] = replanned(self.plan, partitions)
-        return Deployment(self._replanned[partitions], str(path), strict=strict, engine=engine,
-                          spark_master=spark_master, busy_timeout=busy_timeout, quiet=quiet)
+        return self._replanned[partitions]
+
+    def migrate(self, path: str | Path, *, dry_run: bool = False, force: bool = False,
+                partitions: int = DEFAULT_PARTITIONS, engine: str = "duckdb",
+                spark_master: str | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT):
+        """Move the store at ``path``, deployed with another plan, to this one without
+        reloading it (docs/migrations.md): views whose definition is unchanged are kept,
+        new ones built from the rows there by ``engine``, all in one transaction. With
+        ``dry_run`` nothing changes. A migration leaving a query that had a bound without
+        one is refused unless ``force``. Returns the ``piql.runtime.migrate.Migration``: its
+        ``diff.steps``, and ``dry_run()``, the steps' SQL and costs as text."""
+        from piql.runtime.migrate import migrate
+
+        return migrate(str(path), self._plan_for(partitions), dry_run=dry_run, force=force,
+                       engine=engine, spark_master=spark_master, busy_timeout=busy_timeout)
 
     @classmethod
     def from_database(cls, url: str, queries: str | Path | None = None, *,

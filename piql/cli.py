@@ -68,6 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
                         help="skip the final consistency check of the views")
     deploy.set_defaults(run=_deploy)
 
+    migrate = _command(commands, "migrate", help="move a deployed store to a new plan "
+                       "(schema and queries) without reloading it")
+    _files(migrate)
+    _store(migrate)
+    migrate.add_argument("--dry-run", action="store_true",
+                         help="print the steps, their SQL and their costs; change nothing")
+    migrate.add_argument("--force", action="store_true",
+                         help="migrate even if a query bounded under the store's plan is "
+                              "unbounded under the new one")
+    migrate.set_defaults(run=_migrate)
+
     query = _command(commands, "query", help="run a named query on a deployed store")
     _files(query)
     _store(query)
@@ -133,6 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
     _postgres_option(tpcw)
     tpcw.add_argument("--out", default="bench-results", help="output directory")
     tpcw.set_defaults(run=_bench_tpcw)
+    migrate_bench = benches.add_parser("migrate", help="adding a view: piql migrate vs "
+                                       "rebuilding the store from scratch")
+    migrate_bench.add_argument("--rows", type=int, default=1_000_000,
+                               help="bookmarks in the store (at most 1000000)")
+    migrate_bench.add_argument("--engine", choices=("duckdb", "spark", "store"),
+                               default="duckdb", help="engine for view builds")
+    migrate_bench.add_argument("--out", default="bench-results", help="output directory")
+    migrate_bench.set_defaults(run=_bench_migrate)
     lint = benches.add_parser("lint", help="piql lint end to end: the median wall time of "
                                            "several runs of the command (issue 17: < 0.5 s)")
     lint.add_argument("files", nargs="*", metavar="FILE",
@@ -292,6 +311,31 @@ def _deploy(args: argparse.Namespace) -> int:
     if args.no_check:
         return EXIT_OK
     report = db.check()
+    print(report)
+    return EXIT_OK if report.consistent else EXIT_UNBOUNDED
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from piql.report import plan_change
+    from piql.runtime.migrate import migrate
+    from piql.runtime.store import DEFAULT_BUSY_TIMEOUT
+
+    plan = _load(args)
+    timeout = DEFAULT_BUSY_TIMEOUT if args.busy_timeout is None else args.busy_timeout
+    migration = migrate(args.db, plan, dry_run=args.dry_run, force=args.force,
+                        engine=args.engine, spark_master=args.spark_master,
+                        busy_timeout=timeout)
+    if args.dry_run:
+        sys.stdout.write(migration.dry_run())
+        return EXIT_UNBOUNDED if migration.diff.unsupported or migration.diff.unbounded \
+            else EXIT_OK
+    if migration.diff.empty:
+        print(f"{args.db} already holds this plan: nothing to migrate")
+        return EXIT_OK
+    for number, step in enumerate(migration.diff.steps, 1):
+        print(f"{number}. {step.describe()}")
+    print(f"migrated {args.db} in {plan_change.steps(len(migration.diff.steps))}")
+    report = _deployment(args, plan).check()
     print(report)
     return EXIT_OK if report.consistent else EXIT_UNBOUNDED
 
@@ -480,6 +524,20 @@ def _bench_tpcw(args: argparse.Namespace) -> int:
     document = bench.run(settings, out)
     print(report.summary(document))
     print(f"\nwrote {out / 'tpcw.json'} and the figures {', '.join(report.FIGURES)} in {out}")
+    return EXIT_OK
+
+
+def _bench_migrate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from piql.bench import migrate as bench
+
+    if not 1 <= args.rows <= 1_000_000:
+        raise InputError(f"--rows expects 1 to 1000000, got {args.rows}")
+    out = Path(args.out)
+    document = bench.run(bench.Settings(rows=args.rows, engine=args.engine), out)
+    print(bench.summary(document))
+    print(f"\nwrote {out / 'migrate.json'}")
     return EXIT_OK
 
 

@@ -62,6 +62,23 @@ exit status:
   0  refreshed (or interrupted while waiting for the next refresh)
 {_FILES_EXIT}, or the store refused
 """,
+    "migrate": f"""\
+examples:
+  piql migrate db/schema.sql db/queries.sql --db app.db --dry-run
+  piql migrate db/schema.sql db/queries.sql --db app.db
+
+--dry-run prints the steps from the store's plan to this one, their SQL in the
+store's dialect and the rows each reads and writes; without it the steps run in
+one transaction (on SQLite and PostgreSQL), then every view is checked.
+
+exit status:
+  0  migrated (or nothing to migrate), or the dry run shows steps that can run
+  1  the dry run shows a step piql cannot migrate or a query left unbounded,
+     or the final check found a view that differs
+{_FILES_EXIT}, or the store
+     refused: a row breaks a new constraint, a step piql cannot run, a query
+     left unbounded (without --force)
+""",
     "check": f"""\
 example:
   piql check db/schema.sql db/queries.sql --db app.db --repair

@@ -13,10 +13,15 @@ from piql.planner.fingerprint import (
     FINGERPRINT, META, TRIGGERS, plan_fingerprint, triggers_fingerprint,
 )
 from piql.planner.naming import RUNTIME_TABLES
+from piql.planner.plan_diff import plan_diff
+from piql.planner.plan_record import PlanRecord, RecordError, plan_record
 from piql.planner.store_layout import stored_tables
 from piql.planner.triggers import compile_triggers
+from piql.report.plan_change import summary
 from piql.runtime.errors import DeploymentError
 from piql.runtime.store import Store, TableShape
+
+PLAN = "plan"  # the metadata describing what the plan installed (``planner.plan_record``)
 
 
 def shapes(plan: Plan) -> list[TableShape]:
@@ -66,8 +71,22 @@ def install_triggers(store: Store, plan: Plan) -> None:
     store.maintained_rules = triggers.maintained
 
 
+def record(store: Store, plan: Plan) -> PlanRecord:
+    """The record of what ``plan`` installs in ``store`` (its triggers on PostgreSQL)."""
+    return plan_record(plan, getattr(store, "trigger_dialect", None))
+
+
+def recorded(store: Store) -> PlanRecord | None:
+    """The record of the plan ``store`` holds (None: a store deployed before piql kept
+    one, or no plan). Raises ``planner.plan_record.RecordError`` for an unreadable one."""
+    text = store.get_meta(PLAN)
+    return None if text is None else PlanRecord.from_json(text)
+
+
 def _deployed_with(store: Store, found: str) -> bool:
-    return set(RUNTIME_TABLES) <= store.table_names() and store.get_meta(FINGERPRINT) == found
+    # a store without the record of its plan takes the write path once, to keep it
+    return set(RUNTIME_TABLES) <= store.table_names() and \
+        store.get_meta(FINGERPRINT) == found and store.get_meta(PLAN) is not None
 
 
 def _install_or_verify(store: Store, plan: Plan, found: str) -> bool:
@@ -76,12 +95,13 @@ def _install_or_verify(store: Store, plan: Plan, found: str) -> bool:
         recorded = store.get_meta(FINGERPRINT)
         if recorded == found:
             store.create_bookkeeping()  # stores deployed before the epoch marks
+            if store.get_meta(PLAN) is None:  # stores deployed before the plan record
+                store.set_meta(PLAN, record(store, plan).to_json())
             return False
         raise DeploymentError(
             f"the store {store.location} was deployed with a different plan "
             f"(recorded {recorded[:12] if recorded else 'nothing'}, this plan "
-            f"{found[:12]}); deploy into a new store, or migrate its data with "
-            "`load` into one deployed with this plan")
+            f"{found[:12]}); " + _way_out(store, plan))
     if tables:
         raise DeploymentError(f"the store {store.location} already holds tables that "
                               "piql did not create; deploy into a new store")
@@ -91,7 +111,29 @@ def _install_or_verify(store: Store, plan: Plan, found: str) -> bool:
         store.create_index(index.name, index.table, index.parts, unique=index.unique)
     store.create_bookkeeping()
     store.set_meta(FINGERPRINT, found)
+    store.set_meta(PLAN, record(store, plan).to_json())
     return True
+
+
+def _way_out(store: Store, plan: Plan) -> str:
+    """What to do with a store holding another plan: migrate it, showing the steps
+    (``piql migrate --dry-run`` shows their SQL), or, for a store without the record of
+    its plan, deploy into a new store and load it."""
+    try:
+        before = recorded(store)
+    except RecordError:
+        before = None
+    if before is None:
+        return ("deploy into a new store, or migrate its data with `load` into one "
+                "deployed with this plan")
+    diff = plan_diff(before, record(store, plan))
+    if diff.unsupported:
+        return ("`piql migrate` cannot move it to this plan: "
+                + "; ".join(s.reason for s in diff.unsupported)
+                + "; deploy into a new store and load it")
+    return ("move it to this plan without reloading with `piql migrate SCHEMA QUERIES "
+            "--db STORE` (`--dry-run` shows the SQL and costs), in these steps:\n"
+            + summary(diff) + "\nor deploy into a new store and load it")
 
 
 def uninstall(store: Store, plan: Plan) -> bool:

@@ -144,6 +144,12 @@ class SQLiteStore:
             f"CREATE {'UNIQUE ' if unique else ''}INDEX IF NOT EXISTS {_quote(name)} ON "
             f"{_quote(table)} ({', '.join(_part(c) for c in columns)})")
 
+    def add_column(self, table: str, column: str, declared: str) -> None:
+        """``ALTER TABLE ... ADD COLUMN`` (NULL in the rows there), typed as
+        :meth:`create_table` types columns (``piql migrate``)."""
+        self.connection.execute(f"ALTER TABLE {_quote(table)} ADD COLUMN "
+                                f"{_quote(column)} {_affinity(declared)}".rstrip())
+
     def register(self, shape: TableShape) -> None:
         self.shapes[shape.name] = shape
         self._texts.clear()  # a table's statements depend on its shape

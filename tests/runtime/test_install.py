@@ -73,3 +73,29 @@ def test_uninstall_on_postgres_drops_the_trigger_functions_too(postgres_stores):
     again.insert("t", id=1, k=5, v=7)  # the triggers are back, and keep the view
     assert list(again.query("total", k=5).rows) == [(1, 7)]
     again.close()
+
+
+def test_the_store_keeps_the_record_of_its_plan(new_store):
+    location = new_store()
+    db = piql.loads(SCHEMA, QUERIES).deploy(location, engine="store")
+    assert install.recorded(db.store) == install.record(db.store, db.plan)
+    assert (install.recorded(db.store).triggers is None) == (db.store.dialect == "sqlite")
+    db.close()
+    reopened = piql.loads(SCHEMA, QUERIES).deploy(location, engine="store")
+    assert not reopened.installed
+    assert install.recorded(reopened.store) == install.record(reopened.store, reopened.plan)
+    reopened.close()
+
+
+def test_a_store_deployed_before_the_record_reopens_and_gets_it(new_store):
+    location = new_store()
+    db = piql.loads(SCHEMA, QUERIES).deploy(location, engine="store")
+    db.insert("t", id=1, v=2)
+    with db.store.transaction():  # as piql left stores before it kept the record
+        db.store.sql(f"DELETE FROM {install.META} WHERE key = 'plan'")
+    assert install.recorded(db.store) is None
+    db.close()
+    reopened = piql.loads(SCHEMA, QUERIES).deploy(location, engine="store")
+    assert not reopened.installed and list(reopened.query("byId", id=1).rows) == [(2,)]
+    assert install.recorded(reopened.store) == install.record(reopened.store, reopened.plan)
+    reopened.close()
