@@ -132,8 +132,9 @@ def write_bounds(catalog: Catalog, views: tuple[ViewDef, ...],
     return tuple(found)
 
 
-# Enqueueing a changed row: look up its key's queued entry, then write the coalesced one.
-ENQUEUE_OPS = 2
+# Enqueueing a changed row: look up its key's queued entry, delete it, write the coalesced
+# one (runtime.update_queue).
+ENQUEUE_OPS = 3
 
 
 def _rules(views: tuple[ViewDef, ...], table: Table, event: WriteEvent

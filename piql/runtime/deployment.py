@@ -42,6 +42,7 @@ from piql.runtime.refresh import RefreshReport, refresh_view
 from piql.runtime.rows import ParamCheck, complete_row, key_of, read_rows
 from piql.runtime.schedule import RefreshSchedule
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
+from piql.runtime.update_queue import drain
 from piql.runtime.writes import Maintainer, WriteReport
 
 
@@ -397,9 +398,17 @@ class Deployment:
         self._open()
         return RefreshSchedule(self.refresh, seconds)
 
-    def check(self, repair: bool = False) -> CheckReport:
-        """Recompute every maintained view from base data and diff it (paper §7)."""
+    def drain(self) -> int:
+        """Apply every pending change of the asynchronous views' update queue now, each
+        entry in its own transaction; returns how many entries were applied."""
         self._open()
+        queue = self.maintainer.queue
+        return 0 if queue is None else drain(self.maintainer, queue, self._transaction)
+
+    def check(self, repair: bool = False) -> CheckReport:
+        """Recompute every maintained view from base data and diff it (paper §7); the
+        asynchronous views' queue is drained first."""
+        self.drain()
         with self.lock:
             return check_views(self.store, self.views, self.recomputed, repair, self._repaired)
 

@@ -17,6 +17,7 @@ from piql.planner.store_layout import stored_tables
 from piql.planner.triggers import compile_triggers
 from piql.runtime.errors import DeploymentError
 from piql.runtime.store import Store, TableShape
+from piql.runtime.update_queue import queue_shapes
 
 META = RUNTIME_TABLES[0]  # piql's metadata table, in every store
 FINGERPRINT = "fingerprint"  # the metadata naming the plan a store holds
@@ -28,7 +29,7 @@ def shapes(plan: Plan) -> list[TableShape]:
     views; a view without key kept under the key column ``_all``; a SUM of REAL values
     with its exact sum in a hidden TEXT column, ``ViewDef.exact_sums``)."""
     return [TableShape(t.name, t.columns, t.key, t.types, t.nullable_key)
-            for t in stored_tables(plan)]
+            for t in stored_tables(plan)] + queue_shapes(plan)
 
 
 def indexes(plan: Plan) -> list[tuple[str, str, tuple[str, ...]]]:
