@@ -15,6 +15,7 @@ from piql.planner.application import Plan
 from piql.planner.naming import RUNTIME_TABLES
 from piql.planner.store_layout import stored_tables
 from piql.planner.triggers import compile_triggers
+from piql.query_block import MaintenanceMode
 from piql.runtime.errors import DeploymentError
 from piql.runtime.store import Store, TableShape
 from piql.runtime.update_queue import queue_shapes
@@ -71,7 +72,9 @@ def install_triggers(store: Store, plan: Plan) -> None:
     dialect = getattr(store, "trigger_dialect", None)
     if dialect is None:
         return
-    triggers = compile_triggers(plan.catalog, plan.ordered_views, dialect)
+    # asynchronous views are kept from the update queue, not by triggers
+    synchronous = tuple(v for v in plan.ordered_views if v.maintenance is MaintenanceMode.SYNC)
+    triggers = compile_triggers(plan.catalog, synchronous, dialect)
     statements = triggers.preamble + triggers.statements
     found = hashlib.sha256("\n".join(statements).encode()).hexdigest()
     if store.get_meta(TRIGGERS) != found:

@@ -176,3 +176,38 @@ def test_a_long_history_with_drains_stays_consistent():
             session.assert_views_consistent()
             session.assert_queries()
     session.close()
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=HEALTH + [HealthCheck.function_scoped_fixture])
+@given(ops=operations(SOCIAL_ASYNC.plan.catalog, max_size=25))
+def test_random_writes_and_drains_on_postgresql(postgres_stores, ops):
+    """On PostgreSQL the triggers keep the synchronous views; the asynchronous ones are
+    left to the queue."""
+    session = Session(SOCIAL_ASYNC, partitions=3, store=postgres_stores.scratch())
+    try:
+        assert not {r.name for v in session.db.views if v.name.startswith(ASYNC)
+                    for r in v.rules} & session.db.store.maintained_rules
+        driver = Driver(session.db)
+        for number, op in enumerate(ops):
+            apply(session, driver, op)
+            if number % 5 == 4:
+                session.db.drain()
+        session.assert_views_consistent()
+        assert len(session.db.maintainer.queue) == 0
+        session.assert_queries()
+    finally:
+        session.close()
+
+
+def test_a_postgresql_write_enqueues_and_drain_applies(postgres_stores):
+    with Deployment(social(*ASYNC), postgres_stores()) as pg:
+        pg.insert("users", userId=1, name="a", email="a", createdAt=0)
+        pg.insert("follows", follower=1, followee=1, since=0)
+        pg.update("follows", follower=1, followee=1, since=3)
+        assert followers(pg, 1) == 0
+        assert queued(pg) == [("[1,1]", RowChange(None, (1, 1, 3)))]
+        assert pg.drain() == 1 and followers(pg, 1) == 1
+        with pytest.raises(ConstraintError):
+            pg.insert("follows", follower=1, followee=1, since=4)
+        assert queued(pg) == []
