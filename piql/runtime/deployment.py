@@ -25,7 +25,7 @@ from piql.engines.base import Engine
 from piql.planner.application import Plan, QueryPlan
 from piql.planner.compile import CompiledQuery, UncompilablePlan
 from piql.planner.views import ViewDef, ViewKind
-from piql.query_block import QueryBlock
+from piql.query_block import MaintenanceMode, QueryBlock
 from piql.runtime import bulk_load, install, sqlvalues
 from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.engine_bridge import view_rows
@@ -212,6 +212,8 @@ class Deployment:
         rows = self.recomputed(view)
         self.store.replace_rows(view.name, rows)
         self._repaired(view, rows)
+        if view.maintenance is MaintenanceMode.ASYNC:
+            self.maintainer.queue.forget(view)
 
     def build_views(self, tables: Iterable[str] | None = None) -> list[str]:
         """Recompute every maintained view reading ``tables`` (all when None) in one pass."""

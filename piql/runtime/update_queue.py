@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from piql.catalog import Table
 from piql.planner.application import Plan
 from piql.planner.update_queues import QueuePolicy, RowChange, net_change
+from piql.planner.views import ViewDef
 from piql.query_block import MaintenanceMode
 from piql.runtime.store import Store, TableShape
 
@@ -132,6 +133,15 @@ class StoreQueue:
             return None
         self.store.delete(QUEUE_TABLE, key)
         return _decode(found)
+
+    def forget(self, view: ViewDef) -> None:
+        """``view`` was rebuilt from the base tables (a bulk load, ``build_views``), which
+        already hold every queued change of the tables it reads: drop those entries, so a
+        drain does not apply them twice. Every asynchronous view reading such a table is
+        rebuilt in the same transaction (each reads one table, ``planner.async_views``)."""
+        for relation in view.definition.relations:
+            if relation.table:
+                self.store.replace_rows(QUEUE_TABLE, [], {"base": relation.table})
 
     def _q(self, name: str) -> str:
         from piql import sqlgen

@@ -211,3 +211,12 @@ def test_a_postgresql_write_enqueues_and_drain_applies(postgres_stores):
         with pytest.raises(ConstraintError):
             pg.insert("follows", follower=1, followee=1, since=4)
         assert queued(pg) == []
+
+
+def test_a_bulk_load_rebuilds_the_view_and_drops_its_queued_changes(db):
+    db.insert("follows", follower=1, followee=2, since=5)  # queued
+    db.load("follows", [{"follower": 2, "followee": 2, "since": 1}])
+    assert queued(db) == []  # the rebuild already counts the queued follow
+    assert followers(db, 2) == 2
+    db.drain()
+    assert followers(db, 2) == 2 and db.check().consistent
