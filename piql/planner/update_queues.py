@@ -13,9 +13,11 @@ key and its length is bounded by the number of distinct keys, however high the l
 - ``QueuePolicy.IN_PLACE``: the superseding update keeps its predecessor's place
   (§5.2, Figure 6(c)); optimal when every key updates at the same rate;
 - ``QueuePolicy.LINECUTTING``: IN-PLACE, except that a *slow updater* cuts to the
-  front: key ``k`` is slow when ``u_k < 1/(c·n)`` (§5.3), ``c`` the cost of processing
-  one entry and ``n`` the number of residents at the time ``k`` updates, i.e. all the
-  queue could be served once between two of ``k``'s updates.
+  front: key ``k`` is slow when ``u_k < 1/(c·n)`` (§5.3), ``u_k`` its update rate,
+  ``c`` the cost of processing one entry and ``n`` the number of residents at the time
+  ``k`` updates, i.e. all the queue could be served once between two of ``k``'s
+  updates. ``u_k`` comes from statistics (§4.2's statistics monitor): given rates, or
+  by default each key's observed rate, its updates so far over the queue's age.
 
 Queue staleness (§5.1) of key ``k`` at time ``t`` is ``t - τ``, ``τ`` the arrival of
 the oldest pending update of ``k`` (0 when none is pending): how long ``k`` has waited
@@ -74,35 +76,53 @@ class Entry(Generic[V]):
         return max(0.0, now - self.first_enqueued)
 
 
-def is_slow_updater(interval: Optional[float], cost: float, residents: int) -> bool:
-    """UpStream §5.3's test ``u_k < 1/(c·n)``, with ``u_k = 1/interval``.
+def is_slow_updater(rate: float, cost: float, residents: int) -> bool:
+    """UpStream §5.3's test ``u_k < 1/(c·n)``: ``rate`` is ``u_k``, ``residents`` is
+    ``n``, the queue's length when the key updates. With no resident, ``1/(c·n)`` is
+    infinite and every key is slow (cutting changes nothing)."""
+    return residents == 0 or rate * cost * residents < 1  # u_k < 1/(c·n), no division
 
-    ``interval`` is the time since the key's previous update (None for its first, a rate
-    of 0); ``residents`` is ``n``, the queue's length when the key updates. With no
-    resident, ``1/(c·n)`` is infinite and every key is slow (cutting changes nothing).
-    """
-    if interval is None or residents == 0:
-        return True
-    return interval > cost * residents  # 1/interval < 1/(c·n), without dividing by 0
+
+# The update rate of a key at a time (updates per time unit), as statistics give it.
+Rates = Callable[[Hashable, float], float]
+
+
+class ObservedRates:
+    """Each key's observed update rate: its updates so far over the time since the first
+    update of any key (infinite at that first instant: no evidence a key is slow)."""
+
+    def __init__(self) -> None:
+        self.start: Optional[float] = None
+        self.counts: dict[Hashable, int] = {}
+
+    def arrive(self, key: Hashable, time: float) -> None:
+        if self.start is None:
+            self.start = time
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def __call__(self, key: Hashable, time: float) -> float:
+        elapsed = time - (time if self.start is None else self.start)
+        return self.counts.get(key, 0) / elapsed if elapsed > 0 else float("inf")
 
 
 class UpdateQueue(Generic[V]):
     """A queue of pending updates under one ``QueuePolicy``.
 
-    ``cost`` is LINECUTTING's ``c`` (time to process one entry); ``combine`` coalesces a
-    queued value with a newer one of the same key (lossy policies only) and may cancel
-    both by returning None.
+    ``cost`` is LINECUTTING's ``c`` (time to process one entry) and ``rates`` its ``u_k``
+    (default: :class:`ObservedRates`); ``combine`` coalesces a queued value with a newer
+    one of the same key (lossy policies only) and may cancel both by returning None.
     """
 
     def __init__(self, policy: QueuePolicy, *, cost: float = 1.0,
-                 combine: Combine = supersede) -> None:
+                 combine: Combine = supersede, rates: Optional[Rates] = None) -> None:
         self.policy = policy
         self.cost = cost
         self._combine = combine
+        self._observed = ObservedRates()
+        self._rates: Rates = rates if rates is not None else self._observed
         # slot -> entry, in service order; a slot is the key (lossy) or a sequence number
         self._slots: OrderedDict[Hashable, Entry[V]] = OrderedDict()
         self._sequence = 0
-        self._last_arrival: dict[Hashable, float] = {}
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -113,8 +133,7 @@ class UpdateQueue(Generic[V]):
 
     def enqueue(self, key: Hashable, value: V, time: float) -> None:
         """Add one update of ``key`` that arrived at ``time``."""
-        previous = self._last_arrival.get(key)
-        self._last_arrival[key] = time
+        self._observed.arrive(key, time)
         if not self.policy.lossy:
             self._sequence += 1
             self._slots[self._sequence] = Entry(key, value, time, time)
@@ -133,7 +152,7 @@ class UpdateQueue(Generic[V]):
             if self.policy is QueuePolicy.FIFO:
                 self._slots.move_to_end(key)
         if self.policy is QueuePolicy.LINECUTTING and is_slow_updater(
-                None if previous is None else time - previous, self.cost, residents):
+                self._rates(key, time), self.cost, residents):
             self._slots.move_to_end(key, last=False)
 
     def dequeue(self) -> Entry[V]:
@@ -225,7 +244,7 @@ class Schedule(Generic[V]):
 
 
 def simulate(arrivals: Iterable[Arrival[V]], policy: QueuePolicy, cost: float, *,
-             combine: Combine = supersede) -> Schedule[V]:
+             combine: Combine = supersede, rates: Optional[Rates] = None) -> Schedule[V]:
     """Replay ``arrivals`` through one queue served by one maintainer.
 
     The maintainer takes the head entry whenever it is idle and the queue is not empty,
@@ -234,7 +253,7 @@ def simulate(arrivals: Iterable[Arrival[V]], policy: QueuePolicy, cost: float, *
     arrival).
     """
     pending = sorted(arrivals, key=lambda a: a.time)
-    queue: UpdateQueue[V] = UpdateQueue(policy, cost=cost, combine=combine)
+    queue: UpdateQueue[V] = UpdateQueue(policy, cost=cost, combine=combine, rates=rates)
     dequeues: list[Dequeue[V]] = []
     free, i = 0.0, 0
     while i < len(pending) or len(queue):

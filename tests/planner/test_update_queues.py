@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from piql.planner.update_queues import (
-    Arrival, QueuePolicy, RowChange, UpdateQueue, is_slow_updater, net_change, simulate)
+    Arrival, ObservedRates, QueuePolicy, RowChange, UpdateQueue, is_slow_updater, net_change,
+    simulate,
+)
 
 LOSSY = [QueuePolicy.FIFO, QueuePolicy.IN_PLACE, QueuePolicy.LINECUTTING]
 
@@ -97,44 +99,60 @@ def test_in_place_beats_fifo_when_a_waiting_key_is_superseded():
 # -- §5.3: LINECUTTING -----------------------------------------------------------------
 
 def test_slow_updater_test_is_u_below_one_over_c_n():
-    # u_k = 1/interval < 1/(c·n)  <=>  interval > c·n
-    assert is_slow_updater(5, cost=1, residents=4)
-    assert not is_slow_updater(4, cost=1, residents=4)  # strict
-    assert not is_slow_updater(3, cost=1, residents=4)
-    assert not is_slow_updater(5, cost=2, residents=4)
-    assert is_slow_updater(None, cost=1, residents=4)  # first update: rate 0
-    assert is_slow_updater(0.001, cost=1, residents=0)  # 1/(c·0) is infinite
+    assert is_slow_updater(0.2, cost=1, residents=4)  # 0.2 < 1/4
+    assert not is_slow_updater(0.25, cost=1, residents=4)  # strict
+    assert not is_slow_updater(0.2, cost=2, residents=4)  # 0.2 > 1/8
+    assert is_slow_updater(float("inf"), cost=1, residents=0)  # 1/(c·0) is infinite
+
+
+# §5.3's two classes: fast keys update 10 times as often as the slow one
+TWO_CLASSES = {"F1": 1.0, "F2": 1.0, "F3": 1.0, "S": 0.1}.get
+
+
+def two_class_rates(key, _time):
+    return TWO_CLASSES(key)
 
 
 def test_linecutting_lets_a_slow_updater_cut_to_the_front():
-    # three fast keys and one slow one (the two-class mix of §5.3), cost 1
     arrivals = [Arrival(0, "F1", 1), Arrival(0, "F2", 1), Arrival(0, "F3", 1),
-                Arrival(0.5, "F1", 2),  # 0.5 after its last, 2 residents: fast
-                Arrival(0.75, "S", 1)]  # never updated before: slow
+                Arrival(0.5, "F1", 2), Arrival(0.75, "S", 1)]
     in_place = simulate(arrivals, QueuePolicy.IN_PLACE, cost=1)
-    cutting = simulate(arrivals, QueuePolicy.LINECUTTING, cost=1)
+    cutting = simulate(arrivals, QueuePolicy.LINECUTTING, cost=1, rates=two_class_rates)
     # IN-PLACE: F1 at 0, then [F2, F3, F1', S]
     assert in_place.order() == ["F1", "F2", "F3", "F1", "S"]
-    # LINECUTTING: a key's first update has rate 0, so F2 then F3 cut in front of F1
-    # at 0 ([F3, F2, F1]); F3 is taken at 0; F1' is fast and overwrites F1 in place
-    # ([F2, F1']); S cuts to the front ([S, F2, F1'])
-    assert cutting.order() == ["F3", "S", "F2", "F1"]
+    # LINECUTTING: F2 (n=1) and F3 (n=2) are fast (1 >= 1/n) and queue behind F1; F1 is
+    # taken at 0; F1' (n=2) is fast; S (n=3: 0.1 < 1/3) cuts to the front
+    assert cutting.order() == ["F1", "S", "F2", "F3", "F1"]
     keys = ["F1", "F2", "F3", "S"]
     assert sum(map(in_place.staleness_area, keys)) == pytest.approx(
         1 / 2 + 2**2 / 2 + 2.5**2 / 2 + 3.25**2 / 2)
+    # S waits 0.25 instead of 3.25; F2, F3 and F1' one entry longer each
     assert sum(map(cutting.staleness_area, keys)) == pytest.approx(
-        0.25**2 / 2 + 2**2 / 2 + 3**2 / 2)
-    assert cutting.average_staleness(keys) < in_place.average_staleness(keys)
+        0.25**2 / 2 + 2**2 / 2 + 3**2 / 2 + 3.5**2 / 2)
+    assert cutting.staleness_area("S") < in_place.staleness_area("S")
 
 
 def test_linecutting_is_in_place_for_a_fast_updater():
-    # first updates are slow (rate 0): each new key cuts in front
-    queue = queued(QueuePolicy.LINECUTTING, ("A", 1, 0), ("B", 1, 0), ("C", 1, 0))
-    assert keys_and_values(queue) == [("C", 1), ("B", 1), ("A", 1)]
-    queue.enqueue("A", 2, 1)  # 1 after its last, 3 residents: fast, keeps its place
-    assert keys_and_values(queue) == [("C", 1), ("B", 1), ("A", 2)]
-    queue.enqueue("B", 2, 4)  # 4 after its last, 3 residents: slow, to the front
-    assert keys_and_values(queue) == [("B", 2), ("C", 1), ("A", 2)]
+    queue = UpdateQueue(QueuePolicy.LINECUTTING,
+                        rates=lambda key, _t: {"A": 1.0, "B": 1.0, "C": 1.0, "S": 0.1}[key])
+    for key, value, time in (("A", 1, 0), ("B", 1, 0), ("C", 1, 0), ("A", 2, 1)):
+        queue.enqueue(key, value, time)
+    assert keys_and_values(queue) == [("A", 2), ("B", 1), ("C", 1)]  # A kept its place
+    queue.enqueue("S", 1, 2)  # n=3: 0.1 < 1/3, slow: to the front
+    queue.enqueue("C", 2, 3)  # fast: in place
+    assert keys_and_values(queue) == [("S", 1), ("A", 2), ("B", 1), ("C", 2)]
+
+
+def test_observed_rates_count_updates_over_the_queues_age():
+    queue = UpdateQueue(QueuePolicy.LINECUTTING)
+    for time in range(10):  # F updates once per time unit: fast, queued in place
+        queue.enqueue("F", time, time)
+    queue.enqueue("G", 0, 10)  # G: 1 update in 10 time units, 0.1 < 1/(1·1): slow
+    assert [e.key for e in queue.entries()] == ["G", "F"]
+    rates = ObservedRates()
+    assert rates("F", 0) == float("inf")  # no time has passed: no evidence of slowness
+    rates.arrive("F", 0), rates.arrive("F", 1), rates.arrive("G", 4)
+    assert (rates("F", 4), rates("G", 4)) == (0.5, 0.25)
 
 
 def test_queue_staleness_is_the_age_of_the_oldest_pending_update():
