@@ -505,6 +505,14 @@ class Suppression:
         return self.codes is None or code in self.codes
 
 
+class MaintenanceMode(StrEnum):
+    """When a query's views are maintained: in the writing transaction (``sync``), or from
+    an update queue the write only adds to (``async``, ``-- maintenance: async``)."""
+
+    SYNC = "sync"
+    ASYNC = "async"
+
+
 @dataclass(frozen=True)
 class NamedQuery:
     """One ``-- name:`` block of a queries file."""
@@ -518,6 +526,7 @@ class NamedQuery:
     view_name: str | None = None
     view_location: Location | None = field(default=None, compare=False)  # of the -- view: name
     noqa: Suppression | None = None  # what its -- noqa comments suppress
+    maintenance: MaintenanceMode = MaintenanceMode.SYNC  # of its views
 
 
 def rename_alias(block: QueryBlock, old: str, new: str, columns: tuple[str, ...] | None = None,

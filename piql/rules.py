@@ -149,6 +149,16 @@ RULES: tuple[Rule, ...] = (
          "WHERE f.follower = <userId> AND p.author = f.followee\n"
          "ORDER BY p.createdAt DESC LIMIT 20;",
          "Nothing to fix; piql serves the pull plan, and `piql explain` shows both."),
+    Rule("async", "PQ306", Severity.INFO,
+         "A query asked for asynchronous maintenance of its views.",
+         "With -- maintenance: async, a write to a table the query's view reads does its "
+         "checks, the row and one bounded enqueue of the changed row; the view's delta rules "
+         "run when the update queue is drained, so answers may lag the writes. As info it says "
+         "the view is asynchronous; as a warning, why it stays synchronous: piql defers only "
+         "views whose rules read the written row alone (docs/async.md).",
+         "-- name: followerCount\n-- maintenance: async\n"
+         "SELECT COUNT(*) FROM follows WHERE followee = <userId>;",
+         "Nothing to fix; call db.drain() before reads that must see every write."),
     Rule("skipped", "PQ401", Severity.INFO,
          "A schema statement that does not affect bounds was skipped.",
          "SET, GRANT, CREATE FUNCTION and the like change nothing piql reasons about, so "

@@ -1,7 +1,8 @@
 """Splitting a queries file into its ``-- name:`` blocks, with their option lines.
 
 A block is a ``-- name: <queryName>`` line, optional ``-- view: <name>`` and
-``-- periodic: <interval>`` and ``-- max: <param> <n>`` lines (anywhere before the SQL),
+``-- periodic: <interval>``, ``-- max: <param> <n>`` and ``-- maintenance: sync|async``
+lines (anywhere before the SQL),
 then one SQL
 statement. Comments after the statement belong to the next block.
 
@@ -21,7 +22,7 @@ from piql.diagnostics import Diagnostic
 from piql.errors import InputError, Location
 from piql.interval import parse_interval
 from piql.language.noqa import find_suppression
-from piql.query_block import Suppression
+from piql.query_block import MaintenanceMode, Suppression
 from piql.language.scanning import (
     COMMENT_KINDS, Span, at_line_start, blank, line_comment_at, line_end, line_start, scan,
     unclosed,
@@ -32,14 +33,15 @@ from piql.language.scanning import (
 # '--', which the regex engine finds fast; at_line_start checks what precedes it.
 NAME_LINE = re.compile(r"--[^\S\n]*name[^\S\n]*:[^\S\n]*(.*?)[^\S\n]*$",
                        re.IGNORECASE | re.MULTILINE)
-OPTION_LINE = re.compile(r"--[^\S\n]*(periodic|view|max)[^\S\n]*:[^\S\n]*(.*?)[^\S\n]*$",
+OPTION_LINE = re.compile(r"--[^\S\n]*(periodic|view|max|maintenance)[^\S\n]*:[^\S\n]*(.*?)[^\S\n]*$",
                          re.IGNORECASE | re.MULTILINE)
 # A header comment that reads like an option: one word right after '--', then ':'.
 KEY_LINE = re.compile(r"--[^\S\n]*([A-Za-z][A-Za-z_-]*)[^\S\n]*:[^\S\n]*(.*?)[^\S\n]*$",
                       re.MULTILINE)
-OPTIONS = ("name", "view", "periodic", "max")
+OPTIONS = ("name", "view", "periodic", "max", "maintenance")
 # ``-- max: n 100``: the largest value of the parameter of ``LIMIT <n>`` (several: "n 100, m 5")
 LIMIT_MAXIMUM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s+(\d+)\s*$")
+MAINTENANCE_MODES = tuple(mode.value for mode in MaintenanceMode)
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # An aiosql name: an identifier where '-' stands for '_', an optional declaration of its
 # parameters (``(a, b)``, aiosql 9), and an operator suffix.
@@ -229,6 +231,9 @@ def _option_problem(option: str, value: str) -> str | None:
         if not all(LIMIT_MAXIMUM.match(part) for part in value.split(",")):
             return (f"expected a parameter and its largest value after '-- max:' "
                     f"(e.g. '-- max: n 100'), found {value!r}")
+    if option == "maintenance" and value.lower() not in MAINTENANCE_MODES:
+        return (f"expected {' or '.join(MAINTENANCE_MODES)} after '-- maintenance:', "
+                f"found {value!r}")
     if option == "periodic":
         try:
             parse_interval(value)

@@ -34,7 +34,7 @@ from piql.language.positions import LineIndex, Places
 from piql.language.resolve import Resolver
 from piql.language.source_text import read_source
 from piql.language.syntax_errors import empty_list_item, syntax_problem
-from piql.query_block import NamedQuery
+from piql.query_block import MaintenanceMode, NamedQuery
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,17 @@ def _parse_named(chunk: NamedBlock, in_file: Callable[[int], Location], catalog:
         block = None
     return NamedQuery(chunk.name, shown, chunk.location, block,
                       tuple(resolver.unsupported), chunk.options.get("periodic"),
-                      chunk.options.get("view"), chunk.places.get("view"), chunk.noqa)
+                      chunk.options.get("view"), chunk.places.get("view"), chunk.noqa,
+                      maintenance_mode(chunk.options.get("maintenance", "")))
+
+
+def maintenance_mode(option: str) -> MaintenanceMode:
+    """The ``-- maintenance: sync|async`` option line's mode (sync when absent; a value
+    that is neither is reported by :mod:`~piql.language.blocks`)."""
+    try:
+        return MaintenanceMode(option.strip().lower())
+    except ValueError:
+        return MaintenanceMode.SYNC
 
 
 def limit_maxima(option: str) -> dict[str, int]:

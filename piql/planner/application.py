@@ -16,6 +16,7 @@ from piql.catalog import Catalog
 from piql.diagnostics import Diagnostic
 from piql.errors import InputError
 from piql.planner.adaptive import AdaptivePlan, adaptive_diagnostic, adaptive_plan
+from piql.planner.async_views import decide_maintenance
 from piql.planner.bounded_plans import Phase0Result, plan_query
 from piql.planner.compile import CompiledQuery, StoreLayout, UncompilablePlan, compile_plan
 from piql.planner.imv import build_imv
@@ -391,6 +392,7 @@ def plan_application(catalog: Catalog, queries: tuple[NamedQuery, ...],
     _reserve_chosen_names(names, queries)
     plan = Plan(catalog, tuple(plan_named(catalog, q, names, partitions) for q in queries),
                 queries_file, partitions)
+    plan = _with_maintenance(plan)
     checks = check_indexes(catalog, plan.indexes, names)
     return replace(plan, check_indexes=checks,
                    writes=write_bounds(catalog, plan.views, plan.indexes + checks))
@@ -403,6 +405,16 @@ def replanned(plan: Plan, partitions: int) -> Plan:
         return plan
     return replace(plan_application(plan.catalog, tuple(q.query for q in plan.queries),
                                     plan.queries_file, partitions), notes=plan.notes)
+
+
+def _with_maintenance(plan: Plan) -> Plan:
+    """Each view with its maintenance mode (``planner.async_views``), and what lint says."""
+    decision = decide_maintenance(plan.views, tuple(q.query for q in plan.queries))
+    return replace(plan, queries=tuple(
+        replace(q, view_defs=tuple(replace(v, maintenance=decision.modes[v.name])
+                                   for v in q.view_defs),
+                diagnostics=q.diagnostics + decision.notes.get(q.name, ()))
+        for q in plan.queries))
 
 
 def _reserve_chosen_names(names: Names, queries: tuple[NamedQuery, ...]) -> None:

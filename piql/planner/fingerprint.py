@@ -12,6 +12,7 @@ import json
 
 from piql.planner.application import Plan
 from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE
+from piql.query_block import MaintenanceMode
 from piql.planner.store_layout import stored_tables
 from piql.planner.triggers import Triggers
 from piql.sqlgen import identifier
@@ -28,7 +29,10 @@ def plan_fingerprint(plan: Plan) -> str:
         "tables": [[t.name, t.columns, t.key] + (["nullable key"] if t.nullable_key else [])
                    for t in stored_tables(plan)],
         "indexes": [(i.name, i.table, i.columns) for i in plan.indexes + plan.check_indexes],
-        "views": [[v.name, v.kind, v.sql] for v in plan.ordered_views],
+        # an asynchronous view's store also keeps the update queue (``runtime.update_queue``);
+        # named only then, so that the fingerprints of stores without one stay as they were
+        "views": [[v.name, v.kind, v.sql] + (["async"] if v.maintenance is MaintenanceMode.ASYNC
+                                              else []) for v in plan.ordered_views],
         "partitions": plan.partitions,
     }
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()

@@ -23,7 +23,7 @@ from piql.planner.levels import Level
 from piql.planner.store_layout import stored_tables
 from piql.planner.trigger_rules import TriggerDialect
 from piql.planner.fingerprint import triggers_fingerprint
-from piql.planner.triggers import compile_triggers
+from piql.planner.triggers import compile_triggers, synchronous
 
 RECORD_VERSION = 1
 
@@ -190,7 +190,7 @@ def trigger_fingerprint(plan: Plan) -> str:
     """The fingerprint of the triggers PostgreSQL runs for ``plan`` (as ``install`` records
     them: the hash of their statements)."""
     return triggers_fingerprint(
-        compile_triggers(plan.catalog, plan.ordered_views, TriggerDialect.POSTGRES))
+        compile_triggers(plan.catalog, synchronous(plan.ordered_views), TriggerDialect.POSTGRES))
 
 
 def _pairs(items: list) -> tuple[tuple[str, str], ...]:

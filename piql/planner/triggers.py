@@ -46,6 +46,7 @@ from piql.planner.triggers_postgres import (
 )
 from piql.planner.triggers_sqlite import sqlite_table
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind
+from piql.query_block import MaintenanceMode
 from piql.sql_types import TypeFamily, family
 
 
@@ -89,6 +90,12 @@ def marks_in_database(view: ViewDef, dialect: TriggerDialect,
         return []
     return [r for r in view.rules if r.action == RuleAction.MARK and not any(
         rel.table and rel.table.lower() == r.table.lower() for rel in r.delta.relations)]
+
+
+def synchronous(views: tuple[ViewDef, ...]) -> tuple[ViewDef, ...]:
+    """The views a store's triggers keep: asynchronous views are kept from the update queue
+    (``runtime.update_queue``)."""
+    return tuple(v for v in views if v.maintenance is MaintenanceMode.SYNC)
 
 
 def compile_triggers(catalog: Catalog, views: tuple[ViewDef, ...],

@@ -10,7 +10,9 @@ from piql.planner.levels import Level
 from piql.planner.naming import exact_sum_column
 from piql.planner.physical import IndexSpec, PhysicalPlan
 from piql.planner.refresh_plan import RefreshPlan, StagingLayout
-from piql.query_block import Aggregate, Attr, Epoch, Expr, Literal, Predicate, QueryBlock, base_attr
+from piql.query_block import (
+    Aggregate, Attr, Epoch, Expr, Literal, MaintenanceMode, Predicate, QueryBlock, base_attr,
+)
 from piql.sql_types import TypeFamily, family
 
 
@@ -138,6 +140,7 @@ class ViewDef:
     frozen: tuple[FrozenColumns, ...] = ()  # updates refused to keep a periodic view right
     refresh: RefreshPlan | None = None
     nullable_key: bool = False
+    maintenance: MaintenanceMode = MaintenanceMode.SYNC  # async: rules run from the queue
 
     @property
     def key(self) -> tuple[ViewColumn, ...]:

@@ -10,7 +10,10 @@ one transaction (``runtime.writes``):
   table is looked up in its child table once;
 - the base write itself, and one write per secondary index of the table (the queries'
   and the constraint checks');
-- every delta rule of every view the write reaches (their bounds are Phase 3's).
+- every delta rule of every view the write reaches (their bounds are Phase 3's); for an
+  asynchronous view (``-- maintenance: async``) one bounded enqueue of the changed row
+  instead, whatever the number of such views, and its rules run when the queue is
+  drained (``deferred``).
 
 A check reads a key prefix: where the table's primary key does not lead with the
 constraint's columns, piql keeps an index that does (:func:`check_indexes`), named by
@@ -25,6 +28,7 @@ from piql.planner.key_expressions import declared_spec
 from piql.planner.naming import Names
 from piql.planner.physical import IndexPurpose, IndexSpec
 from piql.planner.views import ViewDef, WriteEvent
+from piql.query_block import MaintenanceMode
 
 
 @dataclass(frozen=True)
@@ -39,13 +43,26 @@ class WriteBound:
     foreign_key_checks: int
     base_write: int
     index_upkeep: int
-    rules: tuple[tuple[str, int], ...]  # (delta rule, its ops bound)
+    rules: tuple[tuple[str, int], ...]  # (delta rule, its ops bound), in the transaction
+    deferred: tuple[tuple[str, int], ...] = ()  # asynchronous views' rules, run on drain
+    enqueues: int = 0  # ops of the enqueue for asynchronous views
 
     @property
     def ops_bound(self) -> int:
+        """The operations of the writing transaction."""
         return (self.key_check + self.cardinality_checks + self.unique_checks
                 + self.foreign_key_checks + self.base_write + self.index_upkeep
-                + sum(bound for _, bound in self.rules))
+                + sum(bound for _, bound in self.rules) + self.enqueues)
+
+    @property
+    def sync_ops_bound(self) -> int:
+        """The bound were every view maintained in the writing transaction."""
+        return self.ops_bound - self.enqueues + self.drain_bound
+
+    @property
+    def drain_bound(self) -> int:
+        """The operations the maintainer spends on this write's queued change."""
+        return sum(bound for _, bound in self.deferred)
 
     def __add__(self, other: "WriteBound") -> "WriteBound":
         """Two writes of the same table one after the other (an update)."""
@@ -55,7 +72,8 @@ class WriteBound:
             self.unique_checks + other.unique_checks,
             self.foreign_key_checks + other.foreign_key_checks,
             self.base_write + other.base_write, self.index_upkeep + other.index_upkeep,
-            self.rules + other.rules)
+            self.rules + other.rules, self.deferred + other.deferred,
+            self.enqueues + other.enqueues)
 
 
 def check_indexes(catalog: Catalog, query_indexes: tuple[IndexSpec, ...],
@@ -107,14 +125,26 @@ def write_bounds(catalog: Catalog, views: tuple[ViewDef, ...],
         insert = WriteBound(
             table.name, WriteEvent.INSERT, 1, sum(c.limit for c in table.cardinalities),
             len(table.unique_keys), len(table.foreign_keys), 1, upkeep,
-            _rules(views, table, WriteEvent.INSERT))
+            *_rules(views, table, WriteEvent.INSERT))
         delete = WriteBound(table.name, WriteEvent.DELETE, 1, 0, 0, children, 1, upkeep,
-                            _rules(views, table, WriteEvent.DELETE))
+                            *_rules(views, table, WriteEvent.DELETE))
         found += [insert, delete, delete + insert]
     return tuple(found)
 
 
-def _rules(views: tuple[ViewDef, ...], table: Table,
-           event: WriteEvent) -> tuple[tuple[str, int], ...]:
-    return tuple((rule.name, rule.ops_bound) for view in views for rule in view.rules
-                 if rule.table.lower() == table.name.lower() and rule.event == event)
+# Enqueueing a changed row: look up its key's queued entry, delete it, write the coalesced
+# one (runtime.update_queue).
+ENQUEUE_OPS = 3
+
+
+def _rules(views: tuple[ViewDef, ...], table: Table, event: WriteEvent
+           ) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...], int]:
+    """The rules a write runs in its transaction, those it defers, and its enqueue ops."""
+    now: list[tuple[str, int]] = []
+    later: list[tuple[str, int]] = []
+    for view in views:
+        for rule in view.rules:
+            if rule.table.lower() == table.name.lower() and rule.event == event:
+                deferred = view.maintenance is MaintenanceMode.ASYNC
+                (later if deferred else now).append((rule.name, rule.ops_bound))
+    return tuple(now), tuple(later), ENQUEUE_OPS if later else 0

@@ -37,14 +37,26 @@ def render(report: Plan | Findings, palette: Palette = PLAIN) -> str:
 
 
 def write_lines(plan: Plan, tables: list[str]) -> list[str]:
-    """``write to T: ops <= a (insert), b (delete), c (update)`` for each of ``tables``."""
+    """``write to T: ops <= a (insert), b (delete), c (update)`` for each of ``tables``; where
+    asynchronous views defer rules, also the bound were they synchronous, and the drain's."""
     lines = []
     for table in tables:
         bounds = [w for w in plan.writes if w.table.lower() == table.lower()]
-        if bounds:
-            events = ", ".join(f"{w.ops_bound} ({w.event})" for w in bounds)
-            lines.append(f"write to {bounds[0].table}: ops <= {events}")
+        if not bounds:
+            continue
+        name = bounds[0].table
+        if not any(w.deferred for w in bounds):
+            lines.append(f"write to {name}: ops <= {_events(bounds, 'ops_bound')}")
+            continue
+        lines += [f"write to {name} (async views: one enqueue): ops <= "
+                  f"{_events(bounds, 'ops_bound')}",
+                  f"write to {name} (every view sync): ops <= {_events(bounds, 'sync_ops_bound')}",
+                  f"drain of one {name} change: ops <= {_events(bounds, 'drain_bound')}"]
     return lines
+
+
+def _events(bounds: list, bound: str) -> str:
+    return ", ".join(f"{getattr(w, bound)} ({w.event})" for w in bounds)
 
 
 def _verdict(found: QueryFindings, width: int, palette: Palette) -> str:

@@ -25,7 +25,7 @@ from piql.engines.base import Engine
 from piql.planner.application import Plan, QueryPlan
 from piql.planner.compile import CompiledQuery, UncompilablePlan
 from piql.planner.views import ViewDef, ViewKind
-from piql.query_block import QueryBlock
+from piql.query_block import MaintenanceMode, QueryBlock
 from piql.runtime import bulk_load, install, sqlvalues
 from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.engine_bridge import view_rows
@@ -42,6 +42,7 @@ from piql.runtime.refresh import RefreshReport, refresh_view
 from piql.runtime.rows import ParamCheck, complete_row, key_of, read_rows
 from piql.runtime.schedule import RefreshSchedule
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
+from piql.runtime.update_queue import drain
 from piql.runtime.writes import Maintainer, WriteReport
 
 
@@ -211,6 +212,8 @@ class Deployment:
         rows = self.recomputed(view)
         self.store.replace_rows(view.name, rows)
         self._repaired(view, rows)
+        if view.maintenance is MaintenanceMode.ASYNC:
+            self.maintainer.queue.forget(view)
 
     def build_views(self, tables: Iterable[str] | None = None) -> list[str]:
         """Recompute every maintained view reading ``tables`` (all when None) in one pass."""
@@ -403,9 +406,17 @@ class Deployment:
         self._open()
         return RefreshSchedule(self.refresh, seconds)
 
-    def check(self, repair: bool = False) -> CheckReport:
-        """Recompute every maintained view from base data and diff it (paper §7)."""
+    def drain(self) -> int:
+        """Apply every pending change of the asynchronous views' update queue now, each
+        entry in its own transaction; returns how many entries were applied."""
         self._open()
+        queue = self.maintainer.queue
+        return 0 if queue is None else drain(self.maintainer, queue, self._transaction)
+
+    def check(self, repair: bool = False) -> CheckReport:
+        """Recompute every maintained view from base data and diff it (paper §7); the
+        asynchronous views' queue is drained first."""
+        self.drain()
         with self.lock:
             return check_views(self.store, self.views, self.recomputed, repair, self._repaired)
 

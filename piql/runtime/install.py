@@ -16,10 +16,11 @@ from piql.planner.naming import RUNTIME_TABLES
 from piql.planner.plan_diff import plan_diff
 from piql.planner.plan_record import PlanRecord, RecordError, plan_record
 from piql.planner.store_layout import stored_tables
-from piql.planner.triggers import compile_triggers
+from piql.planner.triggers import compile_triggers, synchronous
 from piql.report.plan_change import summary
 from piql.runtime.errors import DeploymentError
 from piql.runtime.store import Store, TableShape
+from piql.runtime.update_queue import queue_shapes
 
 PLAN = "plan"  # the metadata describing what the plan installed (``planner.plan_record``)
 
@@ -29,7 +30,7 @@ def shapes(plan: Plan) -> list[TableShape]:
     views; a view without key kept under the key column ``_all``; a SUM of REAL values
     with its exact sum in a hidden TEXT column, ``ViewDef.exact_sums``)."""
     return [TableShape(t.name, t.columns, t.key, t.types, t.nullable_key)
-            for t in stored_tables(plan)]
+            for t in stored_tables(plan)] + queue_shapes(plan)
 
 
 def fingerprint(plan: Plan) -> str:
@@ -59,7 +60,7 @@ def install_triggers(store: Store, plan: Plan) -> None:
     dialect = getattr(store, "trigger_dialect", None)
     if dialect is None:
         return
-    triggers = compile_triggers(plan.catalog, plan.ordered_views, dialect)
+    triggers = compile_triggers(plan.catalog, synchronous(plan.ordered_views), dialect)
     statements = triggers.preamble + triggers.statements
     found = triggers_fingerprint(triggers)
     if store.get_meta(TRIGGERS) != found:

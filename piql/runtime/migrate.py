@@ -18,7 +18,7 @@ from piql.planner.naming import RUNTIME_TABLES
 from piql.planner.plan_diff import PlanDiff, Step, StepKind, plan_diff
 from piql.planner.plan_record import PlanRecord, RecordError, trigger_fingerprint
 from piql.planner.trigger_rules import TriggerDialect
-from piql.planner.triggers import compile_triggers
+from piql.planner.triggers import compile_triggers, synchronous
 from piql.planner.triggers_postgres import function_name
 from piql.planner.views import ViewDef, ViewKind
 from piql.report import plan_change
@@ -192,7 +192,7 @@ def _placeholder(store: Store, name: str) -> str:
 def _replace_triggers(store: Store, plan: Plan) -> None:
     """Drop the triggers of every base table and create the new plan's (a table may have
     none now), recording their fingerprint as ``install`` does."""
-    triggers = compile_triggers(plan.catalog, plan.ordered_views, TriggerDialect.POSTGRES)
+    triggers = compile_triggers(plan.catalog, synchronous(plan.ordered_views), TriggerDialect.POSTGRES)
     q = lambda name: sqlgen.identifier(name, store.dialect)  # noqa: E731
     for table in plan.catalog.tables:
         store.sql(f"DROP TRIGGER IF EXISTS {q(function_name(table.name))} ON {q(table.name)}")

@@ -10,6 +10,10 @@ already without the tuple.
 What a write of one table and event does depends only on the plan, so it is worked
 out once per deployment (:class:`WriteProgram`: the rules to run with their column
 lists, the bound, the referencing foreign keys), not on every write.
+
+The rules of asynchronous views (``-- maintenance: async``) are not run by the write: it
+enqueues the changed row (``runtime.update_queue``), and :meth:`Maintainer.apply_deferred`
+runs them when the queue is drained.
 """
 from __future__ import annotations
 
@@ -19,12 +23,13 @@ from typing import Any, Callable
 from piql.catalog import Catalog, Table
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.planner.write_bounds import WriteBound
-from piql.query_block import Aggregate
+from piql.query_block import Aggregate, MaintenanceMode
 from piql.runtime.errors import BoundExceeded, ConstraintError
 from piql.runtime.evaluate import aggregate, holds, value
 from piql.runtime.delta_statements import DeltaStatements
 from piql.runtime.epochs import EpochWindow, mark_epochs
 from piql.runtime.store import Store
+from piql.runtime.update_queue import StoreQueue
 
 Partitioner = Callable[[ViewDef, dict[str, Any]], int]
 
@@ -69,6 +74,7 @@ class WriteProgram:
     deltas: tuple[RuleStep, ...]  # the views' delta rules, in dependency order
     marks: tuple[RuleStep, ...]  # the time windows' epoch-mark rules
     in_database: tuple[DeltaRule, ...]  # the rules the store's triggers run instead
+    deferred: tuple[RuleStep, ...] = ()  # asynchronous views' rules, run on drain
 
     @classmethod
     def of(cls, table: Table, event: WriteEvent, views: tuple[ViewDef, ...],
@@ -79,9 +85,11 @@ class WriteProgram:
         steps = [RuleStep.of(view, rule) for view, rule in rules if rule.name not in in_database]
         bound = next(b for b in bounds
                      if b.table.lower() == table.name.lower() and b.event == event)
+        deferred = tuple(s for s in steps if s.view.maintenance is MaintenanceMode.ASYNC)
+        steps = [s for s in steps if s not in deferred]
         return cls(bound, tuple(s for s in steps if s.rule.action != RuleAction.MARK),
                    tuple(s for s in steps if s.rule.action == RuleAction.MARK),
-                   tuple(rule for _, rule in rules if rule.name in in_database))
+                   tuple(rule for _, rule in rules if rule.name in in_database), deferred)
 
 
 @dataclass
@@ -98,6 +106,7 @@ class Maintainer:
     programs: dict[tuple[str, WriteEvent], WriteProgram] = field(init=False)
     referencing: dict[str, tuple[tuple[Table, Any], ...]] = field(init=False)
     statements: DeltaStatements = field(init=False)  # the rules' plans, prepared
+    queue: StoreQueue | None = field(init=False)  # of the asynchronous views, if any
 
     def __post_init__(self) -> None:
         self.statements = DeltaStatements(self.store)
@@ -109,6 +118,8 @@ class Maintainer:
         self.referencing = {table.name: tuple(
             (child, fk) for child in self.catalog.tables for fk in child.foreign_keys
             if fk.ref_table.lower() == table.name.lower()) for table in self.catalog.tables}
+        deferring = any(p.deferred for p in self.programs.values())
+        self.queue = StoreQueue(self.store) if deferring else None
 
     def write_bound(self, table: Table, event: WriteEvent) -> WriteBound:
         """The plan's bound of one write: key check, constraint checks, the row, its
@@ -132,6 +143,8 @@ class Maintainer:
         measured = [self._apply(step, rows, reads) for step, rows, reads in pending]
         # with the tuple in: it may join itself
         measured += self._marks(program, row)
+        if program.deferred:
+            self.queue.enqueue(table, None, row)
         return self._report(table, program, start, measured)
 
     def delete(self, table: Table, key: dict[str, Any], *,
@@ -154,7 +167,25 @@ class Maintainer:
         self.store.counter.writes += program.bound.index_upkeep
         measured = marked + [self._apply(step, *self._delta(step.rule, row))
                              for step in program.deltas]
+        if program.deferred:
+            # an update's delete half queues the whole change, so a queued insert of the row
+            # is not cancelled on the way (its entry keeps its place and its first arrival);
+            # the insert half then coalesces into the same net change
+            self.queue.enqueue(table, row, replacing)
         return self._report(table, program, start, measured)
+
+    def apply_deferred(self, table: Table, before: dict[str, Any] | None,
+                       after: dict[str, Any] | None) -> list[tuple[str, int, int]]:
+        """Run the asynchronous views' rules for one queued net change of a ``table`` row:
+        the delete's with the first old row, then the insert's with the last new one. The
+        rules read the written row alone (``planner.async_views``), so the base tables'
+        state since does not matter."""
+        measured = []
+        for event, row in ((WriteEvent.DELETE, before), (WriteEvent.INSERT, after)):
+            if row is not None:
+                measured += [self._apply(step, *self._delta(step.rule, row))
+                             for step in self.programs[(table.name, event)].deferred]
+        return measured
 
     # -- pieces ----------------------------------------------------------------
     def _check_cardinality(self, table: Table, row: dict[str, Any]) -> None:

@@ -790,7 +790,7 @@ def test_a_mistyped_option_in_a_header_is_an_error_that_says_what_was_meant(line
     text = f"-- name: q\n-- What the screen shows.\n{line}\nSELECT COUNT(*) FROM Tags WHERE tag = <t>\n"
     err = error(text)
     assert err.message == (f"unknown option '-- {key}:'; did you mean '-- {meant}:'? "
-                           "(options: name, view, periodic, max)")
+                           "(options: name, view, periodic, max, maintenance)")
     assert where(err.location) == at(text, key)
 
 

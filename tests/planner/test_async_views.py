@@ -1,0 +1,122 @@
+"""``-- maintenance: async``: which views are deferred, and the write bounds both ways."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from piql.errors import InputError
+from piql.planner.async_views import decide_maintenance
+from piql.planner.views import WriteEvent
+from piql.planner.write_bounds import ENQUEUE_OPS
+from piql.query_block import MaintenanceMode
+from piql.report import json_report, text
+from tests.conftest import plan_text
+
+SOCIAL = Path(__file__).parents[2] / "examples" / "social"
+SCHEMA = (SOCIAL / "schema.sql").read_text()
+QUERIES = (SOCIAL / "queries.sql").read_text()
+
+
+def social(*async_queries: str):
+    queries = QUERIES
+    for name in async_queries:
+        queries = queries.replace(f"-- name: {name}\n",
+                                  f"-- name: {name}\n-- maintenance: async\n")
+    return plan_text(SCHEMA, queries)
+
+
+def bound(plan, table, event):
+    return next(w for w in plan.writes if w.table == table and w.event == event)
+
+
+def view(plan, name):
+    return next(v for v in plan.views if v.name == name)
+
+
+def test_the_option_line_sets_the_querys_mode():
+    plan = social("followerCount")
+    modes = {q.name: q.query.maintenance for q in plan.queries}
+    assert modes["followerCount"] is MaintenanceMode.ASYNC
+    assert modes["likeCount"] is MaintenanceMode.SYNC
+
+
+@pytest.mark.parametrize("line, message", [
+    ("-- maintenance: later", "2:17: expected sync or async after '-- maintenance:', "
+                              "found 'later'"),
+    ("-- maintenence: async", "2:4: unknown option '-- maintenence:'; did you mean "
+                              "'-- maintenance:'?"),
+])
+def test_a_wrong_option_is_a_clear_error(line, message):
+    queries = f"-- name: followerCount\n{line}\nSELECT COUNT(*) FROM follows WHERE followee = <u>;\n"
+    with pytest.raises(InputError) as caught:
+        plan_text(SCHEMA, queries)
+    assert f"queries.sql:{message}" in str(caught.value)
+
+
+def test_an_async_view_moves_its_rules_out_of_the_write():
+    sync, deferred = social(), social("followerCount")
+    assert view(sync, "followerCount_view").maintenance is MaintenanceMode.SYNC
+    assert view(deferred, "followerCount_view").maintenance is MaintenanceMode.ASYNC
+    for event in WriteEvent:
+        before, after = bound(sync, "follows", event), bound(deferred, "follows", event)
+        assert after.rules == () and after.deferred == before.rules != ()
+        assert after.enqueues == ENQUEUE_OPS * (2 if event is WriteEvent.UPDATE else 1)
+        # base write + checks + enqueue, and the same bound as before were it sync
+        assert after.ops_bound == before.ops_bound - before.drain_bound - \
+            sum(b for _, b in before.rules) + after.enqueues
+        assert after.sync_ops_bound == before.ops_bound
+        assert after.drain_bound == sum(b for _, b in before.rules)
+    # other tables' writes do not change
+    assert bound(deferred, "likes", WriteEvent.INSERT) == bound(sync, "likes", WriteEvent.INSERT)
+
+
+def test_lint_says_the_view_is_async_and_shows_both_bounds():
+    plan = social("followerCount")
+    notes = [d for q in plan.queries for d in q.diagnostics if d.code == "async"]
+    assert [(d.severity, d.location.line) for d in notes] == [("info", 68)]  # the query's name line
+    insert = bound(plan, "follows", WriteEvent.INSERT)
+    lines = text.write_lines(plan, ["follows"])
+    assert lines[0].startswith(f"write to follows (async views: one enqueue): "
+                               f"ops <= {insert.ops_bound} (insert)")
+    assert lines[1].startswith(f"write to follows (every view sync): "
+                               f"ops <= {insert.sync_ops_bound} (insert)")
+    assert lines[2].startswith(f"drain of one follows change: ops <= {insert.drain_bound} "
+                               "(insert)")
+    assert text.write_lines(plan, ["likes"])[0].startswith("write to likes: ops <= ")
+    writes = json.loads(json_report.render(plan))["writes"]
+    follows = next(w for w in writes if w["table"] == "follows" and w["event"] == "insert")
+    assert (follows["sync_ops_bound"], follows["drain_ops_bound"]) == \
+        (insert.sync_ops_bound, insert.drain_bound)
+    assert "sync_ops_bound" not in next(w for w in writes if w["table"] == "likes")
+
+
+def test_a_join_view_stays_sync_with_a_warning():
+    plan = social("twoTags")
+    assert view(plan, "twoTags_view").maintenance is MaintenanceMode.SYNC
+    (note,) = [d for q in plan.queries for d in q.diagnostics if d.code == "async"]
+    assert note.severity == "warning"
+    assert "twoTags_view stays synchronous" in note.message
+    assert "reads more than the written" in note.message
+    assert all(not w.deferred for w in plan.writes)
+    assert plan.writes == social().writes
+
+
+def test_a_periodic_query_stays_sync():
+    plan = social("latestPosts")
+    notes = [d for q in plan.queries for d in q.diagnostics if d.code == "async"]
+    assert {d.severity for d in notes} == {"warning"}
+    assert any("staging view, kept by its refresh" in d.message for d in notes)
+    assert all(v.maintenance is MaintenanceMode.SYNC for v in plan.views)
+
+
+def test_a_view_serving_a_sync_query_too_stays_sync():
+    plan = social("followerCount")
+    shared = replace(view(plan, "followerCount_view"), for_queries=("followerCount", "likeCount"))
+    queries = tuple(q.query for q in plan.queries)
+    decision = decide_maintenance((shared,), queries)
+    assert decision.modes == {"followerCount_view": MaintenanceMode.SYNC}
+    (note,) = decision.notes["followerCount"]
+    assert note.severity == "warning" and "another query it serves is synchronous" in note.message
