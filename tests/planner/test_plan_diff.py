@@ -4,20 +4,10 @@ from __future__ import annotations
 import piql
 from piql.planner.plan_diff import StepKind, plan_diff
 from piql.planner.plan_record import plan_record
+from tests.runtime.test_migrate import MINE, RENAMED, SAVES, SCHEMA as BOOKMARKS, TAGGED, WHO
 
-SCHEMA = """
-CREATE TABLE users (userId BIGINT PRIMARY KEY, name VARCHAR);
-CREATE TABLE bookmarks (userId BIGINT, url VARCHAR, title VARCHAR, savedAt BIGINT TEMPORAL,
-    PRIMARY KEY (userId, url)) WITH CARDINALITY (url, 1000);
-CREATE TABLE tags (userId BIGINT, url VARCHAR, tag VARCHAR,
-    PRIMARY KEY (userId, url, tag)) WITH CARDINALITY (tag, 5) PER (userId, url);
-"""
-MINE = "-- name: mine\nSELECT url, title FROM bookmarks WHERE userId = <userId>;\n"
-SAVES = "-- name: saveCount\nSELECT COUNT(*) AS saves FROM bookmarks WHERE url = <url>;\n"
-RENAMED = "-- name: savesOfUrl\nSELECT COUNT(*) AS saves FROM bookmarks WHERE url = <url>;\n"
-TAGGED = "-- name: tagCount\nSELECT COUNT(*) AS n FROM tags WHERE tag = <tag>;\n"
-WHO = ("-- name: whoSaved\nSELECT userId FROM bookmarks WHERE url = <url> "
-       "ORDER BY savedAt DESC LIMIT 10;\n")  # through an index
+# the bookmarks app of the migration tests, with a users table to widen and constrain
+SCHEMA = "CREATE TABLE users (userId BIGINT PRIMARY KEY, name VARCHAR);" + BOOKMARKS
 
 
 def record(queries: str, schema: str = SCHEMA, dialect: str | None = None):
