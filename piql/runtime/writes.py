@@ -121,11 +121,6 @@ class Maintainer:
         deferring = any(p.deferred for p in self.programs.values())
         self.queue = StoreQueue(self.store) if deferring else None
 
-    def write_bound(self, table: Table, event: WriteEvent) -> WriteBound:
-        """The plan's bound of one write: key check, constraint checks, the row, its
-        indexes, and every rule (``planner.write_bounds``)."""
-        return self.programs[(table.name, event)].bound
-
     # -- the two primitive writes ---------------------------------------------
     def insert(self, table: Table, row: dict[str, Any]) -> WriteReport:
         start = self.store.counter.ops
