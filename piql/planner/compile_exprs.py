@@ -17,6 +17,7 @@ interpreter serves the query. An integer result leaving 64 bits raises on Postgr
 """
 from __future__ import annotations
 
+import string
 from typing import Callable
 
 from sqlglot import exp
@@ -30,11 +31,19 @@ from piql.sql_types import TypeFamily
 
 Ref = Callable[[Attr], exp.Expression]
 
-UPPER_ASCII, LOWER_ASCII = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
 _ARITHMETIC = {Func.ADD: exp.Add, Func.SUB: exp.Sub, Func.MUL: exp.Mul, Func.MOD: exp.Mod}
 _COMPARISONS = {"=": exp.EQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE,
                 "<>": exp.NEQ, "!=": exp.NEQ}
 _NUMBERS = (TypeFamily.INTEGER, TypeFamily.REAL)
+
+
+def ascii_case(func: Func) -> tuple[str, str]:
+    """The ``translate(text, source, target)`` letters of piql's LOWER or UPPER on
+    PostgreSQL: ASCII only, as SQLite's (PostgreSQL's own ``lower`` folds every letter). An
+    expression index and the statements reading it must spell it alike."""
+    if func is Func.LOWER:
+        return string.ascii_uppercase, string.ascii_lowercase
+    return string.ascii_lowercase, string.ascii_uppercase
 
 
 class UncompilablePlan(PiqlError):
@@ -140,8 +149,7 @@ class Expressions:
         if func in (Func.LOWER, Func.UPPER):
             if self.sqlite:
                 return (exp.Lower if func == Func.LOWER else exp.Upper)(this=args[0])
-            source, target = (UPPER_ASCII, LOWER_ASCII) if func == Func.LOWER \
-                else (LOWER_ASCII, UPPER_ASCII)
+            source, target = ascii_case(func)
             return exp.Anonymous(this="translate", expressions=[
                 args[0], exp.Literal.string(source), exp.Literal.string(target)])
         if func == Func.LENGTH:

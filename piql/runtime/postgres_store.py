@@ -56,7 +56,7 @@ from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE, WRITE_LOCK_KEY
 from piql.planner.trigger_rules import BULK, HELPER_FUNCTIONS, TriggerDialect
 from piql.planner.triggers_postgres import function_name
 from piql.planner.physical import KeyExpression, KeyPart
-from piql.query_block import Func
+from piql.planner.compile_exprs import ascii_case
 from piql.runtime import exact_sums
 from piql.runtime.errors import (
     DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
@@ -95,8 +95,7 @@ def _part(part: KeyPart) -> str:
     index can hold it), not PostgreSQL's Unicode-aware ``lower``."""
     if not isinstance(part, KeyExpression):
         return _quote(part)
-    upper, lower = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
-    source, target = (upper, lower) if part.func is Func.LOWER else (lower, upper)
+    source, target = ascii_case(part.func)
     return f"translate({_quote(part.column)}, '{source}', '{target}')"
 
 

@@ -19,6 +19,7 @@ import functools
 import math
 import operator
 import re
+import string
 from typing import Any
 
 INT64_MIN = -(2 ** 63)
@@ -217,8 +218,8 @@ def concat(left: Any, right: Any) -> str | None:
     return text(left) + text(right)  # type: ignore[operator]
 
 
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-_ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_ASCII_UPPER = str.maketrans(string.ascii_lowercase, string.ascii_uppercase)
 
 
 def lower(value: Any) -> str | None:
