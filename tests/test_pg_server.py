@@ -34,3 +34,33 @@ def test_a_test_database_is_dropped_after_use(postgres_server):
     with psycopg.connect(postgres_server.url(), autocommit=True) as connection:
         assert connection.execute("SELECT count(*) FROM pg_database WHERE datname = %s",
                                   (name,)).fetchone()[0] == 0
+
+
+def test_sigterm_stops_the_server_and_removes_its_directory(tmp_path):
+    """A benchmark killed with SIGTERM must not leave its embedded server running."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    script = ("from piql.bench.pg_server import PostgresServer\n"
+              "import sys, time\n"
+              "server = PostgresServer()\n"
+              "print(server.directory, flush=True)\n"
+              "time.sleep(120)\n")
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    directory = Path(child.stdout.readline().strip())
+    postmaster = int((directory / "data" / "postmaster.pid").read_text().split()[0])
+    child.send_signal(signal.SIGTERM)
+    assert child.wait(timeout=60) == 128 + signal.SIGTERM
+    assert not directory.exists()
+    for _ in range(100):  # the postmaster exits shortly after pg_ctl stop returns
+        try:
+            os.kill(postmaster, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"postmaster {postmaster} still running after SIGTERM")

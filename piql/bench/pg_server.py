@@ -15,7 +15,10 @@ import atexit
 import itertools
 import logging
 import shutil
+import signal
+import sys
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -23,6 +26,19 @@ from urllib.parse import urlsplit
 from piql.runtime.errors import DeploymentError
 
 _counter = itertools.count(1)
+
+
+def _exit_on_sigterm() -> None:
+    """Turn SIGTERM into a normal exit, so that atexit stops the server.
+
+    Python's default for SIGTERM kills the process without running atexit, which
+    left a benchmark's server (and its temporary directory) running. Only the
+    default handler is replaced: a handler the application set is kept.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 class PostgresServer:
@@ -53,6 +69,7 @@ class PostgresServer:
         pg_ctl(["-w", "restart"], pgdata=data, user=self._server.system_user, timeout=60)
         self._server._postmaster_info = PostmasterInfo.read_from_pgdata(data)
         atexit.register(self.stop)
+        _exit_on_sigterm()
 
     def url(self, database: str = "postgres") -> str:
         """A libpq URI for ``database`` on this server (over its Unix socket)."""
