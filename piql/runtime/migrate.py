@@ -21,12 +21,14 @@ from piql.planner.trigger_rules import TriggerDialect
 from piql.planner.triggers import compile_triggers, synchronous
 from piql.planner.triggers_postgres import function_name
 from piql.planner.views import ViewDef, ViewKind
+from piql.query_block import MaintenanceMode
 from piql.report import plan_change
 from piql.runtime import install
 from piql.runtime.check import recompute
 from piql.runtime.engine_bridge import view_rows
 from piql.runtime.errors import ConstraintError, DeploymentError
 from piql.runtime.partitions import partition_of
+from piql.runtime.update_queue import QUEUE_TABLE
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
 from piql.sql_types import postgres_type
 
@@ -135,6 +137,7 @@ def apply(store: Store, migration: Migration, rows: Rows | None = None,
     for table in plan.catalog.tables:  # what builds read (with the columns added)
         store.register(shapes[table.name])
     with store.transaction():
+        _queue(store, diff, shapes)
         for step in diff.steps:
             _apply(store, step, plan, shapes, computed)
         store.set_meta(install.FINGERPRINT, install.fingerprint(plan))
@@ -164,6 +167,25 @@ def _apply(store: Store, step: Step, plan: Plan, shapes: dict, rows: Rows) -> No
         _build(store, step, plan, shapes, rows)
     elif step.kind == StepKind.REPLACE_TRIGGERS:
         _replace_triggers(store, plan)
+
+
+def _queue(store: Store, diff: PlanDiff, shapes: dict) -> None:
+    """The update queue the new plan's asynchronous views are kept from: created if need
+    be, and empty when a view starts or stops being kept from it (its changes would be
+    applied to a view already holding them, or never to one no longer reading it)."""
+    switched = [s.name for s in diff.steps if s.view is not None and (
+        s.kind == StepKind.CHANGE_MAINTENANCE or
+        (s.kind == StepKind.BUILD_VIEW and s.view.maintenance == str(MaintenanceMode.ASYNC)))]
+    present = store.table_names()
+    if QUEUE_TABLE in shapes and QUEUE_TABLE not in present:
+        store.create_table(shapes[QUEUE_TABLE])
+    elif switched and QUEUE_TABLE in present:
+        (pending,), = store.sql(f"SELECT COUNT(*) FROM {sqlgen.identifier(QUEUE_TABLE, store.dialect)}")
+        if pending:
+            raise DeploymentError(
+                f"cannot migrate {store.location}: the update queue holds {pending} changes "
+                f"and {', '.join(switched)} would start or stop being kept from it; drain "
+                "them with the store's plan first (`db.drain()`), then migrate")
 
 
 def _add_column(store: Store, table: str, column: str, declared: str) -> None:
