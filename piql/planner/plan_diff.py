@@ -101,6 +101,13 @@ class PlanDiff:
         return not self.steps
 
     @property
+    def dropped_views(self) -> tuple[str, ...]:
+        """Views of the old plan no longer under their name (dropped, or kept renamed): a
+        process serving the old plan would miss them."""
+        return tuple(s.renamed_from or s.name for s in self.steps
+                     if s.kind in (StepKind.DROP_VIEW, StepKind.RENAME_VIEW))
+
+    @property
     def unsupported(self) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if s.kind == StepKind.UNSUPPORTED)
 

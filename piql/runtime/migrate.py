@@ -52,11 +52,15 @@ class Migration:
     sizes: dict[str, int]
     dialect: str
     location: str
+    in_use: str = ""  # why dropping its views would break processes serving the old plan
 
     def dry_run(self) -> str:
         """The steps, their SQL in the store's dialect and their costs (nothing applied)."""
-        return plan_change.render(self.diff, self.plan, self.dialect, self.sizes,
+        text = plan_change.render(self.diff, self.plan, self.dialect, self.sizes,
                                   self.location)
+        if self.in_use:
+            text += f"-- {self.in_use}: migrating needs them closed, or --force\n"
+        return text
 
 
 def prepare(store: Store, plan: Plan) -> Migration:
@@ -75,8 +79,10 @@ def prepare(store: Store, plan: Plan) -> Migration:
             "plan: reopen it once with the schema and queries it was deployed with "
             "(`piql deploy`), which records them, then migrate")
     diff = plan_diff(before, install.record(store, plan))
+    users = sessions.serving(store, store.get_meta(install.FINGERPRINT) or "")
+    warning = in_use(diff, users) if diff.dropped_views and users else ""
     return Migration(plan, before, diff, table_sizes(store, before), store.dialect,
-                     store.location)
+                     store.location, warning)
 
 
 def table_sizes(store: Store, record: PlanRecord) -> dict[str, int]:
@@ -201,18 +207,22 @@ def _in_use(store: Store, diff: PlanDiff, force: bool) -> None:
     serves the store's plan (``runtime.sessions``): its queries would find no table. On
     SQLite the schema changes whatever the steps, so those processes notice the new plan
     on their next write (``Deployment`` refuses to write with its old one)."""
-    gone = [s.renamed_from or s.name for s in diff.steps
-            if s.kind in (StepKind.DROP_VIEW, StepKind.RENAME_VIEW)]
-    users = sessions.serving(store, store.get_meta(install.FINGERPRINT) or "")
-    if gone and users and not force:
-        raise DeploymentError(
-            f"cannot migrate {store.location}: it would drop {', '.join(gone)}, which "
-            f"{len(users)} process{'es' if len(users) > 1 else ''} serving its plan still "
-            f"use{'' if len(users) > 1 else 's'} ({'; '.join(u.describe() for u in users[:5])}); "
-            "close them (`Deployment.close()`), or force the migration")
+    users = sessions.serving(store, store.get_meta(install.FINGERPRINT) or "", prune=True)
+    if diff.dropped_views and users and not force:
+        raise DeploymentError(f"cannot migrate {store.location}: " + in_use(diff, users)
+                              + "; close them (`Deployment.close()`), or force the migration "
+                              "(`--force`, `force=True`)")
     if store.dialect == "sqlite":  # a schema change their next write notices, in any case
         store.sql(f"CREATE TABLE {MIGRATED} (x)")
         store.sql(f"DROP TABLE {MIGRATED}")
+
+
+def in_use(diff: PlanDiff, users: list[sessions.Session]) -> str:
+    """Why dropping the diff's views would break the processes ``users``."""
+    many = len(users) > 1
+    return (f"it would drop {', '.join(diff.dropped_views)}, which {len(users)} "
+            f"process{'es' if many else ''} serving its plan still use{'' if many else 's'} "
+            f"({'; '.join(u.describe() for u in users[:5])})")
 
 
 def _queue(store: Store, diff: PlanDiff, shapes: dict) -> None:

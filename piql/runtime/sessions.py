@@ -90,13 +90,14 @@ def sessions(store: Store) -> list[Session]:
     return found
 
 
-def serving(store: Store, plan: str) -> list[Session]:
-    """The live deployments serving ``plan``; the rows of dead processes of this host are
-    removed (call inside a write transaction)."""
+def serving(store: Store, plan: str, prune: bool = False) -> list[Session]:
+    """The live deployments serving ``plan``; with ``prune`` (inside a write transaction)
+    the rows of dead processes of this host are removed."""
     live = []
     for session in sessions(store):
         if not session.live:
-            _delete(store, session.key)
+            if prune:
+                _delete(store, session.key)
         elif session.plan == plan:
             live.append(session)
     return live

@@ -134,3 +134,10 @@ def test_a_view_kept_with_another_maintenance_mode_changes_its_mode_not_its_rows
     assert kinds(old, new) == [(StepKind.CHANGE_MAINTENANCE, "saveCount_view")]
     assert kinds(new, old) == [(StepKind.CHANGE_MAINTENANCE, "saveCount_view")]
     assert plan_diff(new, record(MINE + deferred)).empty
+
+
+def test_a_primary_key_changed_cannot_migrate_and_says_why():
+    rekeyed = BOOKMARKS.replace("PRIMARY KEY (userId, url))", "PRIMARY KEY (url, userId))")
+    [step] = plan_diff(record(MINE, BOOKMARKS), record(MINE, rekeyed)).unsupported
+    assert step.reason == ("the primary key of bookmarks changed from (userId, url) to "
+                           "(url, userId)")
