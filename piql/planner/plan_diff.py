@@ -108,6 +108,12 @@ class PlanDiff:
                      if s.kind in (StepKind.DROP_VIEW, StepKind.RENAME_VIEW))
 
     @property
+    def remaintained_views(self) -> tuple[str, ...]:
+        """Views kept whose maintenance mode changes: a process of the old plan writing
+        would maintain them the old way (in its transaction, or through the queue)."""
+        return tuple(s.name for s in self.steps if s.kind == StepKind.CHANGE_MAINTENANCE)
+
+    @property
     def unsupported(self) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if s.kind == StepKind.UNSUPPORTED)
 

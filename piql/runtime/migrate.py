@@ -80,7 +80,8 @@ def prepare(store: Store, plan: Plan) -> Migration:
             "(`piql deploy`), which records them, then migrate")
     diff = plan_diff(before, install.record(store, plan))
     users = sessions.serving(store, store.get_meta(install.FINGERPRINT) or "")
-    warning = in_use(diff, users) if diff.dropped_views and users else ""
+    warning = in_use(diff, users) if users and (
+        diff.dropped_views or diff.remaintained_views) else ""
     return Migration(plan, before, diff, table_sizes(store, before), store.dialect,
                      store.location, warning)
 
@@ -203,12 +204,13 @@ def _apply(store: Store, step: Step, plan: Plan, shapes: dict, rows: Rows) -> No
 
 
 def _in_use(store: Store, diff: PlanDiff, force: bool) -> None:
-    """Refuse (unless ``force``) to drop or rename a view while another process still
-    serves the store's plan (``runtime.sessions``): its queries would find no table. On
+    """Refuse (unless ``force``) to drop or rename a view, or change how one is maintained,
+    while another process still serves the store's plan (``runtime.sessions``): its queries
+    would find no table, its writes would maintain the view the old way. On
     SQLite the schema changes whatever the steps, so those processes notice the new plan
     on their next write (``Deployment`` refuses to write with its old one)."""
     users = sessions.serving(store, store.get_meta(install.FINGERPRINT) or "", prune=True)
-    if diff.dropped_views and users and not force:
+    if (diff.dropped_views or diff.remaintained_views) and users and not force:
         raise DeploymentError(f"cannot migrate {store.location}: " + in_use(diff, users)
                               + "; close them (`Deployment.close()`), or force the migration "
                               "(`--force`, `force=True`)")
@@ -220,7 +222,10 @@ def _in_use(store: Store, diff: PlanDiff, force: bool) -> None:
 def in_use(diff: PlanDiff, users: list[sessions.Session]) -> str:
     """Why dropping the diff's views would break the processes ``users``."""
     many = len(users) > 1
-    return (f"it would drop {', '.join(diff.dropped_views)}, which {len(users)} "
+    changes = ([f"drop {', '.join(diff.dropped_views)}"] if diff.dropped_views else []) + (
+        [f"change how {', '.join(diff.remaintained_views)} is maintained"]
+        if diff.remaintained_views else [])
+    return (f"it would {' and '.join(changes)}, which {len(users)} "
             f"process{'es' if many else ''} serving its plan still use{'' if many else 's'} "
             f"({'; '.join(u.describe() for u in users[:5])})")
 

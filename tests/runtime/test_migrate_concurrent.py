@@ -189,3 +189,15 @@ def test_plain_sql_writers_on_postgres_during_a_migration(postgres_stores):
     assert len(db.rows("bookmarks")) == 5_000 + len(written)
     assert list(db.query("tagCount", tag="db").rows) == [(len(written),)]
     db.close()
+
+
+def test_changing_how_a_view_is_maintained_under_a_process_of_the_old_plan_needs_force(new_store):
+    from tests.runtime.test_migrate import ASYNC_SAVES
+    location = deployed(new_store(), MINE + SAVES)
+    other = piql.loads(SCHEMA, MINE + SAVES).deploy(location, engine="store")
+    app = piql.loads(SCHEMA, MINE + ASYNC_SAVES)
+    with pytest.raises(DeploymentError, match="change how saveCount_view is maintained"):
+        app.migrate(location, engine="store")
+    other.close()
+    app.migrate(location, engine="store")
+    reopened(location, MINE + ASYNC_SAVES).close()
