@@ -139,7 +139,7 @@ class Deployment:
         self.views = plan.ordered_views
         self.closed = False
         self.store: Store = open_store(str(path), busy_timeout)
-        self.session: str | None = None  # its registration (runtime.sessions)
+        self.session: sessions.Registration | None = None  # see runtime.sessions
         try:
             self.installed = install.install(self.store, plan)
             # other processes' migrations see this one serving the plan (runtime.sessions)
@@ -345,6 +345,8 @@ class Deployment:
                 with self.store.transaction():
                     self._schema_seen = sessions.same_plan(self.store, self._plan_id,
                                                            self._schema_seen)
+                    if self.session is not None:
+                        self.session.ensure(self.store)
                     return work()
             except StoreRefused as err:
                 raise ConstraintError(f"the store refused the write: {err}") from None

@@ -3,7 +3,9 @@ tell whether another process still uses the plan it would change.
 
 Every :class:`~piql.runtime.deployment.Deployment` of a store file or database registers
 itself when it opens (a metadata row ``session:<host>:<pid>:<id>`` naming its process,
-host, plan fingerprint and start time) and removes the row when it closes. A process that
+host, plan fingerprint and start time; without waiting for the store's write lock, so a
+SQLite store busy then gets the row with the deployment's first write) and removes the
+row when it closes. A process that
 died without closing leaves its row behind: on its own host a row whose process is gone
 is not live (``os.kill(pid, 0)``) and a migration removes it; a row of another host is
 taken as live (piql cannot look at that host's processes), so stop or close that process,
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 
 from piql import sqlgen
 from piql.planner.fingerprint import FINGERPRINT, META
-from piql.runtime.errors import DeploymentError
+from piql.runtime.errors import DeploymentError, StoreBusy
 from piql.runtime.store import Store
 
 PREFIX = "session:"
@@ -54,26 +56,62 @@ class Session:
         return f"pid {self.pid} on {self.host} since {since}"
 
 
-def register(store: Store, plan: str) -> str | None:
-    """Register this process as serving ``plan`` (a fingerprint) from ``store``; its key
-    (None for a store in memory, which no other process sees)."""
+@dataclass
+class Registration:
+    """This process's row in the registry: its key and value, and whether it is recorded
+    yet (opening a store takes no write lock: a row not recorded then is recorded by the
+    deployment's first write, :meth:`ensure`)."""
+
+    key: str
+    value: str
+    recorded: bool = False
+
+    def ensure(self, store: Store) -> None:
+        """Record the row, inside a write transaction."""
+        if not self.recorded:
+            store.set_meta(self.key, self.value)
+            self.recorded = True
+
+
+def register(store: Store, plan: str) -> Registration | None:
+    """Register this process as serving ``plan`` (a fingerprint) from ``store`` (None for a
+    store in memory, which no other process sees), without waiting for the write lock:
+    on PostgreSQL the row is written on its own (piql's write lock orders plan changes, not
+    this row); on SQLite it is written now if the lock is free, else by the first write."""
     if store.location == ":memory:":
         return None
-    key = f"{PREFIX}{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-    value = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "plan": plan,
-                        "started": time.time()}, sort_keys=True)
-    with store.transaction():
-        store.set_meta(key, value)
-    return key
+    host, pid = socket.gethostname(), os.getpid()
+    registration = Registration(f"{PREFIX}{host}:{pid}:{uuid.uuid4().hex[:8]}", json.dumps(
+        {"pid": pid, "host": host, "plan": plan, "started": time.time()}, sort_keys=True))
+    if store.dialect != "sqlite":
+        registration.ensure(store)
+        return registration
+    store.sql("PRAGMA busy_timeout = 0")
+    try:
+        with store.transaction():
+            registration.ensure(store)
+    except StoreBusy:
+        pass  # another connection writes: the first write of this one records it
+    finally:
+        store.sql(f"PRAGMA busy_timeout = {int(store.busy_timeout * 1000)}")
+    return registration
 
 
-def unregister(store: Store, key: str | None) -> None:
-    """Remove the registration ``key`` (nothing for None, or a store whose metadata is gone:
-    a deployment undone by ``install.uninstall``)."""
-    if key is None or store.get_meta(key) is None:
+def unregister(store: Store, registration: Registration | None) -> None:
+    """Remove the registration (nothing for one never recorded, or a store whose metadata
+    is gone: a deployment undone by ``install.uninstall``). A store busy past its
+    ``busy_timeout`` keeps the row; it is removed once this process is gone."""
+    if registration is None or not registration.recorded or \
+            store.get_meta(registration.key) is None:
         return
-    with store.transaction():
-        _delete(store, key)
+    try:
+        if store.dialect != "sqlite":
+            _delete(store, registration.key)
+            return
+        with store.transaction():
+            _delete(store, registration.key)
+    except StoreBusy:
+        pass
 
 
 def sessions(store: Store) -> list[Session]:

@@ -13,6 +13,7 @@ import pytest
 
 import piql
 from piql.runtime.errors import DeploymentError
+from piql.runtime.store import open_store
 from tests.runtime.test_migrate import MINE, SAVES, SCHEMA, TAGGED, WHO, deployed, reopened
 
 BEFORE, AFTER = MINE + SAVES, MINE + SAVES + TAGGED + WHO
@@ -201,3 +202,29 @@ def test_changing_how_a_view_is_maintained_under_a_process_of_the_old_plan_needs
     other.close()
     app.migrate(location, engine="store")
     reopened(location, MINE + ASYNC_SAVES).close()
+
+
+def test_a_deployment_opened_while_the_store_is_busy_registers_with_its_first_write(tmp_path):
+    import sqlite3
+
+    from piql.runtime import sessions
+    location = deployed(str(tmp_path / "app.db"), MINE + SAVES + TAGGED)
+    holder = sqlite3.connect(location, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # as a long load holds the write lock
+    started = time.monotonic()
+    db = piql.loads(SCHEMA, MINE + SAVES + TAGGED).deploy(location, engine="store",
+                                                          busy_timeout=30)
+    assert time.monotonic() - started < 5  # opening did not wait for the lock
+    assert db.session is not None and not db.session.recorded
+    holder.execute("COMMIT")
+    holder.close()
+    assert sessions.sessions(db.store) == []
+    db.insert("bookmarks", userId=9, url="a.org", title="t", savedAt=1)
+    [found] = sessions.sessions(db.store)
+    assert (found.pid, found.live) == (os.getpid(), True)
+    with pytest.raises(DeploymentError, match=rf"pid {os.getpid()}"):
+        piql.loads(SCHEMA, MINE + SAVES).migrate(location, engine="store")
+    db.close()
+    store = open_store(location)
+    assert sessions.sessions(store) == []  # removed on close
+    store.close()
