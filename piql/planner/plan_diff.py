@@ -6,12 +6,15 @@ migration runs them:
 
 1. what a migration cannot do (``UNSUPPORTED``: a base table or column dropped, a type or
    a primary key changed, a NOT NULL column added), listed first so a refusal says why;
-2. base tables, then columns, to add;
+2. base tables, then columns, to add; TEMPORAL columns marked or unmarked (no row changes:
+   the views reading them change with their definitions);
 3. CARDINALITY constraints added or tightened (to validate against the rows there), or
    relaxed (nothing to check);
 4. indexes to drop, views to drop, views kept under a new name, indexes to create;
 5. views to build from the rows already there (in the order they are maintained);
-6. the triggers to replace (PostgreSQL).
+6. views kept whose maintenance mode changed (``-- maintenance: async`` added or removed:
+   the rows stay, the writes maintain them in their transaction or from the update queue);
+7. the triggers to replace (PostgreSQL).
 
 A view whose definition (kind, SQL, stored columns and key) is unchanged is kept with its
 rows, whatever its name in the new plan: renamed if need be, never rebuilt. An index is
@@ -34,6 +37,7 @@ class StepKind(StrEnum):
     UNSUPPORTED = "unsupported"
     ADD_TABLE = "add table"
     ADD_COLUMN = "add column"
+    SET_TEMPORAL = "set temporal"
     VALIDATE_CONSTRAINT = "validate constraint"
     RELAX_CONSTRAINT = "relax constraint"
     DROP_INDEX = "drop index"
@@ -41,6 +45,7 @@ class StepKind(StrEnum):
     RENAME_VIEW = "rename view"
     CREATE_INDEX = "create index"
     BUILD_VIEW = "build view"
+    CHANGE_MAINTENANCE = "change maintenance"
     REPLACE_TRIGGERS = "replace triggers"
 
 
@@ -66,6 +71,13 @@ class Step:
             return f"cannot migrate: {self.reason}"
         if self.kind == StepKind.ADD_COLUMN and self.column is not None:
             return f"add column {self.name}.{self.column[0]} {self.column[1]} (NULL in existing rows)"
+        if self.kind == StepKind.SET_TEMPORAL and self.column is not None:
+            column, temporal = self.column
+            return (f"mark {self.name}.{column} TEMPORAL" if temporal else
+                    f"{self.name}.{column} no longer TEMPORAL") + " (no row rewritten)"
+        if self.kind == StepKind.CHANGE_MAINTENANCE and self.view is not None:
+            return (f"maintain view {self.name} {self.view.maintenance}hronously "
+                    "(its rows kept; the update queue must be empty)")
         if self.kind == StepKind.RENAME_VIEW:
             return f"keep view {self.renamed_from} (same definition) as {self.name}"
         if self.constraint is not None:
@@ -89,6 +101,19 @@ class PlanDiff:
         return not self.steps
 
     @property
+    def dropped_views(self) -> tuple[str, ...]:
+        """Views of the old plan no longer under their name (dropped, or kept renamed): a
+        process serving the old plan would miss them."""
+        return tuple(s.renamed_from or s.name for s in self.steps
+                     if s.kind in (StepKind.DROP_VIEW, StepKind.RENAME_VIEW))
+
+    @property
+    def remaintained_views(self) -> tuple[str, ...]:
+        """Views kept whose maintenance mode changes: a process of the old plan writing
+        would maintain them the old way (in its transaction, or through the queue)."""
+        return tuple(s.name for s in self.steps if s.kind == StepKind.CHANGE_MAINTENANCE)
+
+    @property
     def unsupported(self) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if s.kind == StepKind.UNSUPPORTED)
 
@@ -104,7 +129,8 @@ def plan_diff(old: PlanRecord, new: PlanRecord) -> PlanDiff:
                 for name, source in renamed.items()]
              + _index_steps(old, new, None)
              + [Step(StepKind.BUILD_VIEW, v.name, view=v) for v in new.views
-                if v.name not in renamed and v.name not in kept])
+                if v.name not in renamed and v.name not in kept]
+             + _maintenance_steps(old, new, {**renamed, **{name: name for name in kept}}))
     if new.triggers is not None and new.triggers != old.triggers:
         steps.append(Step(StepKind.REPLACE_TRIGGERS, "triggers"))
     order = list(StepKind)
@@ -141,6 +167,16 @@ def _match_views(old: PlanRecord, new: PlanRecord) -> tuple[dict[str, str], list
     return renamed, kept
 
 
+def _maintenance_steps(old: PlanRecord, new: PlanRecord, matched: dict[str, str]) -> list[Step]:
+    """Views kept (``matched``: new name to old) whose maintenance mode changed."""
+    steps = []
+    for name, source in matched.items():
+        view, before = new.view(name), old.view(source)
+        if view is not None and before is not None and view.maintenance != before.maintenance:
+            steps.append(Step(StepKind.CHANGE_MAINTENANCE, name, view=view))
+    return steps
+
+
 def _table_steps(old: PlanRecord, new: PlanRecord) -> list[Step]:
     steps: list[Step] = []
     for table in old.tables:
@@ -174,6 +210,11 @@ def _column_steps(before: TableRecord, after: TableRecord) -> list[Step]:
         elif found is None:
             steps.append(Step(StepKind.ADD_COLUMN, name, table=after,
                               column=(column, declared)))
+    was = {c.lower() for c in before.temporal}
+    now = {c.lower() for c in after.temporal}
+    steps += [Step(StepKind.SET_TEMPORAL, name, table=after,
+                   column=(column, "TEMPORAL" if column.lower() in now else ""))
+              for column, _ in after.columns if (column.lower() in now) != (column.lower() in was)]
     return steps
 
 

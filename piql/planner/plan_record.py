@@ -24,6 +24,7 @@ from piql.planner.store_layout import stored_tables
 from piql.planner.trigger_rules import TriggerDialect
 from piql.planner.fingerprint import triggers_fingerprint
 from piql.planner.triggers import compile_triggers, synchronous
+from piql.query_block import MaintenanceMode
 
 RECORD_VERSION = 1
 
@@ -34,13 +35,14 @@ class RecordError(ValueError):
 
 @dataclass(frozen=True)
 class TableRecord:
-    """A base table: its columns with their declared types, in order, its primary key and
-    its NOT NULL columns."""
+    """A base table: its columns with their declared types, in order, its primary key, its
+    NOT NULL columns and its TEMPORAL columns."""
 
     name: str
     columns: tuple[tuple[str, str], ...]
     key: tuple[str, ...]
     not_null: tuple[str, ...] = ()
+    temporal: tuple[str, ...] = ()
 
     def column(self, name: str) -> tuple[str, str] | None:
         return next((c for c in self.columns if c[0].lower() == name.lower()), None)
@@ -67,7 +69,8 @@ class IndexRecord:
 class ViewRecord:
     """The table keeping a view: its kind (``ViewKind``), definition SQL, stored columns
     with their types, stored key, whether the key may hold NULL, the base tables its
-    definition reads and the queries it serves."""
+    definition reads, the queries it serves and how writes maintain it (``MaintenanceMode``:
+    in their transaction, or later from the update queue)."""
 
     name: str
     kind: str
@@ -77,12 +80,14 @@ class ViewRecord:
     nullable_key: bool
     reads: tuple[str, ...]
     queries: tuple[str, ...]
+    maintenance: str = str(MaintenanceMode.SYNC)
 
     @property
     def definition(self) -> tuple:
         """What makes two views the same table whatever their names: a view with the same
         definition keeps the same rows, so a new plan can keep it (renamed if need be).
-        The SQL is ``CREATE VIEW name ... AS SELECT ...``: its own name is left out."""
+        The SQL is ``CREATE VIEW name ... AS SELECT ...``: its own name is left out, and so
+        is its maintenance mode (a change of mode keeps the rows)."""
         sql = re.sub(r"^CREATE VIEW \S+", "CREATE VIEW", self.sql)
         return (self.kind, sql, self.columns, self.key, self.nullable_key)
 
@@ -146,14 +151,18 @@ class PlanRecord:
                               f"version {RECORD_VERSION}")
         try:
             return PlanRecord(
+                # ``temporal`` and ``maintenance`` came later within version 1: a record
+                # without them is of a plan without TEMPORAL columns or async views
                 tables=tuple(TableRecord(t["name"], _pairs(t["columns"]), tuple(t["key"]),
-                                         tuple(t["not_null"]))
+                                         tuple(t["not_null"]), tuple(t.get("temporal", ())))
                              for t in data["tables"]),
                 indexes=tuple(IndexRecord(i["name"], i["table"], tuple(i["columns"]),
                                           i["unique"], i["purpose"]) for i in data["indexes"]),
                 views=tuple(ViewRecord(v["name"], v["kind"], v["sql"], _pairs(v["columns"]),
                                        tuple(v["key"]), v["nullable_key"], tuple(v["reads"]),
-                                       tuple(v["queries"])) for v in data["views"]),
+                                       tuple(v["queries"]),
+                                       v.get("maintenance", str(MaintenanceMode.SYNC)))
+                      for v in data["views"]),
                 constraints=tuple(ConstraintRecord(c["table"], c["column"], tuple(c["per"]),
                                                    c["limit"]) for c in data["constraints"]),
                 partitions=data["partitions"], triggers=data["triggers"],
@@ -167,7 +176,8 @@ def plan_record(plan: Plan, dialect: str | None = None) -> PlanRecord:
     fingerprint of the triggers PostgreSQL runs; None or "sqlite": no triggers)."""
     stored = {t.name: t for t in stored_tables(plan)}
     tables = tuple(TableRecord(t.name, tuple(zip(t.column_names, (c.type for c in t.columns))),
-                               t.primary_key, tuple(c.name for c in t.columns if not c.nullable))
+                               t.primary_key, tuple(c.name for c in t.columns if not c.nullable),
+                               t.temporal_columns)
                    for t in plan.catalog.tables)
     indexes = tuple(IndexRecord(i.name, i.table, i.columns, i.unique, str(i.purpose))
                     for i in plan.indexes + plan.check_indexes)
@@ -177,7 +187,8 @@ def plan_record(plan: Plan, dialect: str | None = None) -> PlanRecord:
         reads = tuple(dict.fromkeys(r.table for r in view.definition.relations if r.table))
         views.append(ViewRecord(view.name, str(view.kind), view.sql,
                                 tuple(zip(kept.columns, kept.types)), kept.key,
-                                kept.nullable_key, reads, view.for_queries))
+                                kept.nullable_key, reads, view.for_queries,
+                                str(view.maintenance)))
     constraints = tuple(ConstraintRecord(t.name, c.column, c.per, c.limit)
                         for t in plan.catalog.tables for c in t.cardinalities)
     triggers = trigger_fingerprint(plan) if dialect == TriggerDialect.POSTGRES else None

@@ -42,6 +42,14 @@ class StoredTable:
         return key_index_name(self.name) if self.nullable_key else None
 
 
+def index_path(columns: tuple, key: tuple[str, ...], unique: bool) -> tuple:
+    """The parts of a secondary index as the store creates it: its own parts, then the rest
+    of the table's key (as a secondary index of SQLite's WITHOUT ROWID tables holds them,
+    so that a range over the index comes in key order). A unique index keeps its own parts,
+    which it keeps unique."""
+    return tuple(columns) if unique else tuple(columns) + tuple(c for c in key if c not in columns)
+
+
 def stored_tables(plan: Plan) -> tuple[StoredTable, ...]:
     """Every table the plan keeps: the base tables, then the views in the order they are
     maintained (and created)."""

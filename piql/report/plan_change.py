@@ -25,6 +25,7 @@ from piql.catalog import Catalog
 from piql.planner.application import Plan
 from piql.planner.naming import key_index_name
 from piql.planner.plan_diff import PlanDiff, Step, StepKind
+from piql.planner.store_layout import index_path, stored_tables
 from piql.planner.trigger_rules import DIRTY_EPOCHS, TriggerDialect
 from piql.planner.views import ViewKind
 from piql.report.migration import base_tables, build, view_table
@@ -112,13 +113,22 @@ def step_sql(step: Step, plan: Plan, dialect: str) -> list[str]:
     if step.kind == StepKind.VALIDATE_CONSTRAINT and step.constraint is not None:
         return ["-- the migration stops, naming them, if this finds keys over the limit:",
                 validation_sql(step, dialect)]
+    if step.kind == StepKind.SET_TEMPORAL:
+        return ["-- nothing to run: the plan's record notes it"]
+    if step.kind == StepKind.CHANGE_MAINTENANCE:
+        return ["-- nothing to run on its rows; the migration stops if the update queue holds "
+                "changes (`db.drain()` them first)"]
     if step.kind == StepKind.RELAX_CONSTRAINT:
         return ["-- nothing to run: writes stop checking the old limit"]
     if step.kind == StepKind.DROP_INDEX:
         return [f"DROP INDEX {q(_index_name(step.name, d))}"]
     if step.kind == StepKind.CREATE_INDEX:
         spec = next(i for i in plan.indexes + plan.check_indexes if i.name == step.name)
-        return [sqlgen.create_index(spec.table, spec.parts, _index_name(spec.name, d), dialect,
+        parts = spec.parts
+        if d == TriggerDialect.POSTGRES:  # SQLite's WITHOUT ROWID tables append the key
+            key = next(t.key for t in stored_tables(plan) if t.name == spec.table)
+            parts = index_path(parts, key, spec.unique)
+        return [sqlgen.create_index(spec.table, parts, _index_name(spec.name, d), dialect,
                                     unique=spec.unique)]
     if step.kind == StepKind.DROP_VIEW:
         return [f"DROP TABLE {q(step.name)}"] + _epochs(step, dialect)

@@ -26,7 +26,7 @@ from piql.planner.application import Plan, QueryPlan
 from piql.planner.compile import CompiledQuery, UncompilablePlan
 from piql.planner.views import ViewDef, ViewKind
 from piql.query_block import MaintenanceMode, QueryBlock
-from piql.runtime import bulk_load, install, sqlvalues
+from piql.runtime import bulk_load, install, sessions, sqlvalues
 from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.engine_bridge import view_rows
 from piql.runtime.epochs import epoch_windows, mark_epochs
@@ -139,11 +139,16 @@ class Deployment:
         self.views = plan.ordered_views
         self.closed = False
         self.store: Store = open_store(str(path), busy_timeout)
+        self.session: sessions.Registration | None = None  # see runtime.sessions
         try:
             self.installed = install.install(self.store, plan)
+            # other processes' migrations see this one serving the plan (runtime.sessions)
+            self._plan_id = self.fingerprint()
+            self.session = sessions.register(self.store, self._plan_id)
         except BaseException:
             self.store.close()
             raise
+        self._schema_seen: int | None = None  # the store's schema version at the last write
         self.epoch_windows = epoch_windows(self.views)
         self._served: dict[str, _Served] = {}  # by the name queries are called with
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
@@ -176,7 +181,10 @@ class Deployment:
         self.closed = True
         if self._engine is not None:
             self._engine.close()
-        self.store.close()
+        try:
+            sessions.unregister(self.store, self.session)
+        finally:
+            self.store.close()
 
     def _open(self) -> None:
         if self.closed:
@@ -335,6 +343,10 @@ class Deployment:
         with self.lock:
             try:
                 with self.store.transaction():
+                    self._schema_seen = sessions.same_plan(self.store, self._plan_id,
+                                                           self._schema_seen)
+                    if self.session is not None:
+                        self.session.ensure(self.store)
                     return work()
             except StoreRefused as err:
                 raise ConstraintError(f"the store refused the write: {err}") from None

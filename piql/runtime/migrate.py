@@ -7,6 +7,7 @@ piql kept the record gets it when reopened with its own plan (``piql deploy``).
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,12 +22,14 @@ from piql.planner.trigger_rules import TriggerDialect
 from piql.planner.triggers import compile_triggers, synchronous
 from piql.planner.triggers_postgres import function_name
 from piql.planner.views import ViewDef, ViewKind
+from piql.query_block import MaintenanceMode
 from piql.report import plan_change
-from piql.runtime import install
+from piql.runtime import install, sessions
 from piql.runtime.check import recompute
 from piql.runtime.engine_bridge import view_rows
-from piql.runtime.errors import ConstraintError, DeploymentError
+from piql.runtime.errors import ConstraintError, DeploymentError, StoreBusy
 from piql.runtime.partitions import partition_of
+from piql.runtime.update_queue import QUEUE_TABLE
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
 from piql.sql_types import postgres_type
 
@@ -34,6 +37,8 @@ from piql.sql_types import postgres_type
 Rows = Callable[[ViewDef], list[tuple]]
 
 DIRTY = RUNTIME_TABLES[1]  # piql's table of the epochs marked for refresh
+LOCK_WAIT, LOCK_ATTEMPTS = "200ms", 50  # PostgreSQL: waiting for writers in flight
+MIGRATED = "_piql_migrated"  # made and dropped in a SQLite migration: the schema changes
 
 
 @dataclass(frozen=True)
@@ -47,11 +52,15 @@ class Migration:
     sizes: dict[str, int]
     dialect: str
     location: str
+    in_use: str = ""  # why dropping its views would break processes serving the old plan
 
     def dry_run(self) -> str:
         """The steps, their SQL in the store's dialect and their costs (nothing applied)."""
-        return plan_change.render(self.diff, self.plan, self.dialect, self.sizes,
+        text = plan_change.render(self.diff, self.plan, self.dialect, self.sizes,
                                   self.location)
+        if self.in_use:
+            text += f"-- {self.in_use}: migrating needs them closed, or --force\n"
+        return text
 
 
 def prepare(store: Store, plan: Plan) -> Migration:
@@ -70,8 +79,11 @@ def prepare(store: Store, plan: Plan) -> Migration:
             "plan: reopen it once with the schema and queries it was deployed with "
             "(`piql deploy`), which records them, then migrate")
     diff = plan_diff(before, install.record(store, plan))
+    users = sessions.serving(store, store.get_meta(install.FINGERPRINT) or "")
+    warning = in_use(diff, users) if users and (
+        diff.dropped_views or diff.remaintained_views) else ""
     return Migration(plan, before, diff, table_sizes(store, before), store.dialect,
-                     store.location)
+                     store.location, warning)
 
 
 def table_sizes(store: Store, record: PlanRecord) -> dict[str, int]:
@@ -134,12 +146,37 @@ def apply(store: Store, migration: Migration, rows: Rows | None = None,
     computed = rows or (lambda view: recompute(store, view, partition_of))
     for table in plan.catalog.tables:  # what builds read (with the columns added)
         store.register(shapes[table.name])
-    with store.transaction():
-        for step in diff.steps:
-            _apply(store, step, plan, shapes, computed)
-        store.set_meta(install.FINGERPRINT, install.fingerprint(plan))
-        store.set_meta(install.PLAN, install.record(store, plan).to_json())
+    for attempt in range(1, LOCK_ATTEMPTS + 1):
+        try:
+            with store.transaction():
+                _lock_tables(store, migration.recorded)
+                _in_use(store, diff, force)
+                _queue(store, diff, shapes)
+                for step in diff.steps:
+                    _apply(store, step, plan, shapes, computed)
+                store.set_meta(install.FINGERPRINT, install.fingerprint(plan))
+                store.set_meta(install.PLAN, install.record(store, plan).to_json())
+            return diff.steps
+        except StoreBusy:
+            if store.dialect != "postgres" or attempt == LOCK_ATTEMPTS:
+                raise
+            time.sleep(0.05 * attempt)  # writers in flight commit meanwhile
     return diff.steps
+
+
+def _lock_tables(store: Store, recorded: PlanRecord) -> None:
+    """On PostgreSQL, stop writes to the base tables for the migration (reads go on): a
+    plain SQL writer holds its table's lock while its trigger waits for piql's write lock,
+    which the migration holds, so the migration waits at most ``LOCK_WAIT`` for them and
+    then starts again (StoreBusy) after they commit, rather than deadlocking. Once it holds
+    the tables, no trigger of the old plan runs until it commits; then the new plan's."""
+    if store.dialect != "postgres" or not recorded.tables:
+        return
+    (wait,), = store.sql("SELECT current_setting('lock_timeout')")
+    store.sql("SELECT set_config('lock_timeout', %(wait)s, true)", {"wait": LOCK_WAIT})
+    store.sql("LOCK TABLE " + ", ".join(sqlgen.identifier(t.name, store.dialect)
+                                        for t in recorded.tables) + " IN SHARE ROW EXCLUSIVE MODE")
+    store.sql("SELECT set_config('lock_timeout', %(wait)s, true)", {"wait": wait})
 
 
 def _apply(store: Store, step: Step, plan: Plan, shapes: dict, rows: Rows) -> None:
@@ -164,6 +201,52 @@ def _apply(store: Store, step: Step, plan: Plan, shapes: dict, rows: Rows) -> No
         _build(store, step, plan, shapes, rows)
     elif step.kind == StepKind.REPLACE_TRIGGERS:
         _replace_triggers(store, plan)
+
+
+def _in_use(store: Store, diff: PlanDiff, force: bool) -> None:
+    """Refuse (unless ``force``) to drop or rename a view, or change how one is maintained,
+    while another process still serves the store's plan (``runtime.sessions``): its queries
+    would find no table, its writes would maintain the view the old way. On
+    SQLite the schema changes whatever the steps, so those processes notice the new plan
+    on their next write (``Deployment`` refuses to write with its old one)."""
+    users = sessions.serving(store, store.get_meta(install.FINGERPRINT) or "", prune=True)
+    if (diff.dropped_views or diff.remaintained_views) and users and not force:
+        raise DeploymentError(f"cannot migrate {store.location}: " + in_use(diff, users)
+                              + "; close them (`Deployment.close()`), or force the migration "
+                              "(`--force`, `force=True`)")
+    if store.dialect == "sqlite":  # a schema change their next write notices, in any case
+        store.sql(f"CREATE TABLE {MIGRATED} (x)")
+        store.sql(f"DROP TABLE {MIGRATED}")
+
+
+def in_use(diff: PlanDiff, users: list[sessions.Session]) -> str:
+    """Why dropping the diff's views would break the processes ``users``."""
+    many = len(users) > 1
+    changes = ([f"drop {', '.join(diff.dropped_views)}"] if diff.dropped_views else []) + (
+        [f"change how {', '.join(diff.remaintained_views)} is maintained"]
+        if diff.remaintained_views else [])
+    return (f"it would {' and '.join(changes)}, which {len(users)} "
+            f"process{'es' if many else ''} serving its plan still use{'' if many else 's'} "
+            f"({'; '.join(u.describe() for u in users[:5])})")
+
+
+def _queue(store: Store, diff: PlanDiff, shapes: dict) -> None:
+    """The update queue the new plan's asynchronous views are kept from: created if need
+    be, and empty when a view starts or stops being kept from it (its changes would be
+    applied to a view already holding them, or never to one no longer reading it)."""
+    switched = [s.name for s in diff.steps if s.view is not None and (
+        s.kind == StepKind.CHANGE_MAINTENANCE or
+        (s.kind == StepKind.BUILD_VIEW and s.view.maintenance == str(MaintenanceMode.ASYNC)))]
+    present = store.table_names()
+    if QUEUE_TABLE in shapes and QUEUE_TABLE not in present:
+        store.create_table(shapes[QUEUE_TABLE])
+    elif switched and QUEUE_TABLE in present:
+        (pending,), = store.sql(f"SELECT COUNT(*) FROM {sqlgen.identifier(QUEUE_TABLE, store.dialect)}")
+        if pending:
+            raise DeploymentError(
+                f"cannot migrate {store.location}: the update queue holds {pending} changes "
+                f"and {', '.join(switched)} would start or stop being kept from it; drain "
+                "them with the store's plan first (`db.drain()`), then migrate")
 
 
 def _add_column(store: Store, table: str, column: str, declared: str) -> None:
@@ -194,10 +277,18 @@ def _replace_triggers(store: Store, plan: Plan) -> None:
     none now), recording their fingerprint as ``install`` does."""
     triggers = compile_triggers(plan.catalog, synchronous(plan.ordered_views), TriggerDialect.POSTGRES)
     q = lambda name: sqlgen.identifier(name, store.dialect)  # noqa: E731
-    for table in plan.catalog.tables:
-        store.sql(f"DROP TRIGGER IF EXISTS {q(function_name(table.name))} ON {q(table.name)}")
-    for statement in triggers.preamble + triggers.statements:
-        store.sql(statement)
+    statements = triggers.preamble + triggers.statements
+    for table in plan.catalog.tables:  # a table whose views are gone keeps no trigger
+        if not any(s.startswith(f"CREATE TRIGGER {q(function_name(table.name))} ")
+                   for s in statements):
+            store.sql(f"DROP TRIGGER IF EXISTS {q(function_name(table.name))} ON {q(table.name)}")
+    for statement in statements:
+        # a trigger replaced in place (its function replaced, the trigger made again with
+        # CREATE OR REPLACE): unlike DROP TRIGGER, no lock that stops reads of its table
+        if statement.startswith("DROP TRIGGER IF EXISTS"):
+            continue
+        store.sql(statement.replace("CREATE TRIGGER ", "CREATE OR REPLACE TRIGGER ", 1)
+                  if statement.startswith("CREATE TRIGGER ") else statement)
     store.set_meta(install.TRIGGERS, trigger_fingerprint(plan))
 
 

@@ -57,6 +57,7 @@ from piql.planner.trigger_rules import BULK, HELPER_FUNCTIONS, TriggerDialect
 from piql.planner.triggers_postgres import function_name
 from piql.planner.physical import KeyExpression, KeyPart
 from piql.planner.compile_exprs import ascii_case
+from piql.planner.store_layout import index_path
 from piql.runtime import exact_sums
 from piql.runtime.errors import (
     DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
@@ -293,8 +294,7 @@ class PostgresStore:
         secondary index of SQLite's WITHOUT ROWID tables holds them). A unique one (a
         declared unique expression index) is on its own parts, which it keeps unique."""
         shape = self.shapes[table]
-        path = tuple(columns) if unique else \
-            tuple(columns) + tuple(c for c in shape.key if c not in columns)
+        path = index_path(tuple(columns), shape.key, unique)
         self._run(f"CREATE {'UNIQUE ' if unique else ''}INDEX IF NOT EXISTS "
                   f"{_quote(short_name(name))} ON {_quote(table)} ({self._path(shape, path)})",
                   prepare=False)

@@ -115,3 +115,29 @@ def test_a_query_left_without_its_bound_is_named():
     assert diff.unbounded == ("mine",)
     assert [s.kind for s in diff.steps] == [StepKind.RELAX_CONSTRAINT]
     assert plan_diff(record(MINE + SAVES, relaxed), record(MINE + SAVES)).unbounded == ()
+
+
+def test_a_temporal_column_marked_or_unmarked_rewrites_no_row():
+    plain = SCHEMA.replace("savedAt BIGINT TEMPORAL", "savedAt BIGINT")
+    [step] = plan_diff(record(MINE, plain), record(MINE)).steps
+    assert (step.kind, step.name, step.column) == (StepKind.SET_TEMPORAL, "bookmarks",
+                                                   ("savedAt", "TEMPORAL"))
+    assert step.describe() == "mark bookmarks.savedAt TEMPORAL (no row rewritten)"
+    [back] = plan_diff(record(MINE), record(MINE, plain)).steps
+    assert back.describe() == "bookmarks.savedAt no longer TEMPORAL (no row rewritten)"
+
+
+def test_a_view_kept_with_another_maintenance_mode_changes_its_mode_not_its_rows():
+    deferred = SAVES.replace("-- name: saveCount\n", "-- name: saveCount\n-- maintenance: async\n")
+    old, new = record(MINE + SAVES), record(MINE + deferred)
+    assert new.view("saveCount_view").maintenance == "async"
+    assert kinds(old, new) == [(StepKind.CHANGE_MAINTENANCE, "saveCount_view")]
+    assert kinds(new, old) == [(StepKind.CHANGE_MAINTENANCE, "saveCount_view")]
+    assert plan_diff(new, record(MINE + deferred)).empty
+
+
+def test_a_primary_key_changed_cannot_migrate_and_says_why():
+    rekeyed = BOOKMARKS.replace("PRIMARY KEY (userId, url))", "PRIMARY KEY (url, userId))")
+    [step] = plan_diff(record(MINE, BOOKMARKS), record(MINE, rekeyed)).unsupported
+    assert step.reason == ("the primary key of bookmarks changed from (userId, url) to "
+                           "(url, userId)")

@@ -49,3 +49,17 @@ def test_a_record_of_another_version_or_damaged_is_refused():
         PlanRecord.from_json(json.dumps({k: v for k, v in data.items() if k != "views"}))
     with pytest.raises(RecordError, match="damaged"):
         PlanRecord.from_json("{not json")
+
+
+def test_a_record_written_before_temporal_and_maintenance_were_kept_still_reads():
+    record = plan_record(piql.loads(SCHEMA.replace("savedAt BIGINT", "savedAt BIGINT TEMPORAL"),
+                                    QUERIES).plan)
+    assert record.tables[0].temporal == ("savedAt",)
+    data = json.loads(record.to_json())
+    for table in data["tables"]:
+        del table["temporal"]
+    for view in data["views"]:
+        del view["maintenance"]
+    older = PlanRecord.from_json(json.dumps(data))
+    assert older.tables[0].temporal == () and older.views[0].maintenance == "sync"
+    assert PlanRecord.from_json(record.to_json()) == record

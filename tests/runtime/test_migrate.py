@@ -219,3 +219,38 @@ def test_a_migration_leaving_a_query_unbounded_needs_force(tmp_path):
     reopened(location, MINE + SAVES).close()  # still on its plan
     assert app.migrate(location, force=True, engine="store").diff.unbounded == ("mine",)
     assert app.migrate(location, engine="store").diff.empty
+
+
+ASYNC_SAVES = SAVES.replace("-- name: saveCount\n", "-- name: saveCount\n-- maintenance: async\n")
+
+
+def test_a_view_made_asynchronous_keeps_its_rows_and_back_needs_the_queue_drained(new_store):
+    location = deployed(new_store())
+    assert StepKind.CHANGE_MAINTENANCE in migrated(location, MINE + ASYNC_SAVES)
+    db = reopened(location, MINE + ASYNC_SAVES)
+    before = list(db.query("saveCount", url="a.org").rows)
+    db.insert("bookmarks", userId=8, url="a.org", title="t", savedAt=9)  # queued
+    assert list(db.query("saveCount", url="a.org").rows) == before
+    db.close()
+    with pytest.raises(DeploymentError, match="update queue holds 1 changes.*drain"):
+        migrated(location, MINE + SAVES)
+    db = reopened(location, MINE + ASYNC_SAVES)  # refused: still on its plan
+    db.drain()
+    db.close()
+    assert StepKind.CHANGE_MAINTENANCE in migrated(location, MINE + SAVES)
+    db = reopened(location, MINE + SAVES)
+    db.insert("bookmarks", userId=9, url="a.org", title="t", savedAt=10)
+    assert list(db.query("saveCount", url="a.org").rows) == base(
+        db, "SELECT COUNT(*) FROM bookmarks WHERE url = 'a.org'")
+    db.close()
+
+
+def test_a_temporal_column_unmarked_migrates_without_touching_rows(tmp_path):
+    location = deployed(str(tmp_path / "app.db"))
+    plain = SCHEMA.replace("savedAt BIGINT TEMPORAL", "savedAt BIGINT")
+    assert migrated(location, MINE + SAVES, plain) == [StepKind.SET_TEMPORAL]
+    db = reopened(location, MINE + SAVES, plain)
+    assert base(db, "SELECT COUNT(*) FROM bookmarks") == [(9,)]
+    db.close()
+    assert migrated(location, MINE + SAVES) == [StepKind.SET_TEMPORAL]
+    reopened(location, MINE + SAVES).close()
