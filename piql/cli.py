@@ -101,6 +101,21 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--repair", action="store_true", help="replace views that differ")
     check.set_defaults(run=_check)
 
+    maintain = _command(commands, "maintain", help="apply the asynchronous views' queued "
+                        "changes: a maintainer process (docs/async.md)")
+    _files(maintain)
+    _store(maintain)
+    maintain.add_argument("--policy", choices=("in-place", "fifo", "linecutting"),
+                          default="in-place", help="the order entries are served in "
+                          "(default: in-place)")
+    maintain.add_argument("--batch", type=int, default=32, metavar="N",
+                          help="entries applied per transaction (default: 32)")
+    maintain.add_argument("--idle", type=float, default=0.05, metavar="SECONDS",
+                          help="sleep this long when the queue is empty (default: 0.05)")
+    maintain.add_argument("--once", action="store_true",
+                          help="drain what is queued, then exit")
+    maintain.set_defaults(run=_maintain)
+
     bench = _command(commands, "bench", help="benchmarks (they print figures, write JSON and PNG)")
     benches = bench.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
     refresh_bench = benches.add_parser("refresh", help="SI-3 periodic refresh vs data size, "
@@ -457,6 +472,32 @@ def _check(args: argparse.Namespace) -> int:
     report = _deployment(args).check(repair=args.repair)
     print(report)
     return EXIT_OK if report.consistent or args.repair else EXIT_UNBOUNDED
+
+
+def _maintain(args: argparse.Namespace) -> int:
+    import time
+
+    if args.batch < 1 or not args.idle > 0:
+        raise InputError("--batch expects a positive integer and --idle a positive time")
+    with _deployment(args) as db:
+        if db.maintainer.queue is None:
+            print("no asynchronous views: nothing to maintain")
+            return EXIT_OK
+        applied = 0
+        try:
+            while True:
+                done = db.drain(args.batch, policy=args.policy, batch=args.batch)
+                applied += done
+                if not done:
+                    if args.once:
+                        break
+                    time.sleep(args.idle)
+        except KeyboardInterrupt:
+            pass
+        stats = db.queue_stats()
+        print(f"applied {applied} queued changes ({stats.dequeue_rate:.0f}/s); "
+              f"{stats.length} pending", flush=True)
+    return EXIT_OK
 
 
 def _numbers(text: str, option: str) -> list[int]:

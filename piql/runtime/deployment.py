@@ -145,6 +145,7 @@ class Deployment:
         self.spark_master = spark_master
         self.progress = Progress(quiet)  # status lines of long steps, on a terminal
         self._engine: Engine | None = None
+        self.background: BackgroundMaintainer | None = None  # start_maintainer()'s thread
         self.lock = threading.RLock()  # one transaction at a time (scheduled refreshes too)
         self.plan = plan
         self.strict = strict
@@ -161,7 +162,6 @@ class Deployment:
         self._served: dict[str, _Served] = {}  # by the name queries are called with
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
                                      plan.writes, strict, self.epoch_windows)
-        self.background: BackgroundMaintainer | None = None
         if self.maintainer.queue is not None:
             self.maintainer.queue.policy = _policy(queue_policy)
         if maintainer:
