@@ -159,6 +159,19 @@ def build_parser() -> argparse.ArgumentParser:
     _postgres_option(tpcw)
     tpcw.add_argument("--out", default="bench-results", help="output directory")
     tpcw.set_defaults(run=_bench_tpcw)
+    queues = benches.add_parser("queues", help="asynchronous views: update queue policies vs "
+                                "load factor, staleness and write latency (UpStream §5-6)")
+    queues.add_argument("--loads", default="0.5,1,2,5,10",
+                        help="load factors (arrival rate / maintenance rate), comma separated")
+    queues.add_argument("--writes", type=int, default=2000,
+                        help="writes per policy and load factor (default: 2000)")
+    queues.add_argument("--keys", type=int, default=100, help="update keys (default: 100)")
+    queues.add_argument("--two-class-writes", type=int, default=2000,
+                        help="writes per point of the two-class mix (default: 2000)")
+    queues.add_argument("--seed", type=int, default=7, help="random seed")
+    _postgres_option(queues)
+    queues.add_argument("--out", default="bench-results", help="output directory")
+    queues.set_defaults(run=_bench_queues)
     migrate_bench = benches.add_parser("migrate", help="adding a view: piql migrate vs "
                                        "rebuilding the store from scratch")
     migrate_bench.add_argument("--rows", type=int, default=1_000_000,
@@ -565,6 +578,30 @@ def _bench_tpcw(args: argparse.Namespace) -> int:
     document = bench.run(settings, out)
     print(report.summary(document))
     print(f"\nwrote {out / 'tpcw.json'} and the figures {', '.join(report.FIGURES)} in {out}")
+    return EXIT_OK
+
+
+def _bench_queues(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from piql.bench import queues as bench
+
+    try:
+        loads = tuple(float(v) for v in args.loads.split(",") if v.strip())
+    except ValueError:
+        raise InputError(f"--loads expects comma-separated numbers, got {args.loads!r}") from None
+    if not loads or min(loads) <= 0:
+        raise InputError(f"--loads expects positive numbers, got {args.loads!r}")
+    for option, value in (("--writes", args.writes), ("--keys", args.keys),
+                          ("--two-class-writes", args.two_class_writes)):
+        if value < 1:
+            raise InputError(f"{option} expects a positive integer, got {value}")
+    out = Path(args.out)
+    document = bench.run(bench.Settings(loads, args.writes, args.keys,
+                                        two_class_writes=args.two_class_writes, seed=args.seed,
+                                        postgres=_postgres(args.postgres)), out)
+    print(bench.summary(document))
+    print(f"\nwrote {out / 'queues.json'} and {', '.join(bench.FIGURES)} in {out}")
     return EXIT_OK
 
 

@@ -120,6 +120,9 @@ class StoreQueue:
         self.residents = 0  # estimate of the pending entries (exact after a claim here)
         self.dequeued, self.draining_ns = 0, 0  # for the dequeue rate
         self._last = 0
+        # the append queue: the update whose delete half was just queued (any other change
+        # clears it)
+        self._replacing: Optional[tuple[str, str, dict[str, Any]]] = None
 
     def _now(self) -> int:
         """The clock, never repeating a value in this process (so two changes of one
@@ -137,14 +140,17 @@ class StoreQueue:
         assert row is not None
         row_key = _encode([row[c] for c in table.primary_key])
         now, residents = self._now(), self.residents
-        self.observed.arrive((table.name, row_key), now)
-        if not self.policy.lossy:
-            # one entry per change; an update's delete half queues the delete alone, its
-            # insert half the insert
-            change = RowChange(_values(table, before),
-                               _values(table, after) if before is None else None)
-            self._write(QueuedChange(table.name, f"{row_key}@{now}", change, now, now, now, 1))
-            self.residents += 1
+        # an update is two calls: its delete half (before and after) and its insert half
+        # (the same after, next); the second is no new arrival
+        second_half = before is None and self._replacing == (table.name, row_key, after)
+        self._replacing = (table.name, row_key, after) if before and after else None
+        if not second_half:
+            self.observed.arrive((table.name, row_key), now)
+        if not self.policy.lossy:  # one entry per change (an update's: its delete half)
+            if not second_half:
+                self._write(QueuedChange(table.name, f"{row_key}@{now}", RowChange(
+                    _values(table, before), _values(table, after)), now, now, now, 1))
+                self.residents += 1
             return
         change = RowChange(_values(table, before), _values(table, after))
         key = {"base": table.name, "row_key": row_key}
@@ -161,10 +167,10 @@ class StoreQueue:
             self.residents += 1
         first = now if queued is None else queued.first_enqueued
         cut = first if queued is None else queued.cut
-        if self._slow((table.name, row_key), now, residents):
+        if not second_half and self._slow((table.name, row_key), now, residents):
             cut = -now  # to the front, ahead of earlier cutters
-        self._write(QueuedChange(table.name, row_key, change, first, now, cut,
-                                 1 if queued is None else queued.updates + 1))
+        updates = 1 if queued is None else queued.updates + (0 if second_half else 1)
+        self._write(QueuedChange(table.name, row_key, change, first, now, cut, updates))
 
     def _slow(self, key: tuple[str, str], now: int, residents: int) -> bool:
         """§5.3's test with this process's statistics (the key's rate per ns) and the
