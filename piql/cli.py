@@ -488,10 +488,12 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _maintain(args: argparse.Namespace) -> int:
+    import signal
     import time
 
     if args.batch < 1 or not args.idle > 0:
         raise InputError("--batch expects a positive integer and --idle a positive time")
+    signal.signal(signal.SIGTERM, _interrupt)  # stop as on Ctrl-C: the batch rolls back
     with _deployment(args) as db:
         if db.maintainer.queue is None:
             print("no asynchronous views: nothing to maintain")
@@ -511,6 +513,10 @@ def _maintain(args: argparse.Namespace) -> int:
         print(f"applied {applied} queued changes ({stats.dequeue_rate:.0f}/s); "
               f"{stats.length} pending", flush=True)
     return EXIT_OK
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _numbers(text: str, option: str) -> list[int]:

@@ -116,3 +116,42 @@ def test_check_drains_an_async_views_queue_first(capsys, files, tmp_path):
     with Deployment(social(*ASYNC), store, engine="store") as db:
         assert len(db.maintainer.queue) == 0
     assert_exact_after_drain(store)
+
+
+def test_two_maintainers_claim_each_entry_once(store_url):
+    """Two deployments drain one store at once (threads, a connection each): every entry is
+    applied by exactly one of them."""
+    import threading
+
+    queued = queued_follows(store_url)
+    maintainers = [Deployment(social(*ASYNC), store_url, engine="store") for _ in range(2)]
+    applied = [0, 0]
+
+    def work(number: int) -> None:
+        applied[number] = maintainers[number].drain(batch=4)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for db in maintainers:
+        db.close()
+    assert sum(applied) == queued
+    assert_exact_after_drain(store_url)
+
+
+def test_maintain_stops_cleanly_on_sigterm(files, tmp_path):
+    store = str(tmp_path / "s.db")
+    queued_follows(store, users=2)
+    process = subprocess.Popen([sys.executable, "-m", "piql.cli", "maintain", *files, "--db",
+                                store, "--engine", "store", "-q"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with Deployment(social(*ASYNC), store, engine="store") as watcher:
+        deadline = time.monotonic() + 120
+        while len(watcher.maintainer.queue) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert "applied 4 queued changes" in out and "0 pending" in out
