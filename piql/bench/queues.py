@@ -21,7 +21,9 @@ reference). Per policy and load factor: write p50/p99, throughput, average queue
 staleness (time average over keys, §3.3) and p99 of the waits, queue length over time,
 entries applied and maintenance operations (what coalescing saves against append) and
 ``differences``: sectors whose answer after the final drain differs from the query's own
-SQL on the base table (must be 0).
+SQL on the base table (must be 0). The replay's write timings share the machine with its
+drains; ``write_latency`` times the writes of every mode interleaved (no drain timed),
+which is what the latency target is read from.
 
 The two-class mix of §5.3 (Figure 9): 10 keys of which ``slow`` update ``ratio`` times
 less often than the others, load 5; the ratio of IN-PLACE's average queue staleness to
@@ -238,8 +240,51 @@ def run(settings: Settings, out: Path, say: Callable[[str], None] = print) -> di
     return document
 
 
+LATENCY_MODES = ("plain", "sync", "in-place", "append")
+
+
+def write_latency(settings: Settings, new_store: Callable[[], str]) -> dict[str, Any]:
+    """Write latency without the replay's drains in the way: one deployment per mode
+    open at once, the same Zipf-keyed update written to each in turn (the order rotating),
+    so the shared machine's noise falls on every mode alike; the async queues are drained
+    every 200 writes, untimed."""
+    arrivals = zipf_arrivals(settings.writes * 2, settings.keys, settings.zipf, 1.0,
+                             settings.seed)
+    keys = sorted({k for _, k in arrivals})
+    dbs = {}
+    try:
+        for mode in LATENCY_MODES:
+            dbs[mode] = Deployment(plan(mode if mode in ("plain", "sync") else "async"),
+                                   new_store(), engine="store", quiet=True,
+                                   queue_policy=mode if mode in QUEUED else "in-place")
+            for key in keys:
+                dbs[mode].insert("quotes", symbol=key, sector=key % SECTORS, price=0)
+        timings: dict[str, list[float]] = {m: [] for m in LATENCY_MODES}
+        for number, (_, key) in enumerate(arrivals):
+            shift = number % len(LATENCY_MODES)
+            for mode in LATENCY_MODES[shift:] + LATENCY_MODES[:shift]:
+                started = time.perf_counter()
+                dbs[mode].update("quotes", symbol=key, sector=key % SECTORS, price=number)
+                timings[mode].append(time.perf_counter() - started)
+            if number % 200 == 199:
+                for db in dbs.values():
+                    db.drain()
+        plain = percentile(timings["plain"], 99)
+        return {mode: {"writes": len(t), "p50_ms": percentile(t, 50) * 1e3,
+                       "p99_ms": percentile(t, 99) * 1e3,
+                       "writes_per_second": len(t) / sum(t),
+                       "p99_over_plain": percentile(t, 99) / plain}
+                for mode, t in timings.items()}
+    finally:
+        for db in dbs.values():
+            db.close()
+
+
 def _store_figures(settings: Settings, new_store: Callable[[], str],
                    say: Callable[[str], None], kind: str) -> dict[str, Any]:
+    latency = write_latency(settings, new_store)
+    say(f"{kind} write p50/p99 ms: " + ", ".join(
+        f"{m} {v['p50_ms']:.3f}/{v['p99_ms']:.3f}" for m, v in latency.items()))
     loads: dict[str, dict[str, Any]] = {}
     for load in settings.loads:
         arrivals = zipf_arrivals(settings.writes, settings.keys, settings.zipf, load,
@@ -273,7 +318,7 @@ def _store_figures(settings: Settings, new_store: Callable[[], str],
         two_class[str(ratio)] = points
         say(f"{kind} two-class mix, slow keys {ratio}x slower: IN-PLACE/LINECUTTING " + " ".join(
             f"{p['in_place_over_linecutting']:.2f}" for p in points))
-    return {"loads": loads, "two_class": two_class}
+    return {"write_latency": latency, "loads": loads, "two_class": two_class}
 
 
 def _two_tags() -> tuple[str, str]:
@@ -316,9 +361,9 @@ def targets(document: dict[str, Any]) -> dict[str, Any]:
             row[p]["differences"] for row in loads.values() for p in POLICIES) + sum(
             pt[p]["differences"] for pts in figures_["two_class"].values() for pt in pts
             for p in ("in-place", "linecutting"))}
-        worst = max(row[p]["write_p99_ms"] / row["plain"]["write_p99_ms"]
-                    for row in loads.values() for p in QUEUED)
-        checks["async_write_p99_over_plain_worst"] = worst
+        checks["async_write_p99_over_plain"] = {
+            m: figures_["write_latency"][m]["p99_over_plain"] for m in ("in-place", "append")}
+        checks["sync_write_p99_over_plain"] = figures_["write_latency"]["sync"]["p99_over_plain"]
         if five:
             checks["load5_max_queue_length"] = {p: five[p]["max_queue_length"] for p in QUEUED}
             checks["load5_distinct_keys"] = five["in-place"]["distinct_keys"]
@@ -385,6 +430,8 @@ def plot(document: dict[str, Any], out: Path) -> None:
 def summary(document: dict[str, Any]) -> str:
     lines = []
     for kind, figures_ in document["stores"].items():
+        lines.append(f"{kind}: write latency p50/p99 ms (interleaved): " + ", ".join(
+            f"{m} {v['p50_ms']:.3f}/{v['p99_ms']:.3f}" for m, v in figures_["write_latency"].items()))
         lines.append(f"{kind}: per load factor, write p99 ms / avg queue staleness (c) / "
                      "max queue length / entries applied")
         for load, row in sorted(figures_["loads"].items(), key=lambda i: float(i[0])):
