@@ -365,6 +365,8 @@ class Deployment:
     def _transaction(self, work):
         self._open()
         with self.lock:
+            if self.maintainer.queue is not None:
+                self.maintainer.queue.new_transaction()
             try:
                 with self.store.transaction():
                     return work()

@@ -140,17 +140,18 @@ class StoreQueue:
         assert row is not None
         row_key = _encode([row[c] for c in table.primary_key])
         now, residents = self._now(), self.residents
-        # an update is two calls: its delete half (before and after) and its insert half
-        # (the same after, next); the second is no new arrival
+        # an update is two calls in one transaction: its delete half (before and after),
+        # which queues the whole change, and its insert half (the same after, next)
         second_half = before is None and self._replacing == (table.name, row_key, after)
         self._replacing = (table.name, row_key, after) if before and after else None
         if not second_half:
             self.observed.arrive((table.name, row_key), now)
-        if not self.policy.lossy:  # one entry per change (an update's: its delete half)
-            if not second_half:
-                self._write(QueuedChange(table.name, f"{row_key}@{now}", RowChange(
-                    _values(table, before), _values(table, after)), now, now, now, 1))
-                self.residents += 1
+        if second_half:
+            return  # the delete half queued the whole update: (before, after)
+        if not self.policy.lossy:  # one entry per change
+            self._write(QueuedChange(table.name, f"{row_key}@{now}", RowChange(
+                _values(table, before), _values(table, after)), now, now, now, 1))
+            self.residents += 1
             return
         change = RowChange(_values(table, before), _values(table, after))
         key = {"base": table.name, "row_key": row_key}
@@ -167,10 +168,14 @@ class StoreQueue:
             self.residents += 1
         first = now if queued is None else queued.first_enqueued
         cut = first if queued is None else queued.cut
-        if not second_half and self._slow((table.name, row_key), now, residents):
+        if self._slow((table.name, row_key), now, residents):
             cut = -now  # to the front, ahead of earlier cutters
-        updates = 1 if queued is None else queued.updates + (0 if second_half else 1)
-        self._write(QueuedChange(table.name, row_key, change, first, now, cut, updates))
+        self._write(QueuedChange(table.name, row_key, change, first, now, cut,
+                                 1 if queued is None else queued.updates + 1))
+
+    def new_transaction(self) -> None:
+        """A write transaction begins: no update's delete half is pending."""
+        self._replacing = None
 
     def _slow(self, key: tuple[str, str], now: int, residents: int) -> bool:
         """§5.3's test with this process's statistics (the key's rate per ns) and the
