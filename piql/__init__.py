@@ -45,7 +45,7 @@ class App:
     def deploy(self, path: str | Path = ":memory:", *, strict: bool = True,
                partitions: int = DEFAULT_PARTITIONS, engine: str = "duckdb",
                spark_master: str | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-               quiet: bool = False):
+               quiet: bool = False, queue_policy: str = "in-place", maintainer: bool = False):
         """Create (or reopen) the store at ``path`` with this plan's tables, indexes and views.
 
         ``path``: a SQLite file, ``":memory:"``, or a PostgreSQL database's URI
@@ -61,11 +61,14 @@ class App:
         show a status line on standard error with the time they took; ``quiet=True``
         silences it (it is silent off a terminal anyway). Use the deployment as a context
         manager (``with app.deploy(...) as db:``) or ``close()`` it.
+        ``queue_policy`` (in-place, fifo, linecutting, append) and ``maintainer=True`` (a
+        background thread draining the update queue): asynchronous views, docs/async.md.
         """
         from piql.runtime.deployment import Deployment
 
         return Deployment(self._plan_for(partitions), str(path), strict=strict, engine=engine,
-                          spark_master=spark_master, busy_timeout=busy_timeout, quiet=quiet)
+                          spark_master=spark_master, busy_timeout=busy_timeout, quiet=quiet,
+                          queue_policy=queue_policy, maintainer=maintainer)
 
     def _plan_for(self, partitions: int) -> Plan:
         """The plan for ``partitions`` staging partitions (made once)."""

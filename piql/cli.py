@@ -101,6 +101,21 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--repair", action="store_true", help="replace views that differ")
     check.set_defaults(run=_check)
 
+    maintain = _command(commands, "maintain", help="apply the asynchronous views' queued "
+                        "changes: a maintainer process (docs/async.md)")
+    _files(maintain)
+    _store(maintain)
+    maintain.add_argument("--policy", choices=("in-place", "fifo", "linecutting"),
+                          default="in-place", help="the order entries are served in "
+                          "(default: in-place)")
+    maintain.add_argument("--batch", type=int, default=32, metavar="N",
+                          help="entries applied per transaction (default: 32)")
+    maintain.add_argument("--idle", type=float, default=0.05, metavar="SECONDS",
+                          help="sleep this long when the queue is empty (default: 0.05)")
+    maintain.add_argument("--once", action="store_true",
+                          help="drain what is queued, then exit")
+    maintain.set_defaults(run=_maintain)
+
     bench = _command(commands, "bench", help="benchmarks (they print figures, write JSON and PNG)")
     benches = bench.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
     refresh_bench = benches.add_parser("refresh", help="SI-3 periodic refresh vs data size, "
@@ -144,6 +159,19 @@ def build_parser() -> argparse.ArgumentParser:
     _postgres_option(tpcw)
     tpcw.add_argument("--out", default="bench-results", help="output directory")
     tpcw.set_defaults(run=_bench_tpcw)
+    queues = benches.add_parser("queues", help="asynchronous views: update queue policies vs "
+                                "load factor, staleness and write latency (UpStream §5-6)")
+    queues.add_argument("--loads", default="0.5,1,2,5,10",
+                        help="load factors (arrival rate / maintenance rate), comma separated")
+    queues.add_argument("--writes", type=int, default=2000,
+                        help="writes per policy and load factor (default: 2000)")
+    queues.add_argument("--keys", type=int, default=100, help="update keys (default: 100)")
+    queues.add_argument("--two-class-writes", type=int, default=2000,
+                        help="writes per point of the two-class mix (default: 2000)")
+    queues.add_argument("--seed", type=int, default=7, help="random seed")
+    _postgres_option(queues)
+    queues.add_argument("--out", default="bench-results", help="output directory")
+    queues.set_defaults(run=_bench_queues)
     migrate_bench = benches.add_parser("migrate", help="adding a view: piql migrate vs "
                                        "rebuilding the store from scratch")
     migrate_bench.add_argument("--rows", type=int, default=1_000_000,
@@ -459,6 +487,38 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_OK if report.consistent or args.repair else EXIT_UNBOUNDED
 
 
+def _maintain(args: argparse.Namespace) -> int:
+    import signal
+    import time
+
+    if args.batch < 1 or not args.idle > 0:
+        raise InputError("--batch expects a positive integer and --idle a positive time")
+    signal.signal(signal.SIGTERM, _interrupt)  # stop as on Ctrl-C: the batch rolls back
+    with _deployment(args) as db:
+        if db.maintainer.queue is None:
+            print("no asynchronous views: nothing to maintain")
+            return EXIT_OK
+        applied = 0
+        try:
+            while True:
+                done = db.drain(args.batch, policy=args.policy, batch=args.batch)
+                applied += done
+                if not done:
+                    if args.once:
+                        break
+                    time.sleep(args.idle)
+        except KeyboardInterrupt:
+            pass
+        stats = db.queue_stats()
+        print(f"applied {applied} queued changes ({stats.dequeue_rate:.0f}/s); "
+              f"{stats.length} pending", flush=True)
+    return EXIT_OK
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _numbers(text: str, option: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
@@ -524,6 +584,30 @@ def _bench_tpcw(args: argparse.Namespace) -> int:
     document = bench.run(settings, out)
     print(report.summary(document))
     print(f"\nwrote {out / 'tpcw.json'} and the figures {', '.join(report.FIGURES)} in {out}")
+    return EXIT_OK
+
+
+def _bench_queues(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from piql.bench import queues as bench
+
+    try:
+        loads = tuple(float(v) for v in args.loads.split(",") if v.strip())
+    except ValueError:
+        raise InputError(f"--loads expects comma-separated numbers, got {args.loads!r}") from None
+    if not loads or min(loads) <= 0:
+        raise InputError(f"--loads expects positive numbers, got {args.loads!r}")
+    for option, value in (("--writes", args.writes), ("--keys", args.keys),
+                          ("--two-class-writes", args.two_class_writes)):
+        if value < 1:
+            raise InputError(f"{option} expects a positive integer, got {value}")
+    out = Path(args.out)
+    document = bench.run(bench.Settings(loads, args.writes, args.keys,
+                                        two_class_writes=args.two_class_writes, seed=args.seed,
+                                        postgres=_postgres(args.postgres)), out)
+    print(bench.summary(document))
+    print(f"\nwrote {out / 'queues.json'} and {', '.join(bench.FIGURES)} in {out}")
     return EXIT_OK
 
 

@@ -88,6 +88,19 @@ exit status:
   1  some view differs (without --repair)
 {_FILES_EXIT}
 """,
+    "maintain": f"""\
+example:
+  piql maintain db/schema.sql db/queries.sql --db app.db --policy linecutting
+
+Applies the queued changes of the asynchronous views (-- maintenance: async) until
+interrupted (or, with --once, until the queue is empty). Several maintainers may run
+on one store: an entry is claimed by one of them (FOR UPDATE SKIP LOCKED on
+PostgreSQL), and a maintainer killed mid-batch leaves its batch queued.
+
+exit status:
+  0  stopped (interrupted, or --once with the queue empty)
+{_FILES_EXIT}
+""",
     "bench": """\
 example:
   piql bench twotags --scales 1000,10000

@@ -42,18 +42,26 @@ from piql.runtime.refresh import RefreshReport, refresh_view
 from piql.runtime.rows import ParamCheck, complete_row, key_of, read_rows
 from piql.runtime.schedule import RefreshSchedule
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
-from piql.runtime.update_queue import drain
+from piql.runtime.background import DEFAULT_IDLE, BackgroundMaintainer
+from piql.runtime.update_queue import DRAIN_BATCH, QueueStats, drain
+from piql.planner.update_queues import QueuePolicy
 from piql.runtime.writes import Maintainer, WriteReport
 
 
 @dataclass(frozen=True)
 class Result:
-    """Rows of one query execution, with its measured operations and static bound."""
+    """Rows of one query execution, with its measured operations and static bound.
+
+    ``staleness_ms``: for a query served by asynchronous views (``-- maintenance: async``),
+    the age of the oldest change still queued for a table those views read, taken just
+    before the rows were read (0.0: nothing pending, the answer is exact); None for a
+    query whose views are all synchronous (always exact)."""
 
     columns: tuple[str, ...]
     rows: tuple[tuple, ...]
     ops: int
     bound: int
+    staleness_ms: float | None = None
 
     def __iter__(self) -> Iterator[tuple]:
         return iter(self.rows)
@@ -92,11 +100,13 @@ _new = object.__new__
 _set = object.__setattr__
 
 
-def _result(columns: tuple[str, ...], rows: tuple[tuple, ...], ops: int, bound: int) -> Result:
+def _result(columns: tuple[str, ...], rows: tuple[tuple, ...], ops: int, bound: int,
+            staleness_ms: float | None = None) -> Result:
     """``Result(columns, rows, ops, bound)`` without the frozen dataclass's ``__init__``
     (four ``object.__setattr__`` calls: a tenth of a compiled twoTags query's time)."""
     made = _new(Result)
-    _set(made, "__dict__", {"columns": columns, "rows": rows, "ops": ops, "bound": bound})
+    _set(made, "__dict__", {"columns": columns, "rows": rows, "ops": ops, "bound": bound,
+                            "staleness_ms": staleness_ms})
     return made
 
 
@@ -110,6 +120,7 @@ class _Served:
     bound: int
     check: ParamCheck
     statement: CompiledQuery | None  # None: the interpreter serves the query
+    async_tables: tuple[str, ...] = ()  # read by the asynchronous views serving it
 
     def exceeded(self, ops: int) -> BoundExceeded:
         """Strict mode's error for an execution that measured ``ops`` over the bound."""
@@ -122,7 +133,9 @@ class Deployment:
 
     def __init__(self, plan: Plan, path: str = ":memory:", *, strict: bool = True,
                  engine: str = "duckdb", spark_master: str | None = None,
-                 busy_timeout: float = DEFAULT_BUSY_TIMEOUT, quiet: bool = False) -> None:
+                 busy_timeout: float = DEFAULT_BUSY_TIMEOUT, quiet: bool = False,
+                 queue_policy: QueuePolicy | str = QueuePolicy.IN_PLACE,
+                 maintainer: bool = False) -> None:
         if not busy_timeout >= 0:
             raise DeploymentError("busy_timeout must be zero or more seconds")
         if engine not in ENGINES + ("store",):
@@ -132,6 +145,7 @@ class Deployment:
         self.spark_master = spark_master
         self.progress = Progress(quiet)  # status lines of long steps, on a terminal
         self._engine: Engine | None = None
+        self.background: BackgroundMaintainer | None = None  # start_maintainer()'s thread
         self.lock = threading.RLock()  # one transaction at a time (scheduled refreshes too)
         self.plan = plan
         self.strict = strict
@@ -153,6 +167,10 @@ class Deployment:
         self._served: dict[str, _Served] = {}  # by the name queries are called with
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
                                      plan.writes, strict, self.epoch_windows)
+        if self.maintainer.queue is not None:
+            self.maintainer.queue.policy = _policy(queue_policy)
+        if maintainer:
+            self.start_maintainer()
 
     def __enter__(self) -> "Deployment":
         self._open()
@@ -178,6 +196,7 @@ class Deployment:
         """Close the store (and the engine); using the deployment afterwards is an error."""
         if self.closed:
             return
+        self.stop_maintainer()
         self.closed = True
         if self._engine is not None:
             self._engine.close()
@@ -259,6 +278,7 @@ class Deployment:
                 isinstance(params[n], str) or params[n] is None
                 for n in statement.text_parameters):
             return self._interpreted(served, params)  # read as text: only text is the same
+        staleness = self._staleness(served.async_tables) if served.async_tables else None
         try:
             fetched = self.store.run(statement.sql, statement.arguments(params))
         except StoreOverflow:
@@ -266,7 +286,7 @@ class Deployment:
         rows, ops = statement.answer(fetched)
         if ops > served.bound and self.strict:
             raise served.exceeded(ops)
-        return _result(served.columns, tuple(rows), ops, served.bound)
+        return _result(served.columns, tuple(rows), ops, served.bound, staleness)
 
     def interpret(self, name: str, /, **params: Any) -> Result:
         """Run a named query with the plan's interpreter (``piql.runtime.executor``):
@@ -280,6 +300,7 @@ class Deployment:
     def _interpreted(self, served: _Served, params: dict[str, Any]) -> Result:
         block, query = served.block, served.query
         assert query.physical is not None
+        staleness = self._staleness(served.async_tables) if served.async_tables else None
         start = self.store.counter.ops
         rows = execute(self.store, query.physical, params)
         if not rows and block.aggregates and not block.group_by:
@@ -287,7 +308,14 @@ class Deployment:
         ops = self.store.counter.ops - start
         if self.strict and ops > served.bound:
             raise served.exceeded(ops)
-        return Result(served.columns, tuple(rows), ops, served.bound)
+        return Result(served.columns, tuple(rows), ops, served.bound, staleness)
+
+    def _staleness(self, tables: tuple[str, ...]) -> float:
+        """Age (ms) of the oldest queued change of ``tables`` now (0.0: none pending)."""
+        queue = self.maintainer.queue
+        assert queue is not None
+        oldest = queue.oldest(tables)
+        return 0.0 if oldest is None else max(0, queue.clock() - oldest) / 1e6
 
     def _serving(self, name: str) -> _Served:
         """What serving ``name`` needs, read from the plan once (UnboundedQuery for a query
@@ -303,8 +331,12 @@ class Deployment:
             statement: CompiledQuery | None = self.plan.compiled(query.name, self.store.dialect)
         except UncompilablePlan:
             statement = None  # the interpreter serves it
+        deferred = tuple(sorted({r.table for v in self.views
+                                 if v.maintenance is MaintenanceMode.ASYNC
+                                 and query.name in v.for_queries
+                                 for r in v.definition.relations if r.table}))
         served = _Served(query, block, tuple(i.name for i in block.select),
-                         query.ops_bound or 0, ParamCheck(query, block), statement)
+                         query.ops_bound or 0, ParamCheck(query, block), statement, deferred)
         self._served[name] = served
         return served
 
@@ -341,6 +373,8 @@ class Deployment:
     def _transaction(self, work):
         self._open()
         with self.lock:
+            if self.maintainer.queue is not None:
+                self.maintainer.queue.new_transaction()
             try:
                 with self.store.transaction():
                     self._schema_seen = sessions.same_plan(self.store, self._plan_id,
@@ -418,12 +452,48 @@ class Deployment:
         self._open()
         return RefreshSchedule(self.refresh, seconds)
 
-    def drain(self) -> int:
-        """Apply every pending change of the asynchronous views' update queue now, each
-        entry in its own transaction; returns how many entries were applied."""
+    def drain(self, limit: int | None = None, *, policy: QueuePolicy | str | None = None,
+              batch: int = DRAIN_BATCH) -> int:
+        """Apply pending changes of the asynchronous views' update queue now: all of them
+        (or the first ``limit``) in ``policy``'s order (default: the deployment's
+        ``queue_policy``), at most ``batch`` entries per transaction; returns how many
+        entries were applied."""
         self._open()
         queue = self.maintainer.queue
-        return 0 if queue is None else drain(self.maintainer, queue, self._transaction)
+        if queue is None:
+            return 0
+        if batch < 1 or (limit is not None and limit < 0):
+            raise DeploymentError("drain takes a positive batch and a limit of zero or more")
+        return drain(self.maintainer, queue, self._transaction, limit=limit, batch=batch,
+                     policy=None if policy is None else _policy(policy))
+
+    def start_maintainer(self, *, policy: QueuePolicy | str | None = None,
+                         batch: int = DRAIN_BATCH, idle: float = DEFAULT_IDLE
+                         ) -> BackgroundMaintainer | None:
+        """Drain the update queue in a background thread (``batch`` entries a transaction,
+        sleeping ``idle`` seconds when it is empty) until :meth:`stop_maintainer` or
+        :meth:`close`. None for a plan without asynchronous views."""
+        self._open()
+        if self.maintainer.queue is None:
+            return None
+        self.stop_maintainer()
+        self.background = BackgroundMaintainer(
+            lambda: self.drain(batch, policy=policy, batch=batch), idle)
+        return self.background
+
+    def stop_maintainer(self) -> None:
+        """Stop the background maintainer, if one runs (its current batch finishes)."""
+        if self.background is not None:
+            self.background.stop()
+            self.background = None
+
+    def queue_stats(self) -> QueueStats | None:
+        """The update queue now: its length, the changes it stands for, queue staleness
+        per update key and overall (UpStream §5.1), and this process's dequeue rate.
+        None for a plan without asynchronous views."""
+        self._open()
+        queue = self.maintainer.queue
+        return None if queue is None else queue.stats()
 
     def check(self, repair: bool = False) -> CheckReport:
         """Recompute every maintained view from base data and diff it (paper §7); the
@@ -444,3 +514,14 @@ class Deployment:
         """Every row of a table or view, for inspection and tests (not a bounded read)."""
         self._open()
         return self.store.all_rows(table)
+
+
+def _policy(value: QueuePolicy | str) -> QueuePolicy:
+    """A queue policy, or its name (in-place, fifo, linecutting, append)."""
+    if isinstance(value, QueuePolicy):
+        return value
+    try:
+        return QueuePolicy(value)
+    except ValueError:
+        raise DeploymentError(f"unknown queue policy {value!r}; choose one of "
+                              f"{', '.join(p.value for p in QueuePolicy)}") from None

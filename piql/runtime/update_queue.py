@@ -9,13 +9,27 @@ write enqueues nothing.
 The queue is lossy by key (``planner.update_queues``): a newer change of a queued row
 coalesces with the queued one into its net effect (an insert then a delete cancel, an
 update chain becomes one delete of the first old row and one insert of the last new one),
-so the table never holds more than one entry per row key. Where the coalesced entry goes
-is the policy: IN-PLACE keeps the first change's place, FIFO moves it to the back.
-Positions are arrival times (ns), so a new entry goes to the back without reading the
-queue's tail.
+so the table never holds more than one entry per row key. The append queue
+(``QueuePolicy.APPEND``, UpStream's AQ baseline) keeps one entry per change instead.
 
-:func:`drain` applies the entries in order, each in its own transaction with the
-deletion of the entry, so a crash mid-drain loses nothing and applies nothing twice.
+Each entry carries its place under every key-scheduling policy, so the policy is the
+maintainer's choice when it claims entries (``piql maintain --policy``):
+
+- IN-PLACE serves by ``first_enqueued`` (a coalesced change keeps its first place);
+- FIFO by ``last_enqueued`` (a coalesced change moves to the back);
+- LINECUTTING by ``cut``: IN-PLACE's place, unless the key was a *slow updater* when it
+  last changed (``u_k < 1/(c·n)``, §5.3): then minus that time, the front (the latest
+  cutter first). ``u_k`` is the writing process's observed rate of the key, ``n`` its
+  estimate of the queue's residents and ``c`` the maintainer's cost of one entry
+  (statistics, as UpStream's statistics monitor keeps them: §4.2).
+
+Positions are times (ns; a process never repeats one), so a new entry goes to the back
+without reading the queue's tail.
+
+:func:`drain` claims entries in the policy's order and applies them, a batch per
+transaction together with the entries' removal, so a crash mid-batch loses nothing and
+applies nothing twice. On PostgreSQL the claim is ``FOR UPDATE SKIP LOCKED``; on SQLite
+the transaction holds the database's single write lock.
 """
 from __future__ import annotations
 
@@ -23,11 +37,13 @@ import json
 import time
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 from piql.catalog import Table
 from piql.planner.application import Plan
-from piql.planner.update_queues import QueuePolicy, RowChange, net_change
+from piql.planner.update_queues import (
+    ObservedRates, QueuePolicy, Rates, RowChange, is_slow_updater, net_change,
+)
 from piql.planner.views import ViewDef
 from piql.query_block import MaintenanceMode
 from piql.runtime.store import Store, TableShape
@@ -36,14 +52,15 @@ if TYPE_CHECKING:
     from piql.runtime.writes import Maintainer
 
 QUEUE_TABLE = "_piql_update_queue"  # under the prefix piql keeps for itself
-COLUMNS = ("base", "row_key", "position", "before_row", "after_row", "first_enqueued",
-           "last_enqueued", "updates")
-TYPES = ("TEXT", "TEXT", "BIGINT", "TEXT", "TEXT", "BIGINT", "BIGINT", "BIGINT")
+COLUMNS = ("base", "row_key", "first_enqueued", "last_enqueued", "cut", "before_row",
+           "after_row", "updates")
+TYPES = ("TEXT", "TEXT", "BIGINT", "BIGINT", "BIGINT", "TEXT", "TEXT", "BIGINT")
 KEY = ("base", "row_key")
-# The policies a store queue keeps (LINECUTTING needs each key's last arrival after its
-# entry is gone; the append queue, one entry per update: both still to come).
-STORE_POLICIES = (QueuePolicy.IN_PLACE, QueuePolicy.FIFO)
-DRAIN_BATCH = 100  # entries read at once by a drain (each is applied in its own transaction)
+# the column each policy serves by (ties: the update key)
+ORDER = {QueuePolicy.IN_PLACE: "first_enqueued", QueuePolicy.FIFO: "last_enqueued",
+         QueuePolicy.LINECUTTING: "cut", QueuePolicy.APPEND: "last_enqueued"}
+DRAIN_BATCH = 32  # entries claimed and applied in one transaction
+DEFAULT_COST_NS = 1_000_000  # LINECUTTING's c until a drain in this process measured it
 
 
 def has_async_views(plan: Plan) -> bool:
@@ -62,10 +79,10 @@ class QueuedChange:
 
     base: str
     row_key: str
-    position: int
     change: RowChange  # rows as tuples in the table's column order
     first_enqueued: int  # ns
     last_enqueued: int
+    cut: int  # its place under LINECUTTING
     updates: int
 
     def staleness_ms(self, now_ns: int) -> float:
@@ -73,18 +90,47 @@ class QueuedChange:
         return max(0, now_ns - self.first_enqueued) / 1e6
 
 
+@dataclass(frozen=True)
+class QueueStats:
+    """``Deployment.queue_stats()``: the queue now, and this process's dequeues."""
+
+    length: int  # pending entries (lossy: at most one per update key)
+    changes: int  # the changes they stand for (length + the changes coalesced away)
+    oldest_ms: float  # queue staleness of the stalest key (0: empty)
+    average_ms: float  # mean queue staleness over the pending keys (0: empty)
+    p99_ms: float
+    staleness_ms: dict[tuple[str, str], float]  # per update key (base, row key), §5.1
+    dequeued: int  # entries this process applied
+    dequeue_rate: float  # of them per second of this process's draining (0: none yet)
+
+
 class StoreQueue:
-    """The update queue table of one store, under one policy."""
+    """The update queue table of one store. ``policy`` is how this process enqueues
+    (APPEND: no coalescing) and, by default, the order its drains claim in."""
 
     def __init__(self, store: Store, policy: QueuePolicy = QueuePolicy.IN_PLACE,
-                 clock: Callable[[], int] = time.time_ns) -> None:
-        if policy not in STORE_POLICIES:
-            raise ValueError(f"the store's update queue keeps the policies "
-                             f"{', '.join(p.value for p in STORE_POLICIES)}, not {policy.value}")
+                 clock: Callable[[], int] = time.time_ns, rates: Optional[Rates] = None,
+                 cost_ns: Optional[int] = None) -> None:
         self.store = store
         self.policy = policy
         self.clock = clock
+        self.observed = ObservedRates()  # per key, this process's writes (§4.2)
+        self.rates: Rates = rates if rates is not None else self.observed  # per ns
+        self.cost_ns = cost_ns  # LINECUTTING's c; None: measured by drains
+        self.residents = 0  # estimate of the pending entries (exact after a claim here)
+        self.dequeued, self.draining_ns = 0, 0  # for the dequeue rate
+        self._last = 0
+        # the append queue: the update whose delete half was just queued (any other change
+        # clears it)
+        self._replacing: Optional[tuple[str, str, dict[str, Any]]] = None
 
+    def _now(self) -> int:
+        """The clock, never repeating a value in this process (so two changes of one
+        row, an update's halves, keep their order)."""
+        self._last = max(self.clock(), self._last + 1)
+        return self._last
+
+    # -- writers ------------------------------------------------------------
     def enqueue(self, table: Table, before: Optional[dict[str, Any]],
                 after: Optional[dict[str, Any]]) -> None:
         """Queue one change of a row of ``table`` (None: absent), coalesced with the queued
@@ -92,47 +138,113 @@ class StoreQueue:
         (``planner.write_bounds.ENQUEUE_OPS``)."""
         row = after if after is not None else before
         assert row is not None
-        key = {"base": table.name, "row_key": _encode([row[c] for c in table.primary_key])}
+        row_key = _encode([row[c] for c in table.primary_key])
+        now, residents = self._now(), self.residents
+        # an update is two calls in one transaction: its delete half (before and after),
+        # which queues the whole change, and its insert half (the same after, next)
+        second_half = before is None and self._replacing == (table.name, row_key, after)
+        self._replacing = (table.name, row_key, after) if before and after else None
+        if not second_half:
+            self.observed.arrive((table.name, row_key), now)
+        if second_half:
+            return  # the delete half queued the whole update: (before, after)
+        if not self.policy.lossy:  # one entry per change
+            self._write(QueuedChange(table.name, f"{row_key}@{now}", RowChange(
+                _values(table, before), _values(table, after)), now, now, now, 1))
+            self.residents += 1
+            return
         change = RowChange(_values(table, before), _values(table, after))
-        now = self.clock()
+        key = {"base": table.name, "row_key": row_key}
         found = self.store.get(QUEUE_TABLE, key)
-        if found is None:
-            self._write(QueuedChange(table.name, key["row_key"], now, change, now, now, 1))
-            return
-        queued = _decode(found)
-        self.store.delete(QUEUE_TABLE, key)
-        combined = net_change(queued.change, change)
-        if combined is None:
-            return
-        position = queued.position if self.policy is QueuePolicy.IN_PLACE else now
-        self._write(QueuedChange(table.name, key["row_key"], position, combined,
-                                 queued.first_enqueued, now, queued.updates + 1))
+        queued = None if found is None else _decode(found)
+        if queued is not None:
+            self.store.delete(QUEUE_TABLE, key)
+            combined = net_change(queued.change, change)
+            if combined is None:
+                self.residents = max(0, self.residents - 1)
+                return
+            change = combined
+        else:
+            self.residents += 1
+        first = now if queued is None else queued.first_enqueued
+        cut = first if queued is None else queued.cut
+        if self._slow((table.name, row_key), now, residents):
+            cut = -now  # to the front, ahead of earlier cutters
+        self._write(QueuedChange(table.name, row_key, change, first, now, cut,
+                                 1 if queued is None else queued.updates + 1))
+
+    def new_transaction(self) -> None:
+        """A write transaction begins: no update's delete half is pending."""
+        self._replacing = None
+
+    def _slow(self, key: tuple[str, str], now: int, residents: int) -> bool:
+        """§5.3's test with this process's statistics (the key's rate per ns) and the
+        residents when the key changed."""
+        cost = self.cost_ns if self.cost_ns is not None else (
+            self.draining_ns // self.dequeued if self.dequeued else DEFAULT_COST_NS)
+        return is_slow_updater(self.rates(key, now), cost, residents)
 
     def _write(self, entry: QueuedChange) -> None:
         self.store.insert(QUEUE_TABLE, dict(zip(COLUMNS, (
-            entry.base, entry.row_key, entry.position, _encode(entry.change.before),
-            _encode(entry.change.after), entry.first_enqueued, entry.last_enqueued,
-            entry.updates))))
+            entry.base, entry.row_key, entry.first_enqueued, entry.last_enqueued, entry.cut,
+            _encode(entry.change.before), _encode(entry.change.after), entry.updates))))
 
-    def head(self, limit: int = DRAIN_BATCH) -> list[QueuedChange]:
-        """The first ``limit`` entries in service order (set-oriented, not counted)."""
-        rows = self.store.sql(f"SELECT {', '.join(self._q(c) for c in COLUMNS)} FROM "
-                              f"{self._q(QUEUE_TABLE)} ORDER BY {self._q('position')}, "
-                              f"{self._q('base')}, {self._q('row_key')} LIMIT {int(limit)}")
-        return [_decode(r) for r in rows]
+    # -- maintainers --------------------------------------------------------
+    def head(self, limit: int = DRAIN_BATCH, policy: Optional[QueuePolicy] = None
+             ) -> list[QueuedChange]:
+        """The first ``limit`` entries in ``policy``'s service order (set-oriented, not
+        counted), left in the queue."""
+        return [_decode(r) for r in self.store.sql(self._select(policy or self.policy, limit))]
+
+    def claim(self, limit: int, policy: Optional[QueuePolicy] = None) -> list[QueuedChange]:
+        """Inside a write transaction: take the first ``limit`` entries in service order
+        out of the queue. On PostgreSQL the rows are claimed ``FOR UPDATE SKIP LOCKED``, so
+        concurrent maintainers never take one entry twice; on SQLite the transaction holds
+        the single write lock. Rolled back with the transaction, the entries are back."""
+        locking = " FOR UPDATE SKIP LOCKED" if self.store.dialect == "postgres" else ""
+        entries = [_decode(r) for r in self.store.sql(
+            self._select(policy or self.policy, limit) + locking)]
+        for entry in entries:
+            self.store.delete(QUEUE_TABLE, {"base": entry.base, "row_key": entry.row_key})
+        self.residents = len(self) if entries else 0
+        return entries
+
+    def _select(self, policy: QueuePolicy, limit: int) -> str:
+        q = self._q
+        return (f"SELECT {', '.join(q(c) for c in COLUMNS)} FROM {q(QUEUE_TABLE)} "
+                f"ORDER BY {q(ORDER[policy])}, {q('base')}, {q('row_key')} LIMIT {int(limit)}")
 
     def __len__(self) -> int:
         return self.store.sql(f"SELECT COUNT(*) FROM {self._q(QUEUE_TABLE)}")[0][0]
 
-    def take(self, entry: QueuedChange) -> QueuedChange | None:
-        """Inside a transaction: the entry of ``entry``'s key as it is now (a newer change
-        may have coalesced into it; another drainer may have taken it), removed."""
-        key = {"base": entry.base, "row_key": entry.row_key}
-        found = self.store.get(QUEUE_TABLE, key)
-        if found is None:
+    def oldest(self, tables: Iterable[str]) -> Optional[int]:
+        """The first arrival of the oldest pending change of ``tables`` (None: none)."""
+        names = sorted(set(tables))
+        if not names:
             return None
-        self.store.delete(QUEUE_TABLE, key)
-        return _decode(found)
+        marks = ", ".join(self._param(f"t{i}") for i in range(len(names)))
+        (value,), = self.store.sql(
+            f"SELECT MIN({self._q('first_enqueued')}) FROM {self._q(QUEUE_TABLE)} "
+            f"WHERE {self._q('base')} IN ({marks})", {f"t{i}": n for i, n in enumerate(names)})
+        return value
+
+    def stats(self, now_ns: Optional[int] = None) -> QueueStats:
+        """The queue's length and per-key queue staleness now (§5.1), and this process's
+        dequeue rate."""
+        now = self.clock() if now_ns is None else now_ns
+        rows = self.store.sql(f"SELECT {self._q('base')}, {self._q('row_key')}, "
+                              f"{self._q('first_enqueued')}, {self._q('updates')} "
+                              f"FROM {self._q(QUEUE_TABLE)}")
+        per_key: dict[tuple[str, str], float] = {}
+        for base, row_key, first, _ in rows:
+            key = (base, row_key.rsplit("@", 1)[0] if not self.policy.lossy else row_key)
+            per_key[key] = max(per_key.get(key, 0.0), max(0, now - first) / 1e6)
+        ages = sorted(per_key.values())
+        return QueueStats(
+            len(rows), sum(r[3] for r in rows), ages[-1] if ages else 0.0,
+            sum(ages) / len(ages) if ages else 0.0,
+            ages[min(len(ages) - 1, int(0.99 * len(ages)))] if ages else 0.0, per_key,
+            self.dequeued, self.dequeued / (self.draining_ns / 1e9) if self.draining_ns else 0.0)
 
     def forget(self, view: ViewDef) -> None:
         """``view`` was rebuilt from the base tables (a bulk load, ``build_views``), which
@@ -148,31 +260,40 @@ class StoreQueue:
 
         return sqlgen.identifier(name, self.store.dialect)
 
+    def _param(self, name: str) -> str:
+        return f"%({name})s" if self.store.dialect == "postgres" else f":{name}"
+
 
 def drain(maintainer: "Maintainer", queue: StoreQueue,
-          in_transaction: Callable[[Callable[[], Any]], Any]) -> int:
-    """Apply every pending entry in service order, each with its removal in one
-    transaction (``in_transaction``); returns how many entries were applied."""
+          in_transaction: Callable[[Callable[[], Any]], Any], *, limit: Optional[int] = None,
+          batch: int = DRAIN_BATCH, policy: Optional[QueuePolicy] = None) -> int:
+    """Apply pending entries in ``policy``'s service order (default: the queue's), until
+    the queue is empty or ``limit`` entries were applied: a batch of at most ``batch`` per
+    transaction (``in_transaction``), claimed, applied and removed together. The work of a
+    transaction is bounded: ``batch`` times the delta rules' bound of one entry. Returns
+    how many entries were applied."""
     applied = 0
-    while True:
-        batch = queue.head()
-        if not batch:
+    while limit is None or applied < limit:
+        size = batch if limit is None else min(batch, limit - applied)
+        start = time.perf_counter_ns()
+        done = in_transaction(lambda: _apply_batch(maintainer, queue, size, policy))
+        if not done:
             return applied
-        for entry in batch:
-            if in_transaction(lambda: _apply(maintainer, queue, entry)):
-                applied += 1
+        queue.dequeued += done
+        queue.draining_ns += time.perf_counter_ns() - start
+        applied += done
+    return applied
 
 
-def _apply(maintainer: "Maintainer", queue: StoreQueue, entry: QueuedChange) -> bool:
-    current = queue.take(entry)
-    if current is None:
-        return False
-    table = maintainer.catalog.table(current.base)
-    assert table is not None, current.base
-    maintainer.apply_deferred(table, _row(table, current.change.before),
-                              _row(table, current.change.after))
-    return True
-
+def _apply_batch(maintainer: "Maintainer", queue: StoreQueue, size: int,
+                 policy: Optional[QueuePolicy]) -> int:
+    entries = queue.claim(size, policy)
+    for entry in entries:
+        table = maintainer.catalog.table(entry.base)
+        assert table is not None, entry.base
+        maintainer.apply_deferred(table, _row(table, entry.change.before),
+                                  _row(table, entry.change.after))
+    return len(entries)
 
 # -- rows as text ---------------------------------------------------------------------
 
@@ -213,6 +334,6 @@ def _decoded(text: Optional[str]) -> Optional[tuple[Any, ...]]:
 
 
 def _decode(row: tuple) -> QueuedChange:
-    base, row_key, position, before, after, first, last, updates = row
-    return QueuedChange(base, row_key, position, RowChange(_decoded(before), _decoded(after)),
-                        first, last, updates)
+    base, row_key, first, last, cut, before, after, updates = row
+    return QueuedChange(base, row_key, RowChange(_decoded(before), _decoded(after)), first, last,
+                        cut, updates)

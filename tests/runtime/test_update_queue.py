@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from piql.runtime.errors import ConstraintError
+from piql.runtime.errors import ConstraintError, DeploymentError
 from piql.planner.update_queues import QueuePolicy, RowChange
 from piql.runtime import install
 from piql.runtime.deployment import Deployment
-from piql.runtime.update_queue import QUEUE_TABLE, StoreQueue
+from piql.runtime.update_queue import QUEUE_TABLE
 from tests.oracle.harness import OracleApp, Session
 from tests.planner.test_async_views import social
 from tests.runtime.test_property import apply
@@ -64,7 +65,7 @@ def test_an_update_chain_keeps_its_net_effect(db):
     db.delete("follows", follower=1, followee=2)
     db.insert("follows", follower=1, followee=2, since=8)
     (entry,) = db.maintainer.queue.head()
-    assert entry.change == RowChange((1, 2, 5), (1, 2, 8)) and entry.updates == 6
+    assert entry.change == RowChange((1, 2, 5), (1, 2, 8)) and entry.updates == 4  # writes
     db.drain()
     assert followers(db, 2) == 1
     assert all(v.consistent for v in db.check().views)
@@ -94,31 +95,86 @@ def test_a_coalesced_entry_keeps_its_place_or_moves_back(db, policy, order):
     assert entries[order.index("[1,2]")].staleness_ms(1_000_001) == 1.0
 
 
-def test_the_store_queue_refuses_a_policy_it_cannot_keep(db):
-    with pytest.raises(ValueError, match="not linecutting"):
-        StoreQueue(db.store, QueuePolicy.LINECUTTING)
+def test_a_slow_updater_cuts_to_the_front_under_linecutting(db):
+    """§5.3: key [1,3] updates once in a long while (u_k * c * n < 1), so its change is
+    served first under LINECUTTING; IN-PLACE and FIFO keep their own orders."""
+    queue = db.maintainer.queue
+    queue.clock, queue.cost_ns = itertools.count(1).__next__, 1
+    queue.rates = lambda key, now: 1.0 if key[1] != "[1,3]" else 0.1
+    db.insert("follows", follower=1, followee=2, since=5)  # n = 0: every key is slow
+    db.insert("follows", follower=2, followee=2, since=5)  # fast: 1 * 1 * 1 >= 1
+    db.insert("follows", follower=1, followee=3, since=5)  # slow: 0.1 * 1 * 2 < 1
+    db.update("follows", follower=2, followee=2, since=6)  # fast: keeps its place
+    orders = {p: [e.row_key for e in queue.head(policy=p)] for p in QueuePolicy if p.lossy}
+    assert orders == {QueuePolicy.LINECUTTING: ["[1,3]", "[1,2]", "[2,2]"],
+                      QueuePolicy.IN_PLACE: ["[1,2]", "[2,2]", "[1,3]"],
+                      QueuePolicy.FIFO: ["[1,2]", "[1,3]", "[2,2]"]}
+    assert db.drain(1, policy="linecutting") == 1 and followers(db, 3) == 1
+    assert db.drain() == 2 and [followers(db, u) for u in (2, 3)] == [2, 1]
 
 
-def test_a_failed_drain_loses_nothing_and_applies_nothing_twice(db, monkeypatch):
+def test_the_append_queue_keeps_every_change_in_order(db):
+    db.maintainer.queue.policy = QueuePolicy.APPEND
+    db.insert("follows", follower=1, followee=2, since=5)
+    db.update("follows", follower=1, followee=2, since=6)
+    db.delete("follows", follower=1, followee=2)
+    db.insert("follows", follower=1, followee=3, since=5)
+    changes = [e.change for e in db.maintainer.queue.head()]
+    assert changes == [RowChange(None, (1, 2, 5)), RowChange((1, 2, 5), (1, 2, 6)),
+                       RowChange((1, 2, 6), None), RowChange(None, (1, 3, 5))]
+    assert db.queue_stats().length == 4 and db.drain() == 4
+    assert [followers(db, u) for u in (2, 3)] == [0, 1] and db.check().consistent
+
+
+def test_an_unknown_policy_is_a_clear_error(db):
+    with pytest.raises(DeploymentError, match="unknown queue policy 'lifo'"):
+        db.drain(policy="lifo")
+
+
+def test_a_query_on_an_async_view_says_how_stale_it_is(db):
+    clock = iter(range(10**6, 10**12, 10**6)).__next__  # each reading 1 ms later
+    db.maintainer.queue.clock = clock
+    assert db.query("followerCount", userId=2).staleness_ms == 0.0  # nothing pending
+    db.insert("follows", follower=1, followee=2, since=5)  # queued at 1 ms
+    db.insert("follows", follower=1, followee=3, since=5)  # at 2 ms
+    result = db.query("followerCount", userId=2)
+    assert result.staleness_ms == 2.0 and result.rows == ((0,),)  # read at 3 ms
+    assert db.interpret("followerCount", userId=2).staleness_ms == 3.0
+    db.drain()
+    assert db.query("followerCount", userId=2).staleness_ms == 0.0
+    assert db.query("followerCount", userId=2).rows == ((1,),)
+
+
+def test_a_query_on_sync_views_has_no_staleness():
+    with Deployment(social()) as sync:
+        assert sync.query("followerCount", userId=2).staleness_ms is None
+
+
+def test_queue_stats_give_length_staleness_per_key_and_dequeue_rate(db):
+    queue = db.maintainer.queue
+    queue.clock = itertools.count(10**6, 10**6).__next__  # 1 ms a reading
+    db.insert("follows", follower=1, followee=2, since=5)  # at 1 ms
+    db.update("follows", follower=1, followee=2, since=6)  # coalesced, at 2 and 3 ms
+    db.insert("follows", follower=1, followee=3, since=5)  # at 4 ms
+    stats = queue.stats(now_ns=11 * 10**6)
+    assert (stats.length, stats.changes, stats.oldest_ms) == (2, 3, 10.0)
+    assert stats.staleness_ms == {("follows", "[1,2]"): 10.0, ("follows", "[1,3]"): 7.0}
+    assert stats.average_ms == 8.5 and stats.dequeued == 0 and stats.dequeue_rate == 0.0
+    db.drain()
+    after = db.queue_stats()
+    assert after.length == 0 and after.dequeued == 2 and after.dequeue_rate > 0
+
+
+def test_the_background_maintainer_drains_what_writers_queue(db):
+    background = db.start_maintainer(idle=0.01)
     for followee in (1, 2, 3):
-        db.insert("follows", follower=3, followee=followee, since=0)
-    real, calls = db.maintainer.apply_deferred, []
-
-    def dies_on_the_second(*args):
-        calls.append(args)
-        real(*args)  # the view's rows are written, then the maintainer dies
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(db.maintainer, "apply_deferred", dies_on_the_second)
-    with pytest.raises(KeyboardInterrupt):
-        db.drain()
-    monkeypatch.undo()
-    # the first entry applied and gone; the second rolled back with its view rows
-    assert [followers(db, u) for u in (1, 2, 3)] == [1, 0, 0]
-    assert len(db.maintainer.queue) == 2
-    assert db.drain() == 2
-    assert [followers(db, u) for u in (1, 2, 3)] == [1, 1, 1]
+        db.insert("follows", follower=1, followee=followee, since=0)
+    deadline = time.monotonic() + 30
+    while len(db.maintainer.queue) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    db.stop_maintainer()
+    assert background.error is None and background.applied == 3
+    assert [followers(db, u) for u in (1, 2, 3)] == [1, 1, 1] and db.check().consistent
 
 
 def test_the_queue_survives_closing_the_store(tmp_path):

@@ -1,0 +1,51 @@
+"""``piql bench queues``: the store's queue replays UpStream's schedules exactly (the pure
+model's), and a small run writes its JSON and figures with no difference after drain."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from piql.bench import queues
+from piql.cli import main
+from piql.planner.update_queues import Arrival, QueuePolicy, simulate
+
+
+@pytest.mark.parametrize("policy", ["append", "fifo", "in-place", "linecutting"])
+def test_the_store_queue_serves_as_the_pure_model(tmp_path, policy):
+    arrivals = queues.zipf_arrivals(300, 20, 1.0, 5, seed=3)
+    run = queues.replay(str(tmp_path / "s.db"), policy, arrivals)
+    model = simulate([Arrival(t, f"[{k}]", 1) for t, k in arrivals], QueuePolicy(policy),
+                     queues.COST_NS)
+    assert [(d.time, d.entry.key, d.entry.first_enqueued) for d in run.dequeues] == \
+        [(d.time, d.entry.key, d.entry.first_enqueued) for d in model.dequeues]
+    assert run.differences == 0
+
+
+def test_coalescing_bounds_the_queue_by_the_distinct_keys(tmp_path):
+    arrivals = queues.zipf_arrivals(400, 30, 1.0, 5, seed=1)
+    keys = {k for _, k in arrivals}
+    figures = {p: queues.figures(queues.replay(str(tmp_path / f"{p}.db"), p, arrivals), keys)
+               for p in ("append", "in-place")}
+    assert figures["in-place"]["max_queue_length"] <= len(keys)
+    assert figures["append"]["max_queue_length"] > len(keys)
+    assert figures["in-place"]["avg_queue_staleness"] < figures["append"]["avg_queue_staleness"]
+    assert figures["in-place"]["entries_applied"] < figures["append"]["entries_applied"] == 400
+
+
+def test_a_small_run_writes_json_and_figures(tmp_path, capsys):
+    code = main(["bench", "queues", "--loads", "1,5", "--writes", "60", "--keys", "10",
+                 "--two-class-writes", "40", "--out", str(tmp_path)])
+    assert code == 0
+    document = json.loads((tmp_path / "queues.json").read_text())
+    assert set(document["stores"]["sqlite"]["loads"]) == {"1.0", "5.0"}
+    assert document["targets"]["sqlite"]["differences"] == 0
+    assert len(document["stores"]["sqlite"]["two_class"]["100"]) == 11
+    for name in queues.FIGURES:
+        assert (tmp_path / name).stat().st_size > 0
+    assert "two-class" in capsys.readouterr().out
+
+
+def test_bad_loads_are_a_clear_error(capsys):
+    assert main(["bench", "queues", "--loads", "0,x"]) == 2
+    assert "--loads expects" in capsys.readouterr().err

@@ -1,0 +1,157 @@
+"""``piql maintain``: a maintainer process draining the asynchronous views' update queue;
+killed mid-batch and restarted, it loses nothing and applies nothing twice (on SQLite and
+PostgreSQL)."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from piql.cli import main
+from piql.runtime.deployment import Deployment
+from tests.planner.test_async_views import QUERIES, SCHEMA, social
+
+ASYNC = ("followerCount", "likeCount")
+ROOT = Path(__file__).parents[1]
+# A maintainer that kills itself (SIGKILL: no cleanup, as a crash) on its Nth entry.
+DYING = """
+import os, signal, sys
+import piql
+db = piql.load(sys.argv[1], sys.argv[2]).deploy(sys.argv[3], quiet=True, engine="store")
+real, calls = db.maintainer.apply_deferred, [0]
+def dying(*args):
+    real(*args)
+    calls[0] += 1
+    if calls[0] == int(sys.argv[4]):
+        os.kill(os.getpid(), signal.SIGKILL)
+db.maintainer.apply_deferred = dying
+db.drain(batch=int(sys.argv[5]))
+"""
+
+
+@pytest.fixture
+def files(tmp_path):
+    queries = QUERIES
+    for name in ASYNC:
+        queries = queries.replace(f"-- name: {name}\n", f"-- name: {name}\n-- maintenance: async\n")
+    (tmp_path / "schema.sql").write_text(SCHEMA)
+    (tmp_path / "queries.sql").write_text(queries)
+    return [str(tmp_path / "schema.sql"), str(tmp_path / "queries.sql")]
+
+
+def queued_follows(location: str, users: int = 8) -> int:
+    """A store whose queue holds one insert per follow (users x users of them)."""
+    with Deployment(social(*ASYNC), location, engine="store") as db:
+        for user in range(1, users + 1):
+            db.insert("users", userId=user, name=f"u{user}", email=f"{user}@x", createdAt=0)
+        for follower in range(1, users + 1):
+            for followee in range(1, users + 1):
+                db.insert("follows", follower=follower, followee=followee, since=0)
+        return len(db.maintainer.queue)
+
+
+def assert_exact_after_drain(location: str) -> None:
+    """The oracle: after a drain every view equals its recomputation, and followerCount the
+    count of the base rows."""
+    with Deployment(social(*ASYNC), location, engine="store") as db:
+        db.drain()
+        assert db.check().consistent and len(db.maintainer.queue) == 0
+        counts = Counter(followee for _, followee, _ in db.rows("follows"))
+        for user in range(1, 9):
+            assert db.query("followerCount", userId=user).rows == ((counts[user],),)
+
+
+def test_maintain_once_drains_the_queue(capsys, files, tmp_path):
+    store = str(tmp_path / "s.db")
+    queued = queued_follows(store)
+    assert main(["maintain", *files, "--db", store, "--once", "--engine", "store", "-q"]) == 0
+    assert f"applied {queued} queued changes" in capsys.readouterr().out
+    assert_exact_after_drain(store)
+
+
+def test_maintain_refuses_a_bad_batch(capsys, files, tmp_path):
+    code = main(["maintain", *files, "--db", str(tmp_path / "s.db"), "--batch", "0"])
+    assert code == 2 and "--batch expects a positive integer" in capsys.readouterr().err
+
+
+def test_a_maintainer_killed_mid_batch_loses_nothing_and_applies_nothing_twice(
+        files, store_url):
+    queued = queued_follows(store_url)
+    # batches of 8: the first commits, the second dies on its fifth entry
+    child = subprocess.run([sys.executable, "-c", DYING, *files, store_url, "13", "8"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    with Deployment(social(*ASYNC), store_url, engine="store") as db:
+        assert len(db.maintainer.queue) == queued - 8  # the killed batch is queued again
+        assert sum(db.query("followerCount", userId=u).rows[0][0] for u in range(1, 9)) == 8
+    assert_exact_after_drain(store_url)
+
+
+def test_a_killed_maintain_process_is_restarted_and_catches_up(files, tmp_path):
+    store = str(tmp_path / "s.db")
+    queued = queued_follows(store)
+    command = [sys.executable, "-m", "piql.cli", "maintain", *files, "--db", store,
+               "--batch", "2", "--engine", "store", "-q"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    with Deployment(social(*ASYNC), store, engine="store") as watcher:
+        deadline = time.monotonic() + 120
+        while len(watcher.maintainer.queue) == queued and time.monotonic() < deadline:
+            time.sleep(0.005)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)
+    assert main(["maintain", *files, "--db", store, "--once", "--engine", "store", "-q"]) == 0
+    assert_exact_after_drain(store)
+
+
+def test_check_drains_an_async_views_queue_first(capsys, files, tmp_path):
+    store = str(tmp_path / "s.db")
+    queued_follows(store)
+    assert main(["check", *files, "--db", store, "--engine", "store", "-q"]) == 0
+    with Deployment(social(*ASYNC), store, engine="store") as db:
+        assert len(db.maintainer.queue) == 0
+    assert_exact_after_drain(store)
+
+
+def test_two_maintainers_claim_each_entry_once(store_url):
+    """Two deployments drain one store at once (threads, a connection each): every entry is
+    applied by exactly one of them."""
+    import threading
+
+    queued = queued_follows(store_url)
+    maintainers = [Deployment(social(*ASYNC), store_url, engine="store") for _ in range(2)]
+    applied = [0, 0]
+
+    def work(number: int) -> None:
+        applied[number] = maintainers[number].drain(batch=4)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for db in maintainers:
+        db.close()
+    assert sum(applied) == queued
+    assert_exact_after_drain(store_url)
+
+
+def test_maintain_stops_cleanly_on_sigterm(files, tmp_path):
+    store = str(tmp_path / "s.db")
+    queued_follows(store, users=2)
+    process = subprocess.Popen([sys.executable, "-m", "piql.cli", "maintain", *files, "--db",
+                                store, "--engine", "store", "-q"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with Deployment(social(*ASYNC), store, engine="store") as watcher:
+        deadline = time.monotonic() + 120
+        while len(watcher.maintainer.queue) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert "applied 4 queued changes" in out and "0 pending" in out
