@@ -27,6 +27,7 @@ from piql.planner.compile import CompiledQuery, UncompilablePlan
 from piql.planner.views import ViewDef, ViewKind
 from piql.query_block import MaintenanceMode, QueryBlock
 from piql.runtime import bulk_load, install, sqlvalues
+from piql.runtime.adapt import AdaptReport, Mode, adapt
 from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.engine_bridge import view_rows
 from piql.runtime.epochs import epoch_windows, mark_epochs
@@ -36,6 +37,7 @@ from piql.runtime.errors import (
 )
 from piql.runtime.evaluate import finish, row_limit
 from piql.runtime.executor import execute
+from piql.runtime.feeds import Feed, feed_layout
 from piql.runtime.partitions import partition_of
 from piql.runtime.progress import Progress
 from piql.runtime.refresh import RefreshReport, refresh_view
@@ -148,6 +150,26 @@ class Deployment:
         self._served: dict[str, _Served] = {}  # by the name queries are called with
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
                                      plan.writes, strict, self.epoch_windows)
+        self.feeds = self._adaptive_feeds()
+        self._adapt_every: tuple[int, dict[str, Any]] | None = None
+        self._writes_since_adapt = 0
+
+    def _adaptive_feeds(self) -> dict[str, Feed]:
+        """The adaptive feeds (``runtime.feeds``), by query name: pull-served and counting
+        rates until :meth:`adapt` turns edges to push."""
+        taken = {s.name.lower() for s in install.shapes(self.plan)}
+        feeds = {}
+        for query in self.plan.queries:
+            layout = feed_layout(self.plan.catalog, query, taken)
+            if layout is not None:
+                feed = Feed(layout, self.store, layout.plan.push.fanout)
+                feed.open()
+                feeds[query.name] = feed
+        return feeds
+
+    def _writer_feeds(self, table: Table) -> list[Feed]:
+        return [f for f in self.feeds.values()
+                if f.layout.events.table.lower() == table.name.lower()]
 
     def __enter__(self) -> "Deployment":
         self._open()
@@ -242,6 +264,12 @@ class Deployment:
         if self.closed:
             self._open()
         served.check(params)
+        if self.feeds:
+            feed = self.feeds.get(served.query.name)
+            if feed is not None:
+                feed.rates.read(params[feed.layout.param])
+                if feed.active:
+                    return self._feed_read(feed, served, params)
         statement = served.statement
         if statement is None:
             return self._interpreted(served, params)
@@ -259,6 +287,17 @@ class Deployment:
         if ops > served.bound and self.strict:
             raise served.exceeded(ops)
         return _result(served.columns, tuple(rows), ops, served.bound)
+
+    def _feed_read(self, feed: Feed, served: _Served, params: dict[str, Any]) -> Result:
+        """An adaptive feed's read: its pushed rows merged with its pull producers'."""
+        with self.lock, self.store.snapshot():
+            start = self.store.counter.ops
+            rows = feed.read(params)
+            ops = self.store.counter.ops - start
+        if self.strict and ops > feed.read_bound:
+            raise BoundExceeded(f"query {served.query.name} did {ops} operations; its bound "
+                                f"(push and pull) is {feed.read_bound}")
+        return _result(served.columns, tuple(rows), ops, feed.read_bound)
 
     def interpret(self, name: str, /, **params: Any) -> Result:
         """Run a named query with the plan's interpreter (``piql.runtime.executor``):
@@ -314,12 +353,16 @@ class Deployment:
         """Insert one base row and maintain every index and view, in one transaction."""
         definition = self._table(table)
         full = complete_row(definition, row)
+        if self.feeds and self._writer_feeds(definition):
+            return self._pushing(definition, lambda: self._insert_pushed(definition, full))
         return self._transaction(lambda: self.maintainer.insert(definition, full))
 
     def delete(self, table: str, /, **key: Any) -> WriteReport:
         """Delete the base row with this primary key, maintaining every view."""
         definition = self._table(table)
         found = key_of(definition, key)
+        if self.feeds and self._writer_feeds(definition):
+            return self._pushing(definition, lambda: self._delete_pushed(definition, found))
         return self._transaction(lambda: self.maintainer.delete(definition, found))
 
     def update(self, table: str, /, **row: Any) -> list[WriteReport]:
@@ -327,8 +370,69 @@ class Deployment:
         definition = self._table(table)
         full = complete_row(definition, row)
         key = {c: full[c] for c in definition.primary_key}
+        if self.feeds and self._writer_feeds(definition):
+            return self._pushing(definition, lambda: [
+                self._delete_pushed(definition, key, replacing=full),
+                self._insert_pushed(definition, full)])
         return self._transaction(lambda: [self.maintainer.delete(definition, key, replacing=full),
                                           self.maintainer.insert(definition, full)])
+
+    # -- adaptive feeds: writes push along push edges, decisions from rates ----
+    def _pushing(self, definition: Table, work):
+        """A write of an adaptive feed's producer rows, then the periodic adapt if due."""
+        done = self._transaction(work)
+        if self._adapt_every is not None:
+            self._writes_since_adapt += 1
+            every, options = self._adapt_every
+            if self._writes_since_adapt >= every:
+                self._writes_since_adapt = 0
+                self.adapt(**options)
+        return done
+
+    def _insert_pushed(self, definition: Table, full: dict[str, Any]) -> WriteReport:
+        report = self.maintainer.insert(definition, full)
+        for feed in self._writer_feeds(definition):
+            self._within(feed, feed.inserted(full))
+        return report
+
+    def _delete_pushed(self, definition: Table, key: dict[str, Any],
+                       replacing: dict[str, Any] | None = None) -> WriteReport:
+        for feed in self._writer_feeds(definition):
+            self._within(feed, feed.deleting(key))
+        return self.maintainer.delete(definition, key, replacing=replacing)
+
+    def _within(self, feed: Feed, ops: int) -> None:
+        if self.strict and ops > feed.write_bound:
+            raise BoundExceeded(f"pushing a {feed.layout.events.table} row for query "
+                                f"{feed.layout.query} did {ops} operations; its bound is "
+                                f"{feed.write_bound}")
+
+    def adapt(self, query: str | None = None, /, *, mode: str = "mincost",
+              steps: int | None = None, budget: float | None = None,
+              percentile: float = 0.99) -> list[AdaptReport]:
+        """Recompute the push/pull decision of every edge of the adaptive feeds (or of
+        ``query``'s) from the measured rates, and apply at most ``steps`` switches per
+        feed, each a bounded transaction of its own (``runtime.adapt``). ``mode``:
+        mincost (Feeding Frenzy's MinCost), latency (MinCost, then pull edges to push until
+        the ``percentile`` read costs at most ``budget`` ops), push or pull (every edge)."""
+        self._open()
+        try:
+            chosen = Mode(mode)
+        except ValueError:
+            raise ParameterError(f"unknown adapt mode {mode!r}; choose one of "
+                                 f"{', '.join(m.value for m in Mode)}") from None
+        if query is not None:
+            plan = self.query_plan(query)
+            if plan.name not in self.feeds:
+                raise UnknownName(f"query {plan.name} is no adaptive feed piql serves per edge")
+        feeds = [f for n, f in self.feeds.items() if query is None or n == plan.name]
+        return [adapt(f, self._transaction, chosen, steps, budget, percentile) for f in feeds]
+
+    def adapt_every(self, writes: int | None, /, **options: Any) -> None:
+        """Run :meth:`adapt` (with ``options``) after every ``writes`` writes of the
+        adaptive feeds' producer rows; None stops it."""
+        self._adapt_every = None if writes is None else (max(1, writes), options)
+        self._writes_since_adapt = 0
 
     def _transaction(self, work):
         self._open()
@@ -360,7 +464,15 @@ class Deployment:
             with self.lock:
                 bulk_load.load(self.store, definition, records, self.views, engine,
                                self.epoch_windows, self._rebuild)
+                self._bypassed([definition])
         return len(records)
+
+    def _bypassed(self, tables: list[Table]) -> None:
+        """Producer rows loaded in bulk were not pushed: those feeds start again all pull."""
+        for table in tables:
+            for feed in self._writer_feeds(table):
+                with self.store.transaction():
+                    feed.reset()
 
     def load_many(self, loads: Sequence[tuple[str, Any]] | dict[str, Any]) -> list[int]:
         """Several bulk loads as one: ``(table, source)`` pairs in order (parents first),
@@ -380,6 +492,7 @@ class Deployment:
             with self.lock:
                 bulk_load.load_tables(self.store, batches, self.views, engine,
                                       self.epoch_windows, self._rebuild)
+                self._bypassed([t for t, _ in batches])
         return [len(records) for _, records in batches]
 
     # -- periodic views and checks ------------------------------------------
