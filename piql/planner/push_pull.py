@@ -143,6 +143,37 @@ def min_cost(edges: Iterable[Edge], rates: Rates, costs: Costs,
     return assign(every, push, rates, costs)
 
 
+def with_feed_reads(assignment: Assignment, rates: Rates, costs: Costs) -> float:
+    """The cost of ``assignment`` when reading a consumer's pushed feed costs
+    ``read_push`` at each of its reads, once it has any push edge."""
+    readers = {e.consumer for e in assignment.push}
+    return assignment.cost + sum(rates.consumer(c) * costs.read_push for c in readers)
+
+
+def min_cost_feeds(edges: Iterable[Edge], rates: Rates, costs: Costs,
+                   cap: int | None = None) -> Assignment:
+    """MinCost when a consumer's pushed feed costs ``read_push`` per read (piql's feeds:
+    its state and its feed range, beside the pulls): given any push edge, each edge is
+    best decided alone (Lemma 1), so a consumer pushes exactly its Lemma 1 edges if their
+    savings, Σ (phi_c·L - phi_p·H), exceed phi_c·read_push, and nothing otherwise. Optimal
+    for :func:`with_feed_reads`' cost without ``cap``; with it, each producer then keeps
+    its ``cap`` most frequent readers, as :func:`min_cost`."""
+    every = list(edges)
+    savings: dict[Node, float] = {}
+    lemma = []
+    for edge in every:
+        producer, consumer = rates.producer(edge.producer), rates.consumer(edge.consumer)
+        if prefers_push(producer, consumer, costs):
+            lemma.append(edge)
+            savings[edge.consumer] = savings.get(edge.consumer, 0.0) \
+                + consumer * costs.pull - producer * costs.push
+    push = [e for e in lemma
+            if savings[e.consumer] > rates.consumer(e.consumer) * costs.read_push]
+    if cap is not None:
+        push = capped(push, cap, rates)
+    return assign(every, push, rates, costs)
+
+
 def capped(push: Iterable[Edge], cap: int, rates: Rates) -> list[Edge]:
     """At most ``cap`` push edges per producer: those of its most frequent readers."""
     if cap < 0:

@@ -1,17 +1,21 @@
 """``db.adapt()``: push/pull decisions of the adaptive feeds recomputed from measured rates.
 
 The decisions themselves are ``planner.push_pull``'s (pure): MinCost per edge (Feeding
-Frenzy Lemma 1 with the measured H and L, at most ``cap`` push edges per producer), or
+Frenzy Lemma 1 with the measured H and L; a consumer pushes only if its edges' savings
+cover reading its pushed feed, ``min_cost_feeds``; at most ``cap`` push edges per
+producer), or
 its latency-constrained greedy for a per-read budget. This module gathers the edges to
 decide, turns the measured rates into ``push_pull.Rates`` and applies the switches, each
 edge in a transaction of its own (O(k) operations), at most ``steps`` per call, so reads
 and writes wait for one bounded step at a time; the switches left are found again at
 the next call (Feeding Frenzy §4.3 re-decides only the edges whose rates moved).
 
-The edges decided: those of every consumer the read counter keeps (at most its capacity,
-each read by consumer: at most K edges), and every push edge (a consumer no longer read
-goes back to pull). :attr:`Mode.PUSH` and :attr:`Mode.PULL` force every edge one way (the
-benchmark's baselines; PUSH reads the whole edge table).
+The decision pass reads the edge table and the push edges whole (set-oriented, like a
+refresh: O(edges) memory and time, not counted as operations; every edge needs a
+decision, since a consumer or producer the counters have not seen still has a smoothed
+rate, ``runtime.rates``); only the switches are counted, and bounded per step.
+:attr:`Mode.PUSH` and :attr:`Mode.PULL` force every edge one way (the benchmark's
+baselines).
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from enum import StrEnum
 from typing import Any, Callable
 
 from piql.planner.push_pull import (
-    Costs, Decision, Edge, Rates as DecisionRates, latency_constrained, min_cost,
+    Costs, Decision, Edge, Rates as DecisionRates, latency_constrained, min_cost_feeds,
 )
 from piql.runtime.feeds import CONSUMER, PRODUCER, Feed
 
@@ -59,8 +63,7 @@ def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mod
     start = store.counter.ops
     transaction(feed.activate)
     edges, current = _edges(feed, mode)
-    costs = Costs(push=max(feed.rates.push.mean, 1e-9), pull=max(feed.rates.pull.mean, 1e-9),
-                  read_push=feed.layout.k)
+    costs = decision_costs(feed)
     met = None
     if mode == Mode.PUSH:
         wanted = _capped_all(edges, feed.cap)
@@ -68,14 +71,14 @@ def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mod
         wanted = set()
     else:
         rates = _rates(feed, edges)
-        readers = [e for e in edges if rates.consumer(e.consumer) > 0]  # never read: pull
+        readers = edges
         if mode == Mode.LATENCY:
             if budget is None:
                 raise ValueError("the latency mode needs a read budget (ops per read)")
             found = latency_constrained(readers, rates, costs, budget, percentile, feed.cap)
             wanted, met = set(found.assignment.push), found.met
         else:
-            wanted = set(min_cost(readers, rates, costs, feed.cap).push)
+            wanted = set(min_cost_feeds(readers, rates, costs, feed.cap).push)
     switches = [(e, Decision.PULL) for e in sorted(current - wanted, key=repr)] + \
         [(e, Decision.PUSH) for e in sorted(wanted - current, key=repr)]
     todo = switches if steps is None else switches[:steps]
@@ -92,6 +95,14 @@ def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mod
                        store.counter.ops - start, costs.push, costs.pull, met)
 
 
+def decision_costs(feed: Feed) -> Costs:
+    """H, L and the pushed feed's read cost, as measured. A push edge still costs its row
+    of the push table at each read (1 op), so an edge turned push saves L - 1 per read."""
+    rates = feed.rates
+    return Costs(push=max(rates.push.mean, 1e-9), pull=max(rates.pull.mean - 1, 1e-9),
+                 read_push=max(rates.feed.mean, 0.0))
+
+
 def _edges(feed: Feed, mode: Mode) -> tuple[list[Edge], set[Edge]]:
     """The edges to decide, and the push edges now."""
     store, layout = feed.store, feed.layout
@@ -99,19 +110,11 @@ def _edges(feed: Feed, mode: Mode) -> tuple[list[Edge], set[Edge]]:
     current = {Edge(r[columns.index(PRODUCER)], r[columns.index(CONSUMER)])
                for r in store.all_rows(layout.push.name)}
     adjacency = layout.plan.push.adjacency
-    if mode == Mode.PUSH:
-        shape = store.shapes[adjacency.edges]
-        c, p = shape.columns.index(adjacency.consumer.column), \
-            shape.columns.index(adjacency.producer.column)
-        found = {Edge(r[p], r[c]) for r in store.all_rows(adjacency.edges)
-                 if r[p] is not None and r[c] is not None}
-        return sorted(found, key=repr), current
-    found = set()
-    for consumer in feed.rates.reads.keys():
-        for binding in feed._edges({layout.param: consumer}):
-            producer = binding[(feed.edge_alias, adjacency.producer.column)]
-            if producer is not None:
-                found.add(Edge(producer, consumer))
+    shape = store.shapes[adjacency.edges]
+    c, p = shape.columns.index(adjacency.consumer.column), \
+        shape.columns.index(adjacency.producer.column)
+    found = {Edge(r[p], r[c]) for r in store.all_rows(adjacency.edges)
+             if r[p] is not None and r[c] is not None}
     return sorted(found, key=repr), current
 
 

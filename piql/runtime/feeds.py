@@ -152,7 +152,7 @@ class Feed:
         self.layout = layout
         self.store = store
         self.cap = cap
-        self.rates = Rates(FEED_OPS_PER_EDGE, layout.k, capacity, half_life)
+        self.rates = Rates(FEED_OPS_PER_EDGE, layout.k, layout.k + 1, capacity, half_life)
         self.active = False
         self.stale: set[Hashable] = set()  # consumers whose last read fell back to pull
         a = layout.plan.push.adjacency
@@ -271,12 +271,17 @@ class Feed:
                 by_producer.setdefault(producer, []).append(edge)
         pushed = {row[0] for row in self.store.scan(
             layout.push.name, (PRODUCER,), [(CONSUMER, consumer)], index=layout.by_consumer)}
-        state = self._state(consumer)
-        feed = self.store.scan(layout.feed.name, layout.feed.columns, [(CONSUMER, consumer)],
-                               order=layout.feed.key[1:], descending=layout.descending,
-                               limit=layout.k)
-        events = [dict(zip(layout.event_columns, row[1:])) for row in feed
-                  if row[1 + layout.event_columns.index(layout.writer.column)] in pushed]
+        state, events = State(0, None), []
+        if pushed:  # else the consumer pulls every edge: its feed holds nothing it trusts
+            before = self.store.counter.ops
+            state = self._state(consumer)
+            feed = self.store.scan(layout.feed.name, layout.feed.columns,
+                                   [(CONSUMER, consumer)], order=layout.feed.key[1:],
+                                   descending=layout.descending, limit=layout.k)
+            column = 1 + layout.event_columns.index(layout.writer.column)
+            events = [dict(zip(layout.event_columns, row[1:])) for row in feed
+                      if row[column] in pushed]
+            self.rates.feed.measure(self.store.counter.ops - before)
         for producer in by_producer:
             if producer not in pushed:
                 events += self._pull(producer)

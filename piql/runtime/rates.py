@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Hashable, Iterator
 
 RESCALE_AT = 2.0 ** 500  # stored weights are divided down before they overflow a float
+PRIOR = 0.5  # events every key is assumed to have had (additive smoothing)
 
 
 @dataclass(frozen=True)
@@ -133,15 +134,17 @@ class CostMeter:
 
 class Rates:
     """What one adaptive query measures: reads per consumer, writes per producer (on one
-    logical clock), H and L."""
+    logical clock); H, the ops of one push along one edge; L, of one pull of one producer;
+    and the ops of reading a consumer's pushed feed (its state and range) at a read."""
 
-    def __init__(self, push_ops: float, pull_ops: float, capacity: int = 10_000,
-                 half_life: float = 50_000.0) -> None:
+    def __init__(self, push_ops: float, pull_ops: float, feed_ops: float,
+                 capacity: int = 10_000, half_life: float = 50_000.0) -> None:
         self.clock = 0
         self.reads = DecayedCounter(capacity, half_life)
         self.writes = DecayedCounter(capacity, half_life)
         self.push = CostMeter(push_ops)
         self.pull = CostMeter(pull_ops)
+        self.feed = CostMeter(feed_ops)
 
     def read(self, consumer: Hashable) -> None:
         self.clock += 1
@@ -152,7 +155,14 @@ class Rates:
         self.writes.add(producer, self.clock)
 
     def consumer_rate(self, consumer: Hashable) -> float:
-        return self.reads.rate(consumer, self.clock)
+        return self._smoothed(self.reads, consumer)
 
     def producer_rate(self, producer: Hashable) -> float:
-        return self.writes.rate(producer, self.clock)
+        return self._smoothed(self.writes, producer)
+
+    def _smoothed(self, counter: DecayedCounter, key: Hashable) -> float:
+        """A key's rate with half an event added (additive smoothing): a consumer not seen
+        reading yet may still read, a producer not seen writing may still write, and a
+        rate of 0 would make either edge free to push or never worth pushing."""
+        return (counter.estimate(key, self.clock).count + PRIOR) * math.log(2) \
+            / counter.half_life

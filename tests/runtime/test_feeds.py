@@ -152,19 +152,23 @@ def test_deleting_pushed_rows_falls_back_then_repairs(new_store):
 
 
 def test_rates_drive_mincost(new_store):
-    """A consumer who reads often gets push edges from a producer who writes rarely; a
-    producer writing far more than its consumer reads stays pull (Lemma 1)."""
+    """A consumer who reads often gets push edges from producers who write rarely; a
+    producer writing far more than its consumers read stays pull (Lemma 1), and so does a
+    consumer whose few savings would not pay for reading its pushed feed."""
     db = App(PLAN).deploy(new_store(), strict=True)
-    for follower, followee in [(1, 2), (1, 3), (4, 3)]:
+    quiet = (2, 5, 6, 7)
+    for follower, followee in [*((1, q) for q in quiet), (1, 3), (4, 3), (4, 2)]:
         db.insert("follows", follower=follower, followee=followee)
     for key in range(200):
         db.insert("posts", postId=key, author=3, createdAt=key, body="b")  # 3 writes a lot
-    db.insert("posts", postId=500, author=2, createdAt=1, body="b")
+    for number, producer in enumerate(quiet * 3):
+        db.insert("posts", postId=500 + number, author=producer, createdAt=number, body="b")
     for _ in range(30):
         db.query("feed", me=1)
     db.query("feed", me=4)
-    db.adapt("feed")
-    assert {tuple(r) for r in db.rows("feed_push")} == {(2, 1)}
+    (report,) = db.adapt("feed")
+    assert {tuple(r) for r in db.rows("feed_push")} == {(q, 1) for q in quiet}
+    assert report.to_push == 4 and report.pull_cost == 2  # L = 3 rows, less the push row
     assert_answers(db)
 
 

@@ -58,7 +58,7 @@ def test_costs_are_a_moving_average_and_rates_share_one_clock():
     meter = CostMeter(initial=6, weight=0.5)
     meter.measure(2)
     assert meter.mean == 4 and meter.samples == 1
-    rates = Rates(push_ops=6, pull_ops=20, capacity=8, half_life=100)
+    rates = Rates(push_ops=6, pull_ops=20, feed_ops=21, capacity=8, half_life=100)
     for _ in range(3):
         rates.read("c")
     rates.write("p")
