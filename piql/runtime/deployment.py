@@ -28,6 +28,7 @@ from piql.planner.views import ViewDef, ViewKind
 from piql.query_block import MaintenanceMode, QueryBlock
 from piql.runtime import bulk_load, install, sqlvalues
 from piql.runtime.adapt import AdaptReport, Mode, adapt
+from piql.runtime.aggregates import Overlay, OverlayReport, overlay_for
 from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.engine_bridge import view_rows
 from piql.runtime.epochs import epoch_windows, mark_epochs
@@ -151,6 +152,8 @@ class Deployment:
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
                                      plan.writes, strict, self.epoch_windows)
         self.feeds = self._adaptive_feeds()
+        self.overlays = {q.name: o for q in plan.queries
+                         if (o := overlay_for(q, self.store)) is not None}
         self._adapt_every: tuple[int, dict[str, Any]] | None = None
         self._writes_since_adapt = 0
 
@@ -170,6 +173,19 @@ class Deployment:
     def _writer_feeds(self, table: Table) -> list[Feed]:
         return [f for f in self.feeds.values()
                 if f.layout.events.table.lower() == table.name.lower()]
+
+    def _writer_overlays(self, table: Table) -> list[Overlay]:
+        return [o for o in self.overlays.values()
+                if o.adjacency.events.lower() == table.name.lower()]
+
+    def _edge_overlays(self, table: Table) -> list[Overlay]:
+        return [o for o in self.overlays.values()
+                if o.adjacency.edges.lower() == table.name.lower()]
+
+    def _adaptive(self, table: Table) -> bool:
+        """Do writes of ``table`` push to a feed or an overlay (or count their rates)?"""
+        return bool(self._writer_feeds(table) or self._writer_overlays(table)
+                    or self._edge_overlays(table))
 
     def __enter__(self) -> "Deployment":
         self._open()
@@ -264,12 +280,17 @@ class Deployment:
         if self.closed:
             self._open()
         served.check(params)
-        if self.feeds:
+        if self.feeds or self.overlays:
             feed = self.feeds.get(served.query.name)
             if feed is not None:
                 feed.rates.read(params[feed.layout.param])
                 if feed.active:
                     return self._feed_read(feed, served, params)
+            overlay = self.overlays.get(served.query.name)
+            if overlay is not None:
+                overlay.rates.read(params[overlay.param])
+                if overlay.active:
+                    return self._overlay_read(overlay, served, params)
         statement = served.statement
         if statement is None:
             return self._interpreted(served, params)
@@ -298,6 +319,18 @@ class Deployment:
             raise BoundExceeded(f"query {served.query.name} did {ops} operations; its bound "
                                 f"(push and pull) is {feed.read_bound}")
         return _result(served.columns, tuple(rows), ops, feed.read_bound)
+
+    def _overlay_read(self, overlay: Overlay, served: _Served,
+                      params: dict[str, Any]) -> Result:
+        """A neighbourhood aggregate read through its overlay: at most one read per
+        writer of the neighbourhood, within the pull plan's bound."""
+        with self.lock, self.store.snapshot():
+            start = self.store.counter.ops
+            rows = overlay.read(params)
+            ops = self.store.counter.ops - start
+        if self.strict and ops > served.bound:
+            raise served.exceeded(ops)
+        return _result(served.columns, tuple(rows), ops, served.bound)
 
     def interpret(self, name: str, /, **params: Any) -> Result:
         """Run a named query with the plan's interpreter (``piql.runtime.executor``):
@@ -353,7 +386,7 @@ class Deployment:
         """Insert one base row and maintain every index and view, in one transaction."""
         definition = self._table(table)
         full = complete_row(definition, row)
-        if self.feeds and self._writer_feeds(definition):
+        if (self.feeds or self.overlays) and self._adaptive(definition):
             return self._pushing(definition, lambda: self._insert_pushed(definition, full))
         return self._transaction(lambda: self.maintainer.insert(definition, full))
 
@@ -361,7 +394,7 @@ class Deployment:
         """Delete the base row with this primary key, maintaining every view."""
         definition = self._table(table)
         found = key_of(definition, key)
-        if self.feeds and self._writer_feeds(definition):
+        if (self.feeds or self.overlays) and self._adaptive(definition):
             return self._pushing(definition, lambda: self._delete_pushed(definition, found))
         return self._transaction(lambda: self.maintainer.delete(definition, found))
 
@@ -370,7 +403,7 @@ class Deployment:
         definition = self._table(table)
         full = complete_row(definition, row)
         key = {c: full[c] for c in definition.primary_key}
-        if self.feeds and self._writer_feeds(definition):
+        if (self.feeds or self.overlays) and self._adaptive(definition):
             return self._pushing(definition, lambda: [
                 self._delete_pushed(definition, key, replacing=full),
                 self._insert_pushed(definition, full)])
@@ -390,7 +423,15 @@ class Deployment:
         return done
 
     def _insert_pushed(self, definition: Table, full: dict[str, Any]) -> WriteReport:
+        overlays = [(o, full.get(o.adjacency.writer.column))
+                    for o in self._writer_overlays(definition)]
+        before = [o.before_event(w) for o, w in overlays]
         report = self.maintainer.insert(definition, full)
+        for (overlay, writer), old in zip(overlays, before):
+            overlay.after_event(writer, old)
+        for overlay in self._edge_overlays(definition):
+            a = overlay.adjacency
+            overlay.edge_inserted(full.get(a.consumer.column), full.get(a.producer.column))
         for feed in self._writer_feeds(definition):
             self._within(feed, feed.inserted(full))
         return report
@@ -399,7 +440,20 @@ class Deployment:
                        replacing: dict[str, Any] | None = None) -> WriteReport:
         for feed in self._writer_feeds(definition):
             self._within(feed, feed.deleting(key))
-        return self.maintainer.delete(definition, key, replacing=replacing)
+        touched = self._writer_overlays(definition) + self._edge_overlays(definition)
+        old = self.store.get(definition.name, key) if any(o.active for o in touched) else None
+        row = {} if old is None else dict(zip(self.store.shapes[definition.name].columns, old))
+        overlays = [(o, row.get(o.adjacency.writer.column))
+                    for o in self._writer_overlays(definition) if o.active]
+        before = [o.before_event(w) for o, w in overlays]
+        report = self.maintainer.delete(definition, key, replacing=replacing)
+        for (overlay, writer), value in zip(overlays, before):
+            overlay.after_event(writer, value)
+        if row:
+            for overlay in self._edge_overlays(definition):
+                a = overlay.adjacency
+                overlay.edge_deleted(row.get(a.consumer.column), row.get(a.producer.column))
+        return report
 
     def _within(self, feed: Feed, ops: int) -> None:
         if self.strict and ops > feed.write_bound:
@@ -423,10 +477,38 @@ class Deployment:
                                  f"{', '.join(m.value for m in Mode)}") from None
         if query is not None:
             plan = self.query_plan(query)
-            if plan.name not in self.feeds:
-                raise UnknownName(f"query {plan.name} is no adaptive feed piql serves per edge")
+            if plan.name not in self.feeds and plan.name not in self.overlays:
+                raise UnknownName(f"query {plan.name} is no adaptive feed or neighbourhood "
+                                  "aggregate piql serves per edge or overlay node")
         feeds = [f for n, f in self.feeds.items() if query is None or n == plan.name]
         return [adapt(f, self._transaction, chosen, steps, budget, percentile) for f in feeds]
+
+    def adapt_overlay(self, query: str, /, *, mode: str = "eagr",
+                      sharing: bool = True) -> OverlayReport:
+        """Serve a neighbourhood aggregate through an EAGr overlay (``runtime.aggregates``),
+        built from the edge table (again, if ``sharing`` changed), each node push or pull:
+        ``mode`` eagr (the min-cut of measured rates), push or pull (every node)."""
+        self._open()
+        plan = self.query_plan(query)
+        overlay = self.overlays.get(plan.name)
+        if overlay is None:
+            raise UnknownName(f"query {plan.name} is no neighbourhood aggregate piql serves "
+                              "through an overlay")
+        if mode not in ("eagr", "push", "pull"):
+            raise ParameterError(f"unknown overlay mode {mode!r}; choose eagr, push or pull")
+        start = self.store.counter.ops
+
+        def step() -> None:
+            if not overlay.active or overlay.sharing != sharing:
+                overlay.rebuild(sharing)
+            overlay.apply(overlay.decide(mode))
+
+        self._transaction(step)
+        nodes = [n for n in overlay.inputs]
+        assert overlay.graph is not None
+        return OverlayReport(plan.name, overlay.graph.sharing_index, len(overlay.members),
+                             len(overlay.push), len(nodes) - len(overlay.push),
+                             self.store.counter.ops - start)
 
     def adapt_every(self, writes: int | None, /, **options: Any) -> None:
         """Run :meth:`adapt` (with ``options``) after every ``writes`` writes of the
@@ -473,6 +555,9 @@ class Deployment:
             for feed in self._writer_feeds(table):
                 with self.store.transaction():
                     feed.reset()
+            for overlay in self._writer_overlays(table) + self._edge_overlays(table):
+                with self.store.transaction():
+                    overlay.reset()
 
     def load_many(self, loads: Sequence[tuple[str, Any]] | dict[str, Any]) -> list[int]:
         """Several bulk loads as one: ``(table, source)`` pairs in order (parents first),
