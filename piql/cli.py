@@ -175,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="measured operations per point, after as many warm-up ones")
     feeds.add_argument("--ratios", default="0.25,0.5,1,2,4,16,64",
                        help="reads per write, comma separated")
+    feeds.add_argument("--aggregate-ratios", default="0.25,1,4,16",
+                       help="reads per write of the neighbourhood aggregate's sweep")
     feeds.add_argument("--budget", type=float, default=None,
                        help="the latency mode's ops per read at the 99th percentile "
                             "(default: 3k)")
@@ -564,18 +566,23 @@ def _bench_migrate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _ratios(text: str, option: str) -> tuple[float, ...]:
+    try:
+        ratios = tuple(float(r) for r in text.split(",") if r.strip())
+    except ValueError:
+        raise InputError(f"{option} expects comma-separated numbers, got {text!r}") from None
+    if not ratios or min(ratios) <= 0:
+        raise InputError(f"{option} expects positive numbers, got {text!r}")
+    return ratios
+
+
 def _bench_feeds(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from piql.bench import feeds as bench
 
-    try:
-        ratios = tuple(float(r) for r in args.ratios.split(",") if r.strip())
-    except ValueError:
-        raise InputError(f"--ratios expects comma-separated numbers, got {args.ratios!r}") \
-            from None
-    if not ratios or min(ratios) <= 0:
-        raise InputError(f"--ratios expects positive numbers, got {args.ratios!r}")
+    ratios = _ratios(args.ratios, "--ratios")
+    aggregate_ratios = _ratios(args.aggregate_ratios, "--aggregate-ratios")
     for option, value, least in (("--users", args.users, 2), ("--max-follows", args.max_follows, 1),
                                  ("--k", args.k, 1), ("--trace", args.trace, 1)):
         if value < least:
@@ -585,7 +592,8 @@ def _bench_feeds(args: argparse.Namespace) -> int:
     settings = bench.Settings(users=args.users, mean_follows=args.mean_follows,
                               max_follows=args.max_follows, k=args.k, skew=args.skew,
                               trace=args.trace, ratios=ratios, budget=args.budget,
-                              seed=args.seed, postgres=args.postgres)
+                              seed=args.seed, postgres=args.postgres,
+                              aggregate_ratios=aggregate_ratios)
     out = Path(args.out)
     document = bench.run(settings, out)
     print(bench.summary(document))

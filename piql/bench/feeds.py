@@ -31,7 +31,10 @@ from piql.bench.common import machine, percentile, progress, pyplot, save_figure
 
 STRATEGIES = ("all-pull", "all-push", "hybrid", "latency")
 MODES = {"all-pull": "pull", "all-push": "push", "hybrid": "mincost", "latency": "latency"}
-FIGURES = ("feeds_cost.png", "feeds_read_ops.png")
+# the neighbourhood aggregate: (overlay mode, sharing) per strategy
+AGGREGATES = {"all-pull": ("pull", False), "all-push": ("push", False),
+              "eagr": ("eagr", False), "eagr-shared": ("eagr", True)}
+FIGURES = ("feeds_cost.png", "feeds_read_ops.png", "aggregates_cost.png")
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class Settings:
     seed: int = 19
     postgres: bool = False  # on a throwaway PostgreSQL server, else SQLite in memory
     strategies: tuple[str, ...] = field(default=STRATEGIES)
+    aggregate_ratios: tuple[float, ...] = (0.25, 1.0, 4.0, 16.0)
 
     @property
     def read_budget(self) -> float:
@@ -59,13 +63,18 @@ def schema(settings: Settings) -> str:
     return (f"CREATE TABLE follows (follower BIGINT, followee BIGINT, PRIMARY KEY (follower, "
             f"followee)) WITH CARDINALITY (followee, {settings.max_follows});\n"
             "CREATE TABLE posts (postId BIGINT PRIMARY KEY, author BIGINT NOT NULL, "
-            "createdAt BIGINT NOT NULL, body VARCHAR);\n")
+            "createdAt BIGINT NOT NULL, body VARCHAR);\n"
+            "CREATE TABLE checkins (checkinId BIGINT PRIMARY KEY, userId BIGINT NOT NULL, "
+            "points BIGINT);\n")
 
 
 def queries(settings: Settings) -> str:
     return ("-- name: feed\nSELECT p.postId, p.author, p.createdAt FROM follows f, posts p\n"
             "WHERE f.follower = <me> AND p.author = f.followee\n"
-            f"ORDER BY p.createdAt DESC LIMIT {settings.k}\n")
+            f"ORDER BY p.createdAt DESC LIMIT {settings.k}\n"
+            "-- name: friendCheckins\n"
+            "SELECT COUNT(*) AS n, SUM(c.points) AS points FROM follows f, checkins c\n"
+            "WHERE f.follower = <me> AND c.userId = f.followee\n")
 
 
 @dataclass(frozen=True)
@@ -138,11 +147,12 @@ def run_strategy(settings: Settings, load: Workload, ratio: float, strategy: str
         db.load("follows", [{"follower": a, "followee": b} for a, b in load.edges])
         db.load("posts", [dict(zip(("postId", "author", "createdAt", "body"), p))
                           for p in load.posts])
-        next_post = [len(load.posts)]
-        _play(db, warmup, next_post, None)
+        write = _post(db, [len(load.posts)])
+        _play(db, warmup, write, "feed", None)
         adapted = db.adapt("feed", mode=MODES[strategy], budget=settings.read_budget
                            if strategy == "latency" else None)[0]
-        figures = _play(db, measured, next_post, _oracle(db))
+        figures = _play(db, measured, write, "feed", _oracle(db))
+        figures.pop("write_ops_total")
         feed = db.feeds["feed"]
         storage = sum(len(db.rows(t.name)) for t in feed.layout.tables) if feed.active else 0
     return figures | {
@@ -151,13 +161,65 @@ def run_strategy(settings: Settings, load: Workload, ratio: float, strategy: str
         "budget_met": adapted.met}
 
 
-def _oracle(db):
-    block = db.query_plan("feed").query.block
+def run_aggregate(settings: Settings, load: Workload, ratio: float, strategy: str,
+                  store: str = ":memory:") -> dict[str, Any]:
+    """The neighbourhood aggregate under one overlay strategy on the seeded trace."""
+    app = piql.loads(schema(settings), queries(settings))
+    rng = random.Random(f"{settings.seed}/aggregate/{ratio}")
+    warmup = trace(settings, load, ratio, settings.trace, rng)
+    measured = trace(settings, load, ratio, settings.trace, rng)
+    mode, sharing = AGGREGATES[strategy]
+    with app.deploy(store, strict=True, quiet=True) as db:
+        db.load("follows", [{"follower": a, "followee": b} for a, b in load.edges])
+        db.load("checkins", [{"checkinId": n, "userId": 1 + n % settings.users, "points": n % 7}
+                             for n in range(settings.users * 2)])
+        next_key = [settings.users * 2]
+        write = _checkin(db, next_key)
+        db.adapt_overlay("friendCheckins", mode="pull", sharing=False)
+        _play(db, warmup, write, "friendCheckins", None)
+        adapted = db.adapt_overlay("friendCheckins", mode=mode, sharing=sharing)
+        base = _base_write_ops(db, next_key)
+        figures = _play(db, measured, write, "friendCheckins", _oracle(db, "friendCheckins"))
+        storage = len(db.rows(db.overlays["friendCheckins"].table.name))
+    pushes = figures.pop("write_ops_total") - base * figures["writes"]
+    return figures | {"push_ops": pushes, "storage_rows": storage,
+                      "sharing_index": round(adapted.sharing_index, 4),
+                      "shared_nodes": adapted.shared_nodes, "push_nodes": adapted.push_nodes,
+                      "adapt_ops": adapted.ops}
+
+
+def _checkin(db, next_key: list[int]):
+    def write(user: int) -> None:
+        db.insert("checkins", checkinId=next_key[0], userId=user, points=next_key[0] % 7)
+        next_key[0] += 1
+    return write
+
+
+def _base_write_ops(db, next_key: list[int]) -> int:
+    """What a checkin costs without any push (a user no reader follows): the write, its
+    index and per-writer view upkeep, the overlay's look at its writer."""
+    before = db.store.counter.ops
+    db.insert("checkins", checkinId=next_key[0], userId=-1, points=0)
+    next_key[0] += 1
+    return db.store.counter.ops - before
+
+
+def _oracle(db, name: str = "feed"):
+    block = db.query_plan(name).query.block
     sql = sqlgen.block_sql(block, db.store.dialect)
     return lambda me: [tuple(r) for r in db.store.sql(sql, {"me": me})]
 
 
-def _play(db, operations: list[tuple[str, int]], next_post: list[int], oracle) -> dict[str, Any]:
+def _post(db, next_post: list[int]):
+    def write(user: int) -> None:
+        db.insert("posts", postId=next_post[0], author=user, createdAt=next_post[0],
+                  body="event")
+        next_post[0] += 1
+    return write
+
+
+def _play(db, operations: list[tuple[str, int]], write, query: str,
+          oracle) -> dict[str, Any]:
     """Run ``operations``; with an ``oracle``, measure and check every read."""
     counter = db.store.counter
     start = counter.ops
@@ -165,21 +227,25 @@ def _play(db, operations: list[tuple[str, int]], next_post: list[int], oracle) -
     for kind, user in operations:
         before = counter.ops
         if kind == "write":
-            n = next_post[0]
-            next_post[0] += 1
-            db.insert("posts", postId=n, author=user, createdAt=n, body="event")
+            write(user)
             write_ops.append(counter.ops - before)
         else:
             clock = time.perf_counter()
-            got = db.query("feed", me=user)
+            got = db.query(query, me=user)
             read_ms.append((time.perf_counter() - clock) * 1000)
             read_ops.append(got.ops)
-            if oracle is not None and list(got.rows) != oracle(user):
+            if oracle is not None and _normal(got.rows) != _normal(oracle(user)):
                 mismatches += 1
     return {"total_ops": counter.ops - start, "reads": len(read_ops), "writes": len(write_ops),
             "read_ops_p50": percentile(read_ops, 50), "read_ops_p99": percentile(read_ops, 99),
             "read_ms_p50": percentile(read_ms, 50), "read_ms_p99": percentile(read_ms, 99),
-            "write_ops_p99": percentile(write_ops, 99), "mismatches": mismatches}
+            "write_ops_p99": percentile(write_ops, 99), "write_ops_total": sum(write_ops),
+            "mismatches": mismatches}
+
+
+def _normal(rows) -> list[tuple]:
+    """Rows with reals rounded (an AVG from summed state may differ in its last bit)."""
+    return [tuple(round(v, 9) if isinstance(v, float) else v for v in row) for row in rows]
 
 
 def run(settings: Settings, out: Path) -> dict[str, Any]:
@@ -203,6 +269,18 @@ def run(settings: Settings, out: Path) -> dict[str, Any]:
                 if server is not None:
                     server.drop_database(store)
             sweep.append(point | _verdict(point["strategies"]))
+        aggregates = []
+        for ratio in settings.aggregate_ratios:
+            point = {"ratio": ratio, "strategies": {}}
+            for strategy in AGGREGATES:
+                progress("bench feeds: aggregates", len(aggregates), len(settings.aggregate_ratios))
+                store = ":memory:" if server is None else server.create_database()
+                point["strategies"][strategy] = run_aggregate(settings, load, ratio, strategy,
+                                                              store)
+                if server is not None:
+                    server.drop_database(store)
+            aggregates.append(point)
+        progress("bench feeds: aggregates", len(aggregates), len(settings.aggregate_ratios))
     finally:
         if server is not None:
             server.stop()
@@ -218,6 +296,11 @@ def run(settings: Settings, out: Path) -> dict[str, Any]:
         "graph": load.graph(), "sweep": sweep,
         "strategies": {s: _totals([p["strategies"][s] for p in sweep])
                        for s in settings.strategies},
+        "aggregates": {"query": "friendCheckins", "sweep": aggregates,
+                       "strategies": {s: _totals([p["strategies"][s] for p in aggregates])
+                                      | {"push_ops": sum(p["strategies"][s]["push_ops"]
+                                                         for p in aggregates)}
+                                      for s in AGGREGATES} if aggregates else {}},
     }
     write_json(out / "feeds.json", document)
     figures(document, out)
@@ -245,12 +328,17 @@ def figures(document: dict[str, Any], out: Path) -> None:
     """Total operations and read operations against the read:write ratio (Feeding
     Frenzy's Figures 4 and 6)."""
     plt = pyplot()
-    ratios = [p["ratio"] for p in document["sweep"]]
-    for name, key, label in (("feeds_cost.png", "total_ops", "total operations (trace)"),
-                             ("feeds_read_ops.png", "read_ops_p99", "read operations, p99")):
+    for name, key, label, sweep in (
+            ("feeds_cost.png", "total_ops", "total operations (trace)", document["sweep"]),
+            ("feeds_read_ops.png", "read_ops_p99", "read operations, p99", document["sweep"]),
+            ("aggregates_cost.png", "total_ops", "total operations (trace), aggregate",
+             document["aggregates"]["sweep"])):
+        if not sweep:
+            continue
+        ratios = [p["ratio"] for p in sweep]
         figure, axes = plt.subplots(figsize=(6.4, 4.2))
-        for strategy in document["strategies"]:
-            axes.plot(ratios, [p["strategies"][strategy][key] for p in document["sweep"]],
+        for strategy in sweep[0]["strategies"]:
+            axes.plot(ratios, [p["strategies"][strategy][key] for p in sweep],
                       marker="o", label=strategy)
         axes.set_xscale("log", base=2)
         axes.set_yscale("log")
@@ -278,4 +366,14 @@ def summary(document: dict[str, Any]) -> str:
                          f"{f['storage_rows']:>8} {f['push_edges']:>6} {f['mismatches']:>4}")
         if point.get("hybrid_gain"):
             lines.append(f"{'':>6} hybrid vs the better extreme: {point['hybrid_gain']:.2f}x")
+    if document["aggregates"]["sweep"]:
+        lines += ["", f"neighbourhood aggregate {document['aggregates']['query']} (EAGr overlay)",
+                  f"{'ratio':>6} {'strategy':>11} {'total ops':>10} {'push ops':>9} "
+                  f"{'read p99':>9} {'write p99':>9} {'storage':>8} {'sharing':>8} {'bad':>4}"]
+        for point in document["aggregates"]["sweep"]:
+            for strategy, f in point["strategies"].items():
+                lines.append(f"{point['ratio']:>6g} {strategy:>11} {f['total_ops']:>10} "
+                             f"{f['push_ops']:>9} {f['read_ops_p99']:>9.0f} "
+                             f"{f['write_ops_p99']:>9.0f} {f['storage_rows']:>8} "
+                             f"{f['sharing_index']:>8.3f} {f['mismatches']:>4}")
     return "\n".join(lines)

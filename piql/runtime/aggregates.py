@@ -34,7 +34,7 @@ from piql.planner.application import QueryPlan
 from piql.planner.overlay import OverlayGraph, build
 from piql.planner.push_pull import node_costs, partition
 from piql.query_block import Aggregate, Param
-from piql.runtime.evaluate import finish
+from piql.runtime.evaluate import finish, value
 from piql.runtime.rates import Rates
 from piql.runtime.store import Store, TableShape
 
@@ -225,24 +225,28 @@ class Overlay:
                    for c, v in summed.items()}
         return finish(self.block, [binding], params)
 
-    def before_event(self, writer: Any) -> Values | None:
-        """A write of ``writer``'s rows is about to change its view row: its value now."""
-        self.rates.write(writer)
-        if not self.active or writer is None or not any(
-                t in self.push for t in self.outputs.get(("w", writer), ())):
-            return None
-        return self._writer(writer)
-
-    def after_event(self, writer: Any, before: Values | None) -> None:
-        """Push the change of ``writer``'s view row to its push outputs."""
-        if before is None:
+    def written(self, row: dict[str, Any], sign: int) -> None:
+        """A producer row inserted (``sign`` 1) or deleted (-1): count the write and push
+        its change of the writer's partial aggregate (computed from the row alone, as the
+        per-writer view's delta rule does) to the writer's push outputs."""
+        writer = row.get(self.adjacency.writer.column)
+        if writer is None:
             return
-        after = self._writer(writer)
-        delta = {c: after[c] - before[c] for c in self.values}
-        if any(delta.values()):
-            for target in self.outputs.get(("w", writer), ()):
-                if target in self.push:
-                    self._add(target, delta)
+        self.rates.write(writer)
+        targets = [t for t in self.outputs.get(("w", writer), ()) if t in self.push]
+        if not self.active or not targets:
+            return
+        binding = {(self.adjacency.writer.alias, c): v for c, v in row.items()}
+        delta = {}
+        for column in self.view.columns:
+            if not column.key:
+                source = column.source
+                found = 1 if source.arg is None else value(source.arg, binding, {})
+                if source.func == "COUNT":
+                    found = 0 if found is None else 1
+                delta[column.name] = 0 if found is None else sign * found
+        for target in targets:
+            self._add(target, delta)
 
     def edge_inserted(self, consumer: Any, producer: Any) -> None:
         if not self.active or consumer is None or producer is None:
@@ -302,6 +306,8 @@ def overlay_for(query: QueryPlan, store: Store) -> Overlay | None:
                                                              a.producer.column}:
         return None
     if not any(isinstance(c.source, Aggregate) and c.source.func == "COUNT"
-               and c.source.arg is None for c in view.columns):
+               and c.source.arg is None for c in view.columns) or not all(
+            c.key or (isinstance(c.source, Aggregate) and c.source.func in ("COUNT", "SUM"))
+            for c in view.columns):
         return None
     return Overlay(query, view, store)

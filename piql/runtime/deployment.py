@@ -423,12 +423,9 @@ class Deployment:
         return done
 
     def _insert_pushed(self, definition: Table, full: dict[str, Any]) -> WriteReport:
-        overlays = [(o, full.get(o.adjacency.writer.column))
-                    for o in self._writer_overlays(definition)]
-        before = [o.before_event(w) for o, w in overlays]
         report = self.maintainer.insert(definition, full)
-        for (overlay, writer), old in zip(overlays, before):
-            overlay.after_event(writer, old)
+        for overlay in self._writer_overlays(definition):
+            overlay.written(full, 1)
         for overlay in self._edge_overlays(definition):
             a = overlay.adjacency
             overlay.edge_inserted(full.get(a.consumer.column), full.get(a.producer.column))
@@ -443,13 +440,10 @@ class Deployment:
         touched = self._writer_overlays(definition) + self._edge_overlays(definition)
         old = self.store.get(definition.name, key) if any(o.active for o in touched) else None
         row = {} if old is None else dict(zip(self.store.shapes[definition.name].columns, old))
-        overlays = [(o, row.get(o.adjacency.writer.column))
-                    for o in self._writer_overlays(definition) if o.active]
-        before = [o.before_event(w) for o, w in overlays]
         report = self.maintainer.delete(definition, key, replacing=replacing)
-        for (overlay, writer), value in zip(overlays, before):
-            overlay.after_event(writer, value)
         if row:
+            for overlay in self._writer_overlays(definition):
+                overlay.written(row, -1)
             for overlay in self._edge_overlays(definition):
                 a = overlay.adjacency
                 overlay.edge_deleted(row.get(a.consumer.column), row.get(a.producer.column))

@@ -13,7 +13,8 @@ from piql.cli import main
 def test_bench_feeds_writes_json_and_figures(tmp_path, capsys, postgres):
     out = tmp_path / "results"
     args = ["bench", "feeds", "--users", "40", "--mean-follows", "5", "--max-follows", "10",
-            "--k", "3", "--trace", "150", "--ratios", "0.5,8", "--out", str(out)]
+            "--k", "3", "--trace", "150", "--ratios", "0.5,8", "--aggregate-ratios", "1", "--out",
+            str(out)]
     assert main(args + (["--postgres"] if postgres else [])) == 0
     document = json.loads((out / "feeds.json").read_text())
     assert [p["ratio"] for p in document["sweep"]] == [0.5, 8]
@@ -25,6 +26,13 @@ def test_bench_feeds_writes_json_and_figures(tmp_path, capsys, postgres):
         assert point["strategies"]["all-pull"]["storage_rows"] == 0
         assert point["strategies"]["all-push"]["push_edges"] == document["graph"]["edges"]
     assert document["strategies"]["hybrid"]["mismatches"] == 0
+    (aggregate,) = document["aggregates"]["sweep"]
+    assert set(aggregate["strategies"]) == {"all-pull", "all-push", "eagr", "eagr-shared"}
+    for figures in aggregate["strategies"].values():
+        assert figures["mismatches"] == 0
+        assert {"total_ops", "push_ops", "sharing_index", "storage_rows"} <= set(figures)
+    assert aggregate["strategies"]["all-pull"]["push_ops"] == 0
+    assert aggregate["strategies"]["eagr"]["sharing_index"] == 0
     assert (out / "feeds_cost.png").stat().st_size > 0
     assert "hybrid vs the better extreme" in capsys.readouterr().out
 
