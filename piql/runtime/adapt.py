@@ -12,8 +12,8 @@ the next call (Feeding Frenzy §4.3 re-decides only the edges whose rates moved)
 
 The decision pass reads the edge table and the push edges whole (set-oriented, like a
 refresh: O(edges) memory and time, not counted as operations; every edge needs a
-decision, since a consumer or producer the counters have not seen still has a smoothed
-rate, ``runtime.rates``); only the switches are counted, and bounded per step.
+decision, since a consumer or producer the counters have not seen still has a rate:
+the Good-Turing estimate, ``runtime.rates``); only the switches are counted, and bounded per step.
 :attr:`Mode.PUSH` and :attr:`Mode.PULL` force every edge one way (the benchmark's
 baselines).
 """
@@ -119,9 +119,13 @@ def _edges(feed: Feed, mode: Mode) -> tuple[list[Edge], set[Edge]]:
 
 
 def _rates(feed: Feed, edges: list[Edge]) -> DecisionRates:
+    """Measured rates of the edges' ends; an end not seen yet gets the Good-Turing
+    estimate over the edges' ends (``runtime.rates``)."""
     rates = feed.rates
-    return DecisionRates.of({e.producer: rates.producer_rate(e.producer) for e in edges},
-                            {e.consumer: rates.consumer_rate(e.consumer) for e in edges})
+    writes = rates.unseen_writes(e.producer for e in edges)
+    reads = rates.unseen_reads(e.consumer for e in edges)
+    return DecisionRates.of({e.producer: rates.producer_rate(e.producer, writes) for e in edges},
+                            {e.consumer: rates.consumer_rate(e.consumer, reads) for e in edges})
 
 
 def _capped_all(edges: list[Edge], cap: int | None) -> set[Edge]:

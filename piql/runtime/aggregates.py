@@ -151,8 +151,11 @@ class Overlay:
             return set(self.inputs)
         edges = self.edges()
         writers = {u for u, _ in edges if u[0] == "w"}
-        writes = {w: self.rates.producer_rate(w[1]) for w in writers}
-        reads = {v: self.rates.consumer_rate(v[1]) for v in self.inputs if v[0] == "r"}
+        readers = [v for v in self.inputs if v[0] == "r"]
+        unseen_writes = self.rates.unseen_writes(w[1] for w in writers)
+        unseen_reads = self.rates.unseen_reads(v[1] for v in readers)
+        writes = {w: self.rates.producer_rate(w[1], unseen_writes) for w in writers}
+        reads = {v: self.rates.consumer_rate(v[1], unseen_reads) for v in readers}
         costs = node_costs(edges, writes, reads, lambda k: PUSH_OPS, lambda k: k)
         found = partition(costs, edges, must_push=writers)
         return {n for n in found.push if n[0] != "w"}

@@ -26,10 +26,9 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
-from typing import Hashable, Iterator
+from typing import Hashable, Iterable, Iterator
 
 RESCALE_AT = 2.0 ** 500  # stored weights are divided down before they overflow a float
-PRIOR = 0.5  # events every key is assumed to have had (additive smoothing)
 
 
 @dataclass(frozen=True)
@@ -154,15 +153,36 @@ class Rates:
         self.clock += 1
         self.writes.add(producer, self.clock)
 
-    def consumer_rate(self, consumer: Hashable) -> float:
-        return self._smoothed(self.reads, consumer)
+    def consumer_rate(self, consumer: Hashable, unseen: float = 0.0) -> float:
+        """Reads per tick; ``unseen`` events for a consumer the counter does not hold."""
+        return _rate(self.reads, consumer, self.clock, unseen)
 
-    def producer_rate(self, producer: Hashable) -> float:
-        return self._smoothed(self.writes, producer)
+    def producer_rate(self, producer: Hashable, unseen: float = 0.0) -> float:
+        """Writes per tick; ``unseen`` events for a producer the counter does not hold."""
+        return _rate(self.writes, producer, self.clock, unseen)
 
-    def _smoothed(self, counter: DecayedCounter, key: Hashable) -> float:
-        """A key's rate with half an event added (additive smoothing): a consumer not seen
-        reading yet may still read, a producer not seen writing may still write, and a
-        rate of 0 would make either edge free to push or never worth pushing."""
-        return (counter.estimate(key, self.clock).count + PRIOR) * math.log(2) \
-            / counter.half_life
+    def unseen_reads(self, consumers: Iterable[Hashable]) -> float:
+        return good_turing(self.reads, consumers, self.clock)
+
+    def unseen_writes(self, producers: Iterable[Hashable]) -> float:
+        return good_turing(self.writes, producers, self.clock)
+
+
+def _rate(counter: DecayedCounter, key: Hashable, now: float, unseen: float) -> float:
+    count = counter.estimate(key, now).count
+    return (count if key in counter else unseen) * math.log(2) / counter.half_life
+
+
+def good_turing(counter: DecayedCounter, keys: Iterable[Hashable], now: float) -> float:
+    """The events to expect of a key not seen yet, among ``keys`` (Good-Turing): the keys
+    seen about once, over the keys not seen. Half the users never read, a few once: an
+    unseen user is about as likely to read as those. None seen once (every reader seen
+    reads often): 0. A rate of 0 for every unseen producer would make pushing it look
+    free; of a fixed prior for every unseen consumer, worth pushing to."""
+    ones = unseen = 0
+    for key in set(keys):
+        if key not in counter:
+            unseen += 1
+        elif counter.estimate(key, now).count < 1.5:
+            ones += 1
+    return ones / unseen if unseen else 0.0

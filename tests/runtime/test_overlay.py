@@ -121,8 +121,9 @@ def frequent_readers(new_store):
 
 
 def test_eagr_pushes_frequent_readers_and_pulls_rare_ones(new_store):
-    """Without sharing (rates smoothed by half an event): PUSH(r1) = 42 writes x 2 = 84 <
-    PULL(r1) = 50.5 reads x 4 inputs = 202: push; PULL(r3) = 0.5 x 4 = 2: pull."""
+    """Without sharing: PUSH(r1) = 40 writes x 2 = 80 < PULL(r1) = 50 reads x 4 inputs =
+    200: push; r3 never reads (and no reader was seen reading once: Good-Turing expects 0
+    reads of it): PULL(r3) = 0: pull."""
     db = frequent_readers(new_store)
     report = db.adapt_overlay("friendCheckins", sharing=False)
     assert db.overlays["friendCheckins"].push == {("r", 1), ("r", 2)}
@@ -131,9 +132,9 @@ def test_eagr_pushes_frequent_readers_and_pulls_rare_ones(new_store):
 
 
 def test_with_sharing_one_pushed_partial_aggregate_serves_both(new_store):
-    """With sharing, the readers share a node of the 4 writers: PUSH(node) = 84 < PULL(node)
-    = 101.5 pulls x 4 = 406: push; each reader then reads 1 input, PULL(r1) = 50.5 < PUSH
-    = 84: pull. A write pushes once (to the node), not twice."""
+    """With sharing, the readers share a node of the 4 writers: PUSH(node) = 80 < PULL(node)
+    = 100 pulls x 4 = 400: push; each reader then reads 1 input, PULL(r1) = 50 < PUSH = 80:
+    pull. A write pushes once (to the node), not twice."""
     db = frequent_readers(new_store)
     report = db.adapt_overlay("friendCheckins", sharing=True)
     assert db.overlays["friendCheckins"].push == {("a", 0)}

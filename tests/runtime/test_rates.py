@@ -69,3 +69,17 @@ def test_costs_are_a_moving_average_and_rates_share_one_clock():
 def test_a_counter_needs_room():
     with pytest.raises(ValueError):
         DecayedCounter(capacity=0)
+
+
+def test_an_unseen_key_expects_what_keys_seen_once_had():
+    """Good-Turing: 2 of 8 users read once, 4 never: an unseen user expects 2 / 4 reads;
+    with every reader seen often, 0."""
+    rates = Rates(push_ops=6, pull_ops=20, feed_ops=21)
+    for user, reads in {1: 1, 2: 1, 3: 5, 4: 9}.items():
+        for _ in range(reads):
+            rates.read(user)
+    assert rates.unseen_reads(range(1, 9)) == pytest.approx(0.5)
+    assert rates.consumer_rate(7, unseen=0.5) == pytest.approx(
+        0.5 * math.log(2) / rates.reads.half_life)
+    assert rates.consumer_rate(3, unseen=0.5) > rates.consumer_rate(7, unseen=0.5)
+    assert rates.unseen_reads([3, 4, 5]) == 0
