@@ -176,6 +176,7 @@ def adaptive_diagnostic(plan: AdaptivePlan, location: Location) -> Diagnostic:
         f"adaptive {plan.shape}: pull ops <= {plan.pull_ops} per read (at most "
         f"{a.per_consumer} {a.producer} per {a.consumer}); push ops <= {plan.push_write_ops} "
         f"per {a.events} write and <= {plan.push_read_ops} per read{cap}",
-        "piql serves the pull plan; which is cheaper depends on rates: push the edge (p, c) "
+        "piql serves the pull plan until db.adapt() (feeds: per edge) or db.adapt_overlay() "
+        "(aggregates: per overlay node) decides from measured rates: push the edge (p, c) "
         "iff reads of c / writes of p >= H / L (Feeding Frenzy, Lemma 1); see docs/adaptive.md",
         location)

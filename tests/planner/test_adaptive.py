@@ -109,7 +109,7 @@ def test_other_queries_are_not_adaptive(name):
 def test_explain_shows_both_plans():
     plan = plan_text(SCHEMA, QUERIES)
     text = render(plan.query("feed"), plan)
-    assert ("adaptive feed (both plans bounded; piql serves the pull plan):\n"
+    assert ("adaptive feed (both plans bounded; piql serves the pull plan until db.adapt()):\n"
             "  pull: ops <= 10500 per read: the plan above\n"
             "  push: ops <= 7000 per write, <= 20 per read\n"
             "    per consumer f.follower a view of its newest 20 rows\n"
