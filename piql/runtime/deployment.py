@@ -412,9 +412,10 @@ class Deployment:
 
     # -- adaptive feeds: writes push along push edges, decisions from rates ----
     def _pushing(self, definition: Table, work):
-        """A write of an adaptive feed's producer rows, then the periodic adapt if due."""
+        """A write of a table an adaptive query reads (its producers' rows, or an overlay's
+        edges), then the periodic adapt if due (counting the feeds' producer writes)."""
         done = self._transaction(work)
-        if self._adapt_every is not None:
+        if self._adapt_every is not None and self._writer_feeds(definition):
             self._writes_since_adapt += 1
             every, options = self._adapt_every
             if self._writes_since_adapt >= every:
