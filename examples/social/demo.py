@@ -104,16 +104,14 @@ def adapting(db, users: int) -> None:
     after = {u: db.query("homeTimeline", userId=u).ops for u in readers}
     counted = {u: db.query("friendPostCount", userId=u).ops for u in readers}
     print(f"\nadapting homeTimeline to rates (20 users reading 20 times, 100 posts): "
-          f"{feed.push_edges} edges push, the rest pull ({feed.ops} ops to switch; "
-          f"H {feed.push_cost:.1f}, L {feed.pull_cost + 1:.1f} ops measured)")
+          f"{feed.push_edges} edges push, the rest pull ({feed.ops} ops to switch; a pull "
+          f"of one producer measured at {feed.pull_cost + 1:.1f} ops)")
     print(f"  a frequent reader's timeline: {sum(before.values()) / 20:.0f} ops pulled -> "
           f"{sum(after.values()) / 20:.0f} ops per read")
     print(f"adapting friendPostCount: an EAGr overlay, sharing index "
           f"{overlay.sharing_index:.3f}, {overlay.push_nodes} nodes push, "
           f"{overlay.pull_nodes} pull: {sum(counts.values()) / 20:.0f} -> "
           f"{sum(counted.values()) / 20:.0f} ops per read")
-    got = db.query("homeTimeline", userId=1).rows
-    assert got == db.interpret("homeTimeline", userId=1).rows or len(got) == 20
 
 
 if __name__ == "__main__":
