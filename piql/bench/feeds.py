@@ -328,11 +328,13 @@ def figures(document: dict[str, Any], out: Path) -> None:
     """Total operations and read operations against the read:write ratio (Feeding
     Frenzy's Figures 4 and 6)."""
     plt = pyplot()
-    for name, key, label, sweep in (
-            ("feeds_cost.png", "total_ops", "total operations (trace)", document["sweep"]),
-            ("feeds_read_ops.png", "read_ops_p99", "read operations, p99", document["sweep"]),
-            ("aggregates_cost.png", "total_ops", "total operations (trace), aggregate",
-             document["aggregates"]["sweep"])):
+    for name, key, label, sweep, what in (
+            ("feeds_cost.png", "total_ops", "total operations (trace)", document["sweep"],
+             "a feed"),
+            ("feeds_read_ops.png", "read_ops_p99", "read operations, p99", document["sweep"],
+             "a feed"),
+            ("aggregates_cost.png", "total_ops", "total operations (trace)",
+             document["aggregates"]["sweep"], "a neighbourhood aggregate")):
         if not sweep:
             continue
         ratios = [p["ratio"] for p in sweep]
@@ -344,7 +346,7 @@ def figures(document: dict[str, Any], out: Path) -> None:
         axes.set_yscale("log")
         axes.set_xlabel("reads per write (consumer : producer rate)")
         axes.set_ylabel(label)
-        axes.set_title(f"piql feeds: {document['graph']['users']} users, "
+        axes.set_title(f"piql, {what}: {document['graph']['users']} users, "
                        f"{document['graph']['edges']} edges, k = {document['settings']['k']}")
         axes.grid(True, which="both", alpha=0.3)
         axes.legend()
