@@ -188,6 +188,31 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--warmup", type=int, default=2, help="unmeasured runs first (default: 2)")
     lint.add_argument("--out", default="bench-results", help="output directory")
     lint.set_defaults(run=_bench_lint)
+    feeds = benches.add_parser("feeds", help="a feed all-push, all-pull, per edge (MinCost) and "
+                                             "per edge under a read budget, over a sweep of "
+                                             "reads per write (issue 19)")
+    feeds.add_argument("--users", type=int, default=300, help="users (default: 300)")
+    feeds.add_argument("--mean-follows", type=float, default=10.0,
+                       help="mean followees before the cap (Zipf; default: 10)")
+    feeds.add_argument("--max-follows", type=int, default=50,
+                       help="followees per user at most: the CARDINALITY (default: 50)")
+    feeds.add_argument("--k", type=int, default=10, help="the feed's LIMIT (default: 10)")
+    feeds.add_argument("--skew", type=float, default=1.0,
+                       help="Zipf exponent of degrees and rates (default: 1.0)")
+    feeds.add_argument("--trace", type=int, default=3000,
+                       help="measured operations per point, after as many warm-up ones")
+    feeds.add_argument("--ratios", default="0.25,0.5,1,2,4,16,64",
+                       help="reads per write, comma separated")
+    feeds.add_argument("--aggregate-ratios", default="0.25,1,4,16",
+                       help="reads per write of the neighbourhood aggregate's sweep")
+    feeds.add_argument("--budget", type=float, default=None,
+                       help="the latency mode's ops per read at the 99th percentile "
+                            "(default: 3k)")
+    feeds.add_argument("--seed", type=int, default=19)
+    feeds.add_argument("--postgres", action="store_true",
+                       help="on a throwaway PostgreSQL server (default: SQLite in memory)")
+    feeds.add_argument("--out", default="bench-results", help="output directory")
+    feeds.set_defaults(run=_bench_feeds)
     return parser
 
 
@@ -622,6 +647,41 @@ def _bench_migrate(args: argparse.Namespace) -> int:
     document = bench.run(bench.Settings(rows=args.rows, engine=args.engine), out)
     print(bench.summary(document))
     print(f"\nwrote {out / 'migrate.json'}")
+    return EXIT_OK
+
+
+def _ratios(text: str, option: str) -> tuple[float, ...]:
+    try:
+        ratios = tuple(float(r) for r in text.split(",") if r.strip())
+    except ValueError:
+        raise InputError(f"{option} expects comma-separated numbers, got {text!r}") from None
+    if not ratios or min(ratios) <= 0:
+        raise InputError(f"{option} expects positive numbers, got {text!r}")
+    return ratios
+
+
+def _bench_feeds(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from piql.bench import feeds as bench
+
+    ratios = _ratios(args.ratios, "--ratios")
+    aggregate_ratios = _ratios(args.aggregate_ratios, "--aggregate-ratios")
+    for option, value, least in (("--users", args.users, 2), ("--max-follows", args.max_follows, 1),
+                                 ("--k", args.k, 1), ("--trace", args.trace, 1)):
+        if value < least:
+            raise InputError(f"{option} expects at least {least}, got {value}")
+    if args.mean_follows <= 0 or args.skew < 0:
+        raise InputError("--mean-follows expects a positive number and --skew zero or more")
+    settings = bench.Settings(users=args.users, mean_follows=args.mean_follows,
+                              max_follows=args.max_follows, k=args.k, skew=args.skew,
+                              trace=args.trace, ratios=ratios, budget=args.budget,
+                              seed=args.seed, postgres=args.postgres,
+                              aggregate_ratios=aggregate_ratios)
+    out = Path(args.out)
+    document = bench.run(settings, out)
+    print(bench.summary(document))
+    print(f"\nwrote {out / 'feeds.json'} and the figures {', '.join(bench.FIGURES)} in {out}")
     return EXIT_OK
 
 

@@ -148,7 +148,9 @@ RULES: tuple[Rule, ...] = (
          "-- name: homeTimeline\nSELECT p.postId FROM follows f, posts p\n"
          "WHERE f.follower = <userId> AND p.author = f.followee\n"
          "ORDER BY p.createdAt DESC LIMIT 20;",
-         "Nothing to fix; piql serves the pull plan, and `piql explain` shows both."),
+         "Nothing to fix; piql serves the pull plan until `db.adapt()` (a feed, per edge) or "
+         "`db.adapt_overlay()` (an aggregate, per overlay node) decides from measured rates, "
+         "and `piql explain` shows both."),
     Rule("async", "PQ306", Severity.INFO,
          "A query asked for asynchronous maintenance of its views.",
          "With -- maintenance: async, a write to a table the query's view reads does its "

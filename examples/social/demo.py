@@ -38,6 +38,7 @@ SAMPLES = {  # parameters for each query of examples/social/queries.sql
     "userPosts": {"userId": 42},
     "userPostsBetween": {"userId": 42, "since": 0, "until": 2_000_000_000_000},
     "followers": {"userId": 42}, "homeTimeline": {"userId": 42}, "followerCount": {"userId": 42},
+    "friendPostCount": {"userId": 42},
     "likeCount": {"postId": 42}, "twoTags": {"tag1": "tag1", "tag2": "tag2"},
     "latestPosts": {}, "activeAuthors": {}, "trending": {"hour": 1_699_999_200_000},
 }
@@ -77,6 +78,40 @@ def main() -> None:
     print(f"likeCount of post 42 is now {db.query('likeCount', postId=42).rows[0][0]}")
     print("consistency check:", "every view equals its recomputation"
           if db.check().consistent else db.check())
+    adapting(db, args.users)
+
+
+def adapting(db, users: int) -> None:
+    """The feed and the neighbourhood aggregate adapting to rates (docs/adaptive.md): a
+    few users read all day, everyone posts now and then; then ``db.adapt()`` pushes the
+    edges whose reads outweigh their writes, and ``db.adapt_overlay()`` pushes the overlay
+    nodes EAGr's min-cut chooses."""
+    rng = random.Random(11)
+    readers = range(1, 21)
+    before = {u: db.query("homeTimeline", userId=u).ops for u in readers}
+    counts = {u: db.query("friendPostCount", userId=u).ops for u in readers}
+    post = users * 5
+    for _ in range(20):
+        for u in readers:
+            db.query("homeTimeline", userId=u)
+            db.query("friendPostCount", userId=u)
+        for _ in range(5):
+            post += 1
+            db.insert("posts", postId=post, author=rng.randint(1, users),
+                      createdAt=1_800_000_000_000 + post, body="new")
+    (feed,) = db.adapt("homeTimeline")
+    overlay = db.adapt_overlay("friendPostCount")
+    after = {u: db.query("homeTimeline", userId=u).ops for u in readers}
+    counted = {u: db.query("friendPostCount", userId=u).ops for u in readers}
+    print(f"\nadapting homeTimeline to rates (20 users reading 20 times, 100 posts): "
+          f"{feed.push_edges} edges push, the rest pull ({feed.ops} ops to switch; a pull "
+          f"of one producer measured at {feed.pull_cost + 1:.1f} ops)")
+    print(f"  a frequent reader's timeline: {sum(before.values()) / 20:.0f} ops pulled -> "
+          f"{sum(after.values()) / 20:.0f} ops per read")
+    print(f"adapting friendPostCount: an EAGr overlay, sharing index "
+          f"{overlay.sharing_index:.3f}, {overlay.push_nodes} nodes push, "
+          f"{overlay.pull_nodes} pull: {sum(counts.values()) / 20:.0f} -> "
+          f"{sum(counted.values()) / 20:.0f} ops per read")
 
 
 if __name__ == "__main__":

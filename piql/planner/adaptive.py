@@ -14,8 +14,8 @@ it does not change which plan the runtime serves (the pull plan).
 Push costs, per write of one producer row (the insert the papers model):
 
 - read the producer's push edges: ``fanout`` index entries (the edge table by producer);
-- per edge, a feed inserts the row into the consumer's view and trims the row past the
-  k-th (read it, delete it): 3 ops; an aggregate adds to the consumer's row: 2 ops, as an
+- per edge, a feed reads the consumer's feed state, inserts the row into the consumer's
+  view, trims the row past the k-th (read it, delete it) and rewrites the state: 6 ops; an aggregate adds to the consumer's row: 2 ops, as an
   aggregate view's delta rule counts.
 
 ``fanout`` is the most consumers per producer a CARDINALITY constraint allows, else (or if
@@ -36,7 +36,9 @@ from piql.planner.physical import PhysicalPlan
 from piql.query_block import Attr, Param, Predicate, QueryBlock
 
 PUSH_FANOUT_CAP = 1000  # push edges per producer when no constraint bounds its consumers
-FEED_OPS_PER_EDGE = 3  # insert into the consumer's view, read and delete the row past k
+# per push edge: read the consumer's feed state, insert the row, read and delete the row past
+# k, rewrite the state (delete, insert): what runtime.feeds does
+FEED_OPS_PER_EDGE = 6
 AGGREGATE_OPS_PER_EDGE = 2  # add to the consumer's row (an aggregate delta rule's count)
 COMBINABLE = ("COUNT", "SUM", "AVG")
 
@@ -174,6 +176,7 @@ def adaptive_diagnostic(plan: AdaptivePlan, location: Location) -> Diagnostic:
         f"adaptive {plan.shape}: pull ops <= {plan.pull_ops} per read (at most "
         f"{a.per_consumer} {a.producer} per {a.consumer}); push ops <= {plan.push_write_ops} "
         f"per {a.events} write and <= {plan.push_read_ops} per read{cap}",
-        "piql serves the pull plan; which is cheaper depends on rates: push the edge (p, c) "
+        "piql serves the pull plan until db.adapt() (feeds: per edge) or db.adapt_overlay() "
+        "(aggregates: per overlay node) decides from measured rates: push the edge (p, c) "
         "iff reads of c / writes of p >= H / L (Feeding Frenzy, Lemma 1); see docs/adaptive.md",
         location)

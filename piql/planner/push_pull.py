@@ -24,6 +24,7 @@ decisions (docs/adaptive.md says what is still to come).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from enum import StrEnum
 from typing import Callable, Hashable, Iterable, Mapping
 
@@ -75,11 +76,19 @@ class Rates:
     def of(producers: Mapping[Node, float], consumers: Mapping[Node, float]) -> "Rates":
         return Rates(tuple(producers.items()), tuple(consumers.items()))
 
+    @cached_property
+    def _producer_rates(self) -> dict[Node, float]:
+        return dict(self.producers)
+
+    @cached_property
+    def _consumer_rates(self) -> dict[Node, float]:
+        return dict(self.consumers)
+
     def producer(self, node: Node) -> float:
-        return dict(self.producers).get(node, 0.0)
+        return self._producer_rates.get(node, 0.0)
 
     def consumer(self, node: Node) -> float:
-        return dict(self.consumers).get(node, 0.0)
+        return self._consumer_rates.get(node, 0.0)
 
 
 @dataclass(frozen=True)
@@ -134,6 +143,37 @@ def min_cost(edges: Iterable[Edge], rates: Rates, costs: Costs,
     return assign(every, push, rates, costs)
 
 
+def with_feed_reads(assignment: Assignment, rates: Rates, costs: Costs) -> float:
+    """The cost of ``assignment`` when reading a consumer's pushed feed costs
+    ``read_push`` at each of its reads, once it has any push edge."""
+    readers = {e.consumer for e in assignment.push}
+    return assignment.cost + sum(rates.consumer(c) * costs.read_push for c in readers)
+
+
+def min_cost_feeds(edges: Iterable[Edge], rates: Rates, costs: Costs,
+                   cap: int | None = None) -> Assignment:
+    """MinCost when a consumer's pushed feed costs ``read_push`` per read (piql's feeds:
+    its state and its feed range, beside the pulls): given any push edge, each edge is
+    best decided alone (Lemma 1), so a consumer pushes exactly its Lemma 1 edges if their
+    savings, Σ (phi_c·L - phi_p·H), exceed phi_c·read_push, and nothing otherwise. Optimal
+    for :func:`with_feed_reads`' cost without ``cap``; with it, each producer then keeps
+    its ``cap`` most frequent readers, as :func:`min_cost`."""
+    every = list(edges)
+    savings: dict[Node, float] = {}
+    lemma = []
+    for edge in every:
+        producer, consumer = rates.producer(edge.producer), rates.consumer(edge.consumer)
+        if prefers_push(producer, consumer, costs):
+            lemma.append(edge)
+            savings[edge.consumer] = savings.get(edge.consumer, 0.0) \
+                + consumer * costs.pull - producer * costs.push
+    push = [e for e in lemma
+            if savings[e.consumer] > rates.consumer(e.consumer) * costs.read_push]
+    if cap is not None:
+        push = capped(push, cap, rates)
+    return assign(every, push, rates, costs)
+
+
 def capped(push: Iterable[Edge], cap: int, rates: Rates) -> list[Edge]:
     """At most ``cap`` push edges per producer: those of its most frequent readers."""
     if cap < 0:
@@ -159,16 +199,43 @@ def read_percentile(assignment: Assignment, rates: Rates, costs: Costs,
                     percentile: float = 1.0) -> float:
     """The ``percentile`` of read costs over reads (each consumer weighted by its read
     rate): 1.0 is the costliest read any consumer makes."""
-    consumers = {e.consumer for e in assignment.push | assignment.pull}
-    weighted = sorted((read_ops(c, assignment, costs), rates.consumer(c)) for c in consumers
-                      if rates.consumer(c) > 0)
-    total = sum(w for _, w in weighted)
-    seen = 0.0
-    for ops, weight in weighted:
-        seen += weight
-        if seen >= percentile * total - 1e-12:
-            return ops
-    return 0.0
+    return _ReadCosts(assignment, costs).percentile(rates, percentile)
+
+
+class _ReadCosts:
+    """Pull and push edges per consumer, kept as edges move (so the greedy below costs
+    O(consumers) per move, not O(edges))."""
+
+    def __init__(self, assignment: Assignment, costs: Costs) -> None:
+        self.costs = costs
+        self.pulls: dict[Node, int] = {}
+        self.pushes: dict[Node, int] = {}
+        for edge in assignment.pull:
+            self.pulls[edge.consumer] = self.pulls.get(edge.consumer, 0) + 1
+            self.pushes.setdefault(edge.consumer, 0)
+        for edge in assignment.push:
+            self.pushes[edge.consumer] = self.pushes.get(edge.consumer, 0) + 1
+            self.pulls.setdefault(edge.consumer, 0)
+
+    def move(self, edge: Edge, to: Decision) -> None:
+        step = 1 if to == Decision.PUSH else -1
+        self.pushes[edge.consumer] += step
+        self.pulls[edge.consumer] -= step
+
+    def ops(self, consumer: Node) -> float:
+        return self.pulls.get(consumer, 0) * self.costs.pull + (
+            self.costs.read_push if self.pushes.get(consumer, 0) else 0.0)
+
+    def percentile(self, rates: Rates, percentile: float) -> float:
+        weighted = sorted((self.ops(c), rates.consumer(c)) for c in self.pulls
+                          if rates.consumer(c) > 0)
+        total = sum(w for _, w in weighted)
+        seen = 0.0
+        for ops, weight in weighted:
+            seen += weight
+            if seen >= percentile * total - 1e-12:
+                return ops
+        return 0.0
 
 
 @dataclass(frozen=True)
@@ -191,7 +258,7 @@ def latency_constrained(edges: Iterable[Edge], rates: Rates, costs: Costs, budge
     holds. MinCost's push edges are never pulled; a producer never exceeds ``cap`` push
     edges; only consumers whose reads exceed the budget gain push edges (the others'
     reads are not what breaks it)."""
-    every = list(edges)
+    every = list(dict.fromkeys(edges))
     best = min_cost(every, rates, costs, cap)
     current = start if start is not None else best
 
@@ -200,29 +267,29 @@ def latency_constrained(edges: Iterable[Edge], rates: Rates, costs: Costs, budge
             - rates.consumer(edge.consumer) * costs.pull
         return float("inf") if extra <= 0 else rates.consumer(edge.consumer) / extra
 
-    push = set(current.push)
-    assignment = assign(every, push, rates, costs)
+    push = set(current.push) & set(every)
+    reads = _ReadCosts(assign(every, push, rates, costs), costs)
     per_producer: dict[Node, int] = {}
     for edge in push:
         per_producer[edge.producer] = per_producer.get(edge.producer, 0) + 1
-    for edge in sorted(assignment.pull, key=lambda e: (-rank(e), repr(e))):
-        if read_percentile(assignment, rates, costs, percentile) <= budget:
+    for edge in sorted(set(every) - push, key=lambda e: (-rank(e), repr(e))):
+        if reads.percentile(rates, percentile) <= budget:
             break
-        if rates.consumer(edge.consumer) == 0 \
-                or read_ops(edge.consumer, assignment, costs) <= budget:
+        if rates.consumer(edge.consumer) == 0 or reads.ops(edge.consumer) <= budget:
             continue  # a consumer that never reads, or reads within budget, is not the cause
         if cap is not None and per_producer.get(edge.producer, 0) >= cap:
             continue
         push.add(edge)
+        reads.move(edge, Decision.PUSH)
         per_producer[edge.producer] = per_producer.get(edge.producer, 0) + 1
-        assignment = assign(every, push, rates, costs)
     for edge in sorted(push - best.push, key=lambda e: (rank(e), repr(e))):
-        trial = assign(every, push - {edge}, rates, costs)
-        if read_percentile(trial, rates, costs, percentile) <= budget:
+        reads.move(edge, Decision.PULL)
+        if reads.percentile(rates, percentile) <= budget:
             push.discard(edge)
-            assignment = trial
-    cost = read_percentile(assignment, rates, costs, percentile)
-    return Constrained(assignment, cost <= budget, cost)
+        else:
+            reads.move(edge, Decision.PUSH)
+    cost = reads.percentile(rates, percentile)
+    return Constrained(assign(every, push, rates, costs), cost <= budget, cost)
 
 
 # -- EAGr: per overlay node --------------------------------------------------------------

@@ -39,7 +39,7 @@ def render(query: QueryPlan, plan: Plan) -> str:
 def _adaptive_lines(plan: AdaptivePlan) -> list[str]:
     """Both plans of an adaptive query: the pull plan piql serves (printed above), and the
     push plan."""
-    return ["", f"adaptive {plan.shape} (both plans bounded; piql serves the pull plan):",
+    return ["", f"adaptive {plan.shape} (both plans bounded; piql serves the pull plan until db.adapt()):",
             f"  pull: ops <= {plan.pull_ops} per read: the plan above",
             f"  push: ops <= {plan.push_write_ops} per write, <= {plan.push_read_ops} per read"] + [
         f"    {line}" for line in plan.push_lines()]

@@ -48,14 +48,15 @@ def test_the_feed_is_adaptive_with_both_bounds():
     assert plan.pull_ops == query.ops_bound == 500 + 500 * 20
     push = plan.push
     assert push.capped and push.fanout == PUSH_FANOUT_CAP
-    # read the producer's push edges, then insert + trim (read and delete the 21st) per edge
-    assert plan.push_write_ops == push.write_ops == PUSH_FANOUT_CAP * (1 + 3)
+    # read the producer's push edges, then per edge: state, insert, trim (read and delete the
+    # 21st), state rewritten
+    assert plan.push_write_ops == push.write_ops == PUSH_FANOUT_CAP * (1 + 6)
     assert plan.push_read_ops == push.read_ops == 20
     (note,) = [d for d in query.diagnostics if d.code == "adaptive"]
     assert note.severity == "info" and rule(note.code).id == "PQ305"
     assert note.message == (
         "adaptive feed: pull ops <= 10500 per read (at most 500 f.followee per f.follower); "
-        "push ops <= 4000 per posts write and <= 20 per read; at most 1000 push edges per "
+        "push ops <= 7000 per posts write and <= 20 per read; at most 1000 push edges per "
         "producer, the rest pull")
 
 
@@ -78,8 +79,8 @@ def test_a_constraint_on_consumers_per_producer_bounds_push_without_the_cap():
     plan = plan_text(BOTH_WAYS, QUERIES)
     feed = plan.query("feed").adaptive
     assert not feed.push.capped and feed.push.fanout == 200
-    assert feed.push_write_ops == 200 * 4
-    assert "(at most 200 by the schema's constraints), then 3 ops per edge: ops <= 800" in \
+    assert feed.push_write_ops == 200 * 7
+    assert "(at most 200 by the schema's constraints), then 6 ops per edge: ops <= 1400" in \
         feed.push_lines()[1]
     # the aggregate is now a per-consumer view (push itself, SI-2): no pull plan to adapt
     aggregate = plan.query("friendCheckins")
@@ -108,20 +109,20 @@ def test_other_queries_are_not_adaptive(name):
 def test_explain_shows_both_plans():
     plan = plan_text(SCHEMA, QUERIES)
     text = render(plan.query("feed"), plan)
-    assert ("adaptive feed (both plans bounded; piql serves the pull plan):\n"
+    assert ("adaptive feed (both plans bounded; piql serves the pull plan until db.adapt()):\n"
             "  pull: ops <= 10500 per read: the plan above\n"
-            "  push: ops <= 4000 per write, <= 20 per read\n"
+            "  push: ops <= 7000 per write, <= 20 per read\n"
             "    per consumer f.follower a view of its newest 20 rows\n"
             "    on a write to posts: read the push edges of its p.author in follows by "
             "f.followee (piql's cap of 1000 push edges per producer; the edges past it stay "
-            "pull), then 3 ops per edge: ops <= 4000\n"
+            "pull), then 6 ops per edge: ops <= 7000\n"
             "    on a read: the consumer's view, one range: ops <= 20\n") in text
 
 
 def test_lint_json_carries_both_bounds():
     queries = {q["name"]: q for q in to_dict(plan_text(SCHEMA, QUERIES))["queries"]}
     assert queries["feed"]["adaptive"] == {
-        "shape": "feed", "pull_ops": 10500, "push_write_ops": 4000, "push_read_ops": 20,
+        "shape": "feed", "pull_ops": 10500, "push_write_ops": 7000, "push_read_ops": 20,
         "push_fanout": 1000, "push_fanout_capped": True}
     assert queries["friendCheckins"]["adaptive"]["shape"] == "neighbourhood aggregate"
     assert queries["myPosts"]["adaptive"] is None

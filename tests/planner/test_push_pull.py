@@ -10,8 +10,8 @@ from hypothesis import example, given, settings, strategies as st
 
 from piql.planner.push_pull import (
     Costs, Decision, Edge, NodeCost, Rates, assign, consistent, frequencies,
-    latency_constrained, min_cost, node_costs, partition, partition_cost, prefers_push,
-    read_percentile,
+    latency_constrained, min_cost, min_cost_feeds, node_costs, partition, partition_cost,
+    prefers_push, read_percentile, with_feed_reads,
 )
 
 
@@ -152,6 +152,29 @@ def test_min_cost_is_no_worse_than_all_push_or_all_pull_and_is_optimal(workload)
     optimum = min(assign(edges, [e for e, push in zip(edges, mask) if push], rates, costs).cost
                   for mask in product((False, True), repeat=len(edges)))
     assert best.cost == pytest.approx(optimum)  # Theorem 1: local decisions are optimal
+
+
+def test_a_consumer_pushes_only_when_its_savings_cover_reading_its_feed():
+    """H = 1, L = 10, reading the pushed feed costs 12 per read: c1 (1 read) saves 10 - 1 =
+    9 on p1's edge, less than 12, so it pulls; c2 saves 9 on each of two edges: 18 > 12."""
+    costs = Costs(push=1, pull=10, read_push=12)
+    rates = Rates.of({"p1": 1, "p2": 1}, {"c1": 1, "c2": 1})
+    edges = [Edge("p1", "c1"), Edge("p1", "c2"), Edge("p2", "c2")]
+    assert min_cost(edges, rates, costs).push == frozenset(edges)  # Lemma 1 alone
+    best = min_cost_feeds(edges, rates, costs)
+    assert best.push == {Edge("p1", "c2"), Edge("p2", "c2")}
+    assert with_feed_reads(best, rates, costs) == 10 + 1 + 1 + 12
+
+
+@settings(max_examples=150, deadline=None)
+@given(workloads())
+def test_min_cost_with_feed_reads_is_optimal(workload):
+    edges, rates, costs = workload
+    best = min_cost_feeds(edges, rates, costs)
+    optimum = min(with_feed_reads(assign(edges, [e for e, push in zip(edges, mask) if push],
+                                         rates, costs), rates, costs)
+                  for mask in product((False, True), repeat=len(edges)))
+    assert with_feed_reads(best, rates, costs) == pytest.approx(optimum)
 
 
 @settings(max_examples=100, deadline=None)

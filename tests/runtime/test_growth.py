@@ -38,6 +38,7 @@ APPS = {
         "postWithAuthor": {"postId": 3}, "userByEmail": {"email": "u3@x"},
         "userPosts": {"userId": 3}, "userPostsBetween": {"userId": 3, "since": 0, "until": 100},
         "followers": {"userId": 3}, "homeTimeline": {"userId": 3}, "followerCount": {"userId": 3},
+        "friendPostCount": {"userId": 3},
         "likeCount": {"postId": 3}, "twoTags": {"tag1": "t1", "tag2": "t2"},
     }, [
         ("insert", "likes", {"postId": 3, "userId": 1, "likedAt": 1}),

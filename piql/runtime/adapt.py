@@ -1,0 +1,140 @@
+"""``db.adapt()``: push/pull decisions of the adaptive feeds recomputed from measured rates.
+
+The decisions themselves are ``planner.push_pull``'s (pure): MinCost per edge (Feeding
+Frenzy Lemma 1 with the measured H and L; a consumer pushes only if its edges' savings
+cover reading its pushed feed, ``min_cost_feeds``; at most ``cap`` push edges per
+producer), or
+its latency-constrained greedy for a per-read budget. This module gathers the edges to
+decide, turns the measured rates into ``push_pull.Rates`` and applies the switches, each
+edge in a transaction of its own (O(k) operations), at most ``steps`` per call, so reads
+and writes wait for one bounded step at a time; the switches left are found again at
+the next call (Feeding Frenzy §4.3 re-decides only the edges whose rates moved).
+
+The decision pass reads the edge table and the push edges whole (set-oriented, like a
+refresh: O(edges) memory and time, not counted as operations; every edge needs a
+decision, since a consumer or producer the counters have not seen still has a rate:
+the Good-Turing estimate, ``runtime.rates``); only the switches are counted, and bounded per step.
+:attr:`Mode.PUSH` and :attr:`Mode.PULL` force every edge one way (the benchmark's
+baselines).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Callable
+
+from piql.planner.push_pull import (
+    Costs, Decision, Edge, Rates as DecisionRates, latency_constrained, min_cost_feeds,
+)
+from piql.runtime.feeds import CONSUMER, PRODUCER, Feed
+
+
+class Mode(StrEnum):
+    """How :func:`adapt` decides."""
+
+    MINCOST = "mincost"  # Feeding Frenzy's MinCost: each edge by Lemma 1
+    LATENCY = "latency"  # MinCost, then pull edges to push until the read budget holds
+    PUSH = "push"  # every edge push (up to the cap)
+    PULL = "pull"  # every edge pull
+
+
+@dataclass(frozen=True)
+class AdaptReport:
+    """What one :func:`adapt` of a feed did."""
+
+    query: str
+    to_push: int
+    to_pull: int
+    repaired: int
+    pending: int  # switches decided but left for the next call (``steps``)
+    push_edges: int  # after the switches applied
+    ops: int
+    push_cost: float  # the measured H
+    pull_cost: float  # the measured L
+    met: bool | None = None  # LATENCY: whether the read budget holds
+
+
+def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mode,
+          steps: int | None = None, budget: float | None = None,
+          percentile: float = 0.99) -> AdaptReport:
+    """Recompute ``feed``'s decisions and apply at most ``steps`` switches (and repairs),
+    each in its own ``transaction``."""
+    store = feed.store
+    start = store.counter.ops
+    transaction(feed.activate)
+    edges, current = _edges(feed, mode)
+    costs = decision_costs(feed)
+    met = None
+    if mode == Mode.PUSH:
+        wanted = _capped_all(edges, feed.cap)
+    elif mode == Mode.PULL:
+        wanted = set()
+    else:
+        rates = _rates(feed, edges)
+        readers = edges
+        if mode == Mode.LATENCY:
+            if budget is None:
+                raise ValueError("the latency mode needs a read budget (ops per read)")
+            found = latency_constrained(readers, rates, costs, budget, percentile, feed.cap)
+            wanted, met = set(found.assignment.push), found.met
+        else:
+            wanted = set(min_cost_feeds(readers, rates, costs, feed.cap).push)
+    switches = [(e, Decision.PULL) for e in sorted(current - wanted, key=repr)] + \
+        [(e, Decision.PUSH) for e in sorted(wanted - current, key=repr)]
+    todo = switches if steps is None else switches[:steps]
+    for edge, decision in todo:
+        transaction(lambda e=edge, d=decision: feed.switch(e.producer, e.consumer, d))
+    room = None if steps is None else max(0, steps - len(todo))
+    stale = sorted(feed.stale, key=repr)[:room] if room is None or room > 0 else []
+    for consumer in stale:
+        transaction(lambda c=consumer: feed.repair(c))
+    pushed = sum(1 for _, d in todo if d == Decision.PUSH)
+    return AdaptReport(feed.layout.query, pushed, len(todo) - pushed, len(stale),
+                       len(switches) - len(todo),
+                       len(current) + pushed - (len(todo) - pushed),
+                       store.counter.ops - start, costs.push, costs.pull, met)
+
+
+def decision_costs(feed: Feed) -> Costs:
+    """H, L and the pushed feed's read cost, as measured. A push edge still costs its row
+    of the push table at each read (1 op), so an edge turned push saves L - 1 per read."""
+    rates = feed.rates
+    return Costs(push=max(rates.push.mean, 1e-9), pull=max(rates.pull.mean - 1, 1e-9),
+                 read_push=max(rates.feed.mean, 0.0))
+
+
+def _edges(feed: Feed, mode: Mode) -> tuple[list[Edge], set[Edge]]:
+    """The edges to decide, and the push edges now."""
+    store, layout = feed.store, feed.layout
+    columns = layout.push.columns
+    current = {Edge(r[columns.index(PRODUCER)], r[columns.index(CONSUMER)])
+               for r in store.all_rows(layout.push.name)}
+    adjacency = layout.plan.push.adjacency
+    shape = store.shapes[adjacency.edges]
+    c, p = shape.columns.index(adjacency.consumer.column), \
+        shape.columns.index(adjacency.producer.column)
+    found = {Edge(r[p], r[c]) for r in store.all_rows(adjacency.edges)
+             if r[p] is not None and r[c] is not None}
+    return sorted(found, key=repr), current
+
+
+def _rates(feed: Feed, edges: list[Edge]) -> DecisionRates:
+    """Measured rates of the edges' ends; an end not seen yet gets the Good-Turing
+    estimate over the edges' ends (``runtime.rates``)."""
+    rates = feed.rates
+    writes = rates.unseen_writes(e.producer for e in edges)
+    reads = rates.unseen_reads(e.consumer for e in edges)
+    return DecisionRates.of({e.producer: rates.producer_rate(e.producer, writes) for e in edges},
+                            {e.consumer: rates.consumer_rate(e.consumer, reads) for e in edges})
+
+
+def _capped_all(edges: list[Edge], cap: int | None) -> set[Edge]:
+    if cap is None:
+        return set(edges)
+    kept: dict[Any, int] = {}
+    wanted = set()
+    for edge in edges:
+        if kept.get(edge.producer, 0) < cap:
+            kept[edge.producer] = kept.get(edge.producer, 0) + 1
+            wanted.add(edge)
+    return wanted

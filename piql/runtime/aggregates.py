@@ -1,0 +1,316 @@
+"""Neighbourhood aggregates served through an EAGr aggregation overlay (issue 19).
+
+A neighbourhood aggregate (``SELECT COUNT(*) FROM follows f, checkins c WHERE f.follower
+= <me> AND c.userId = f.followee``) is planned over per-writer views (``planner.pushdown``:
+one partial aggregate per writer, always maintained: EAGr's writer nodes, push). Once its
+deployment adapts it, the query is served through an overlay (``planner.overlay``): partial
+aggregate nodes summing writers that several readers share, and the readers. Each node is
+push (its partial aggregate kept in ``<query>_overlay``, one row per node, updated on every
+write of its writers) or pull (summed from its inputs when read), as the min-cut of EAGr
+§4.4 decides (``push_pull.partition``) from measured rates, with H(k) = 2 (one add: a read
+and a write) and L(k) = k (one read per input), no pull node feeding a push node.
+
+A node's value is the per-writer view's value columns summed over its writers (COUNT(*)'s
+count, each SUM with the COUNT of its argument, so a SUM of no value is NULL); a read
+finishes the query's own rewritten aggregate over that one summed row.
+
+The overlay itself is in memory, built from the edge table when the query is adapted and
+kept under edge inserts and deletes (§3.3): a new edge feeds its reader directly; a deleted
+edge is removed from its reader, and a partial aggregate that held the writer stops
+feeding that reader, its other writers feeding it directly instead. A push reader's value
+is adjusted by the writer's value (a read and an add). Reopening a deployment starts pull
+again (the overlay is rebuilt at the next adapt). Writes through other clients or bulk
+loads bypass the overlay: a load of either table starts it pull again.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Hashable
+
+import networkx
+
+from piql.planner.adaptive import AdaptiveShape
+from piql.planner.application import QueryPlan
+from piql.planner.overlay import OverlayGraph, build
+from piql.planner.push_pull import node_costs, partition
+from piql.query_block import Aggregate, Param
+from piql.runtime.evaluate import finish, value
+from piql.runtime.rates import Rates
+from piql.runtime.store import Store, TableShape
+
+PUSH_OPS = 2  # H(k): an add to a node's row (a read and a write) whatever its inputs
+NODE = "node"
+Values = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class OverlayReport:
+    """One adapt of an overlay."""
+
+    query: str
+    sharing_index: float
+    shared_nodes: int
+    push_nodes: int
+    pull_nodes: int
+    ops: int
+
+
+class Overlay:
+    """One neighbourhood aggregate served through an aggregation overlay."""
+
+    def __init__(self, query: QueryPlan, view: Any, store: Store) -> None:
+        assert query.adaptive is not None and query.physical is not None
+        self.query = query
+        self.block = query.physical.block  # over the per-writer view
+        self.store = store
+        a = query.adaptive.push.adjacency
+        self.adjacency = a
+        self.param = next(p.right.name for p in query.query.block.predicates
+                          if p.left == a.consumer and isinstance(p.right, Param))
+        self.view = view
+        self.key = next(c.name for c in view.columns if c.key)
+        self.values = tuple(c.name for c in view.columns if not c.key)
+        by_source = {c.source: c.name for c in view.columns}
+        self.count = next(c.name for c in view.columns
+                          if isinstance(c.source, Aggregate) and c.source.func == "COUNT"
+                          and c.source.arg is None)
+        self.sums = {c.name: by_source[Aggregate("COUNT", c.source.arg)] for c in view.columns
+                     if isinstance(c.source, Aggregate) and c.source.func == "SUM"}
+        self.table = TableShape(f"{query.name}_overlay", (NODE,) + self.values, (NODE,),
+                                ("BIGINT",) + tuple(c.type or "BIGINT" for c in view.columns
+                                                    if not c.key))
+        self.rates = Rates(PUSH_OPS, query.adaptive.push.adjacency.per_consumer, 1)
+        self.active = False
+        self.inputs: dict[Hashable, set[Hashable]] = {}
+        self.outputs: dict[Hashable, set[Hashable]] = {}
+        self.members: dict[Hashable, frozenset] = {}  # partial aggregate -> its writers
+        self.push: set[Hashable] = set()
+        self.ids: dict[Hashable, int] = {}
+        self.graph: OverlayGraph | None = None
+        self.sharing = True
+
+    # -- building ---------------------------------------------------------------------
+    def neighbourhoods(self) -> dict[Any, set[Any]]:
+        a, shape = self.adjacency, self.store.shapes[self.adjacency.edges]
+        c, p = shape.columns.index(a.consumer.column), shape.columns.index(a.producer.column)
+        found: dict[Any, set[Any]] = {}
+        for row in self.store.all_rows(a.edges):
+            if row[c] is not None and row[p] is not None:
+                found.setdefault(row[c], set()).add(row[p])
+        return found
+
+    def rebuild(self, sharing: bool) -> None:
+        """Build the overlay from the edge table (set-oriented); every node pull."""
+        if not self.active:
+            self.store.create_table(self.table)
+            self.active = True
+        self.store.replace_rows(self.table.name, [])
+        self.sharing = sharing
+        self.graph = build(self.neighbourhoods(), sharing)
+        self.inputs, self.outputs, self.members, self.push, self.ids = {}, {}, {}, set(), {}
+        for shared in self.graph.shared:
+            node = ("a", shared.number)
+            self.members[node] = shared.writers
+            for writer in shared.writers:
+                self._link(("w", writer), node)
+        for reader, numbers, direct in self.graph.readers:
+            self.inputs.setdefault(("r", reader), set())
+            for number in numbers:
+                self._link(("a", number), ("r", reader))
+            for writer in direct:
+                self._link(("w", writer), ("r", reader))
+
+    def reset(self) -> None:
+        """Back to the pull plan (a bulk load bypassed the overlay)."""
+        if self.active:
+            self.store.replace_rows(self.table.name, [])
+        self.active = False
+        self.inputs, self.outputs, self.members, self.push, self.ids = {}, {}, {}, set(), {}
+
+    def _link(self, source: Hashable, target: Hashable) -> None:
+        self.inputs.setdefault(target, set()).add(source)
+        self.outputs.setdefault(source, set()).add(target)
+
+    def _unlink(self, source: Hashable, target: Hashable) -> None:
+        self.inputs[target].discard(source)
+        self.outputs[source].discard(target)
+
+    def _id(self, node: Hashable) -> int:
+        return self.ids.setdefault(node, len(self.ids))
+
+    # -- decisions ----------------------------------------------------------------------
+    def edges(self) -> list[tuple[Hashable, Hashable]]:
+        return [(u, v) for v, sources in self.inputs.items() for u in sources]
+
+    def decide(self, mode: str) -> set[Hashable]:
+        """The push nodes: none (pull), every reader and partial aggregate (push), or
+        EAGr's min-cut partition from the measured rates (eagr)."""
+        if mode == "pull":
+            return set()
+        if mode == "push":
+            return set(self.inputs)
+        edges = self.edges()
+        writers = {u for u, _ in edges if u[0] == "w"}
+        readers = [v for v in self.inputs if v[0] == "r"]
+        unseen_writes = self.rates.unseen_writes(w[1] for w in writers)
+        unseen_reads = self.rates.unseen_reads(v[1] for v in readers)
+        writes = {w: self.rates.producer_rate(w[1], unseen_writes) for w in writers}
+        reads = {v: self.rates.consumer_rate(v[1], unseen_reads) for v in readers}
+        costs = node_costs(edges, writes, reads, lambda k: PUSH_OPS, lambda k: k)
+        found = partition(costs, edges, must_push=writers)
+        return {n for n in found.push if n[0] != "w"}
+
+    def apply(self, push: set[Hashable]) -> None:
+        """Switch nodes: pull ones drop their row (downstream first), push ones compute it
+        from their inputs (upstream first), so a push node's inputs are push by then."""
+        graph = networkx.DiGraph(self.edges())
+        graph.add_nodes_from(self.inputs)
+        order = list(networkx.topological_sort(graph))
+        for node in reversed(order):
+            if node in self.push and node not in push:
+                self.store.delete(self.table.name, {NODE: self._id(node)})
+                self.push.discard(node)
+        for node in order:
+            if node[0] != "w" and node in push and node not in self.push:
+                self._store(node, self._sum(self.inputs[node]))
+                self.push.add(node)
+
+    # -- values -------------------------------------------------------------------------
+    def _zero(self) -> Values:
+        return {c: 0 for c in self.values}
+
+    def _row(self, table: str, key: dict[str, Any], columns: tuple[str, ...]) -> Values:
+        found = self.store.get(table, key)
+        if found is None:
+            return self._zero()
+        row = dict(zip(columns, found))
+        return {c: row[c] or 0 for c in self.values}
+
+    def _writer(self, writer: Any) -> Values:
+        return self._row(self.view.name, {self.key: writer}, self.store.shapes[
+            self.view.name].columns)
+
+    def value(self, node: Hashable) -> Values:
+        """A node's summed value: a writer's view row, a push node's row, a pull node's
+        inputs summed (each read counted by the store)."""
+        if node[0] == "w":
+            return self._writer(node[1])
+        if node in self.push:
+            return self._row(self.table.name, {NODE: self._id(node)}, self.table.columns)
+        return self._sum(self.inputs.get(node, ()))
+
+    def _sum(self, nodes) -> Values:
+        total = self._zero()
+        for node in nodes:
+            for column, amount in self.value(node).items():
+                total[column] += amount
+        return total
+
+    def _store(self, node: Hashable, values: Values) -> None:
+        self.store.delete(self.table.name, {NODE: self._id(node)})
+        if values[self.count]:
+            self.store.insert(self.table.name, {NODE: self._id(node)} | values)
+
+    def _add(self, node: Hashable, delta: Values) -> None:
+        """Add ``delta`` to a push node and, through it, to its push outputs."""
+        self.store.add(self.table.name, {NODE: self._id(node)}, delta, self.count, self.sums)
+        for target in self.outputs.get(node, ()):
+            if target in self.push:
+                self._add(target, delta)
+
+    # -- reads and writes ---------------------------------------------------------------
+    def read(self, params: dict[str, Any]) -> list[tuple]:
+        consumer = params[self.param]
+        node = ("r", consumer)
+        summed = self.value(node) if node in self.inputs else self._zero()
+        alias = self.adjacency.writer.alias
+        binding = {(alias, c): (None if c in self.sums and not summed[self.sums[c]] else v)
+                   for c, v in summed.items()}
+        return finish(self.block, [binding], params)
+
+    def written(self, row: dict[str, Any], sign: int) -> None:
+        """A producer row inserted (``sign`` 1) or deleted (-1): count the write and push
+        its change of the writer's partial aggregate (computed from the row alone, as the
+        per-writer view's delta rule does) to the writer's push outputs."""
+        writer = row.get(self.adjacency.writer.column)
+        if writer is None:
+            return
+        self.rates.write(writer)
+        targets = [t for t in self.outputs.get(("w", writer), ()) if t in self.push]
+        if not self.active or not targets:
+            return
+        binding = {(self.adjacency.writer.alias, c): v for c, v in row.items()}
+        delta = {}
+        for column in self.view.columns:
+            if not column.key:
+                source = column.source
+                found = 1 if source.arg is None else value(source.arg, binding, {})
+                if source.func == "COUNT":
+                    found = 0 if found is None else 1
+                delta[column.name] = 0 if found is None else sign * found
+        for target in targets:
+            self._add(target, delta)
+
+    def edge_inserted(self, consumer: Any, producer: Any) -> None:
+        if not self.active or consumer is None or producer is None:
+            return
+        reader, writer = ("r", consumer), ("w", producer)
+        self.inputs.setdefault(reader, set())
+        self._link(writer, reader)
+        if reader in self.push:
+            self._add(reader, self._writer(producer))
+
+    def edge_deleted(self, consumer: Any, producer: Any) -> None:
+        if not self.active or consumer is None or producer is None:
+            return
+        reader, writer = ("r", consumer), ("w", producer)
+        if writer in self.inputs.get(reader, ()):
+            self._unlink(writer, reader)
+        else:
+            holder = next((a for a in self.inputs.get(reader, ())
+                           if a[0] == "a" and producer in self.members[a]), None)
+            if holder is None:
+                return
+            self._unlink(holder, reader)  # the reader no longer shares it: its writers direct
+            for other in self.members[holder] - {producer}:
+                self._link(("w", other), reader)
+            if not self.outputs[holder]:
+                self._drop(holder)
+        if reader in self.push:
+            self._add(reader, {c: -v for c, v in self._writer(producer).items()})
+
+    def _drop(self, node: Hashable) -> None:
+        for source in list(self.inputs.pop(node, ())):
+            self.outputs[source].discard(node)
+        self.members.pop(node, None)
+        if node in self.push:
+            self.push.discard(node)
+            self.store.delete(self.table.name, {NODE: self._id(node)})
+
+    def sharing_index(self) -> float:
+        total = sum(len(self.neighbourhoods().get(r[1], ())) for r in self.inputs
+                    if r[0] == "r")
+        return 1 - len(self.edges()) / total if total else 0.0
+
+
+def overlay_for(query: QueryPlan, store: Store) -> Overlay | None:
+    """The overlay of an adaptive neighbourhood aggregate piql can serve through one (its
+    per-writer view keyed by the writer alone, the edges unique per consumer and producer,
+    no other condition), else None."""
+    plan, block = query.adaptive, query.query.block
+    if plan is None or plan.shape != AdaptiveShape.AGGREGATE or block is None \
+            or len(query.view_defs) != 1 or len(block.predicates) != 2:
+        return None
+    view = query.view_defs[0]
+    a = plan.push.adjacency
+    keys = [c for c in view.columns if c.key]
+    edges = store.shapes.get(a.edges)
+    if len(keys) != 1 or edges is None or set(edges.key) != {a.consumer.column,
+                                                             a.producer.column}:
+        return None
+    if not any(isinstance(c.source, Aggregate) and c.source.func == "COUNT"
+               and c.source.arg is None for c in view.columns) or not all(
+            c.key or (isinstance(c.source, Aggregate) and c.source.func in ("COUNT", "SUM"))
+            for c in view.columns):
+        return None
+    return Overlay(query, view, store)

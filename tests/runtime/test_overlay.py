@@ -1,0 +1,158 @@
+"""Neighbourhood aggregates served through an EAGr overlay (runtime.aggregates): whatever
+the overlay (with or without sharing) and its push/pull nodes, and however edges and
+writes change it, every answer equals the query's own SQL on the base tables, within the
+pull plan's bound, on both stores."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from piql import App
+from piql.runtime.errors import ParameterError, UnknownName
+from tests.conftest import plan_text
+from tests.runtime.workload import normal, oracle
+
+PLAN = plan_text(
+    """CREATE TABLE follows (follower BIGINT, followee BIGINT, PRIMARY KEY (follower, followee))
+        WITH CARDINALITY (followee, 8);
+    CREATE TABLE checkins (checkinId BIGINT PRIMARY KEY, userId BIGINT, points BIGINT);""",
+    """-- name: friendCheckins
+SELECT COUNT(*) AS n FROM follows f, checkins c WHERE f.follower = <me> AND c.userId = f.followee
+-- name: friendPoints
+SELECT SUM(c.points) AS s, AVG(c.points) AS a, COUNT(c.points) AS k FROM follows f, checkins c
+WHERE f.follower = <me> AND c.userId = f.followee
+""")
+USERS = range(1, 9)
+QUERIES = ("friendCheckins", "friendPoints")
+
+
+def assert_answers(db) -> None:
+    for name in QUERIES:
+        for me in [*USERS, 99]:
+            got = db.query(name, me=me)
+            assert got.ops <= got.bound, (name, me)
+            assert normal(got.rows) == normal(oracle(db, db.query_plan(name), {"me": me})), \
+                (name, me, db.overlays[name].push)
+
+
+def test_both_aggregates_are_served_through_overlays():
+    db = App(PLAN).deploy(":memory:")
+    assert set(db.overlays) == set(QUERIES) and not db.feeds
+
+
+@pytest.mark.parametrize("seed", [19, 20])
+def test_answers_equal_sql_under_random_writes_edges_and_decisions(new_store, seed):
+    db = App(PLAN).deploy(new_store(), strict=True)
+    rng = random.Random(seed)
+    for follower in USERS:  # overlapping neighbourhoods: partial aggregates to share
+        for followee in rng.sample(list(USERS), 5):
+            db.insert("follows", follower=follower, followee=followee)
+    checkins: set[int] = set()
+    shared_seen = 0
+    for step in range(300):
+        roll = rng.random()
+        if roll < 0.15:
+            edge = {"follower": rng.choice(USERS), "followee": rng.choice(USERS)}
+            if db.store.get("follows", edge):
+                db.delete("follows", **edge)
+            elif len(db.store.scan("follows", ("followee",), [("follower", edge["follower"])])) < 8:
+                db.insert("follows", **edge)
+        elif roll < 0.6 or not checkins:
+            key = rng.randrange(1000)
+            if key not in checkins:
+                db.insert("checkins", checkinId=key, userId=rng.choice([*USERS, None]),
+                          points=rng.choice([None, 0, 2, 5, -3]))
+                checkins.add(key)
+        elif roll < 0.8:
+            key = rng.choice(sorted(checkins))
+            db.update("checkins", checkinId=key, userId=rng.choice(USERS),
+                      points=rng.choice([None, 1, 4]))
+        else:
+            key = rng.choice(sorted(checkins))
+            db.delete("checkins", checkinId=key)
+            checkins.discard(key)
+        if rng.random() < 0.3:
+            db.query(rng.choice(QUERIES), me=rng.choice(USERS[:3]))  # skewed read rates
+        if step % 25 == 12:
+            report = db.adapt_overlay(rng.choice(QUERIES), mode=rng.choice(["eagr", "push", "pull"]),
+                                      sharing=rng.random() < 0.7)
+            shared_seen = max(shared_seen, report.shared_nodes)
+        if step % 30 == 29:
+            assert_answers(db)
+    assert_answers(db)
+    assert shared_seen > 0  # answers were checked through partial aggregate nodes
+
+
+def test_a_pushed_reader_reads_one_row(new_store):
+    db = App(PLAN).deploy(new_store(), strict=True)
+    for follower in (1, 2, 3):
+        for followee in (4, 5, 6, 7):
+            db.insert("follows", follower=follower, followee=followee)
+    for key in range(20):
+        db.insert("checkins", checkinId=key, userId=4 + key % 4, points=key)
+    pulled = db.query("friendPoints", me=1)
+    report = db.adapt_overlay("friendPoints", mode="push")
+    assert report.shared_nodes == 1 and report.sharing_index == pytest.approx(1 - 7 / 12)
+    pushed = db.query("friendPoints", me=1)
+    assert pushed.rows == pulled.rows == ((190, 9.5, 20),)
+    assert pushed.ops == 1 < pulled.ops
+    db.insert("checkins", checkinId=99, userId=5, points=10)  # pushed: 4 -> node -> readers
+    assert db.query("friendPoints", me=2).rows == ((200, 200 / 21, 21),)
+    db.delete("follows", follower=1, followee=5)  # 1 stops sharing the node
+    assert normal(db.query("friendPoints", me=1).rows) == normal(
+        oracle(db, db.query_plan("friendPoints"), {"me": 1}))
+    assert db.query("friendPoints", me=2).ops == 1
+
+
+def frequent_readers(new_store):
+    """Readers 1, 2 and 3 follow 3, 4, 5 and 6, who write 10 checkins each; 1 and 2 read
+    50 times, 3 never."""
+    db = App(PLAN).deploy(new_store(), strict=True)
+    for follower in (1, 2, 3):
+        for followee in (3, 4, 5, 6):
+            db.insert("follows", follower=follower, followee=followee)
+    for key in range(40):
+        db.insert("checkins", checkinId=key, userId=3 + key % 4, points=1)
+    for _ in range(50):
+        db.query("friendCheckins", me=1)
+        db.query("friendCheckins", me=2)
+    return db
+
+
+def test_eagr_pushes_frequent_readers_and_pulls_rare_ones(new_store):
+    """Without sharing: PUSH(r1) = 40 writes x 2 = 80 < PULL(r1) = 50 reads x 4 inputs =
+    200: push; r3 never reads (and no reader was seen reading once: Good-Turing expects 0
+    reads of it): PULL(r3) = 0: pull."""
+    db = frequent_readers(new_store)
+    report = db.adapt_overlay("friendCheckins", sharing=False)
+    assert db.overlays["friendCheckins"].push == {("r", 1), ("r", 2)}
+    assert (report.shared_nodes, report.push_nodes, report.pull_nodes) == (0, 2, 1)
+    assert_answers(db)
+
+
+def test_with_sharing_one_pushed_partial_aggregate_serves_both(new_store):
+    """With sharing, the readers share a node of the 4 writers: PUSH(node) = 80 < PULL(node)
+    = 100 pulls x 4 = 400: push; each reader then reads 1 input, PULL(r1) = 50 < PUSH = 80:
+    pull. A write pushes once (to the node), not twice."""
+    db = frequent_readers(new_store)
+    report = db.adapt_overlay("friendCheckins", sharing=True)
+    assert db.overlays["friendCheckins"].push == {("a", 0)}
+    assert report.shared_nodes == 1 and report.sharing_index == pytest.approx(1 - 7 / 12)
+    assert db.query("friendCheckins", me=1).ops == 1
+    before = db.store.counter.ops
+    db.insert("checkins", checkinId=100, userId=4, points=1)
+    shared_write = db.store.counter.ops - before
+    db.adapt_overlay("friendCheckins", sharing=False)
+    before = db.store.counter.ops
+    db.insert("checkins", checkinId=101, userId=4, points=1)
+    assert db.store.counter.ops - before == shared_write + 2  # one more reader to add to
+    assert_answers(db)
+
+
+def test_adapt_overlay_refuses_unknown_modes_and_queries():
+    db = App(PLAN).deploy(":memory:")
+    with pytest.raises(ParameterError, match="unknown overlay mode"):
+        db.adapt_overlay("friendCheckins", mode="fast")
+    with pytest.raises(UnknownName):
+        db.adapt_overlay("nosuch")
