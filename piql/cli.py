@@ -76,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="print the steps, their SQL and their costs; change nothing")
     migrate.add_argument("--force", action="store_true",
                          help="migrate even if a query bounded under the store's plan is "
-                              "unbounded under the new one")
+                              "unbounded under the new one, or a process serving the store's "
+                              "plan uses a view it drops")
     migrate.set_defaults(run=_migrate)
 
     query = _command(commands, "query", help="run a named query on a deployed store")

@@ -77,7 +77,8 @@ exit status:
      or the final check found a view that differs
 {_FILES_EXIT}, or the store
      refused: a row breaks a new constraint, a step piql cannot run, a query
-     left unbounded (without --force)
+     left unbounded or a view dropped that a process of the old plan serves
+     (without --force), changes pending in the update queue
 """,
     "check": f"""\
 example:

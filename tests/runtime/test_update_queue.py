@@ -276,3 +276,25 @@ def test_a_bulk_load_rebuilds_the_view_and_drops_its_queued_changes(db):
     assert followers(db, 2) == 2
     db.drain()
     assert followers(db, 2) == 2 and db.check().consistent
+
+
+def test_staleness_stats_and_linecutting_on_postgresql(postgres_stores):
+    with Deployment(social(*ASYNC), postgres_stores()) as pg:
+        queue = pg.maintainer.queue
+        queue.clock = itertools.count(10**6, 10**6).__next__  # 1 ms a reading
+        queue.cost_ns, queue.rates = 1, (lambda key, now: 0.1 if key[1] == "[1,1]" else 1.0)
+        pg.insert("users", userId=1, name="a", email="a", createdAt=0)
+        pg.insert("users", userId=2, name="b", email="b", createdAt=0)
+        pg.insert("follows", follower=2, followee=1, since=0)  # at 1 ms; n = 0: cuts
+        pg.insert("follows", follower=2, followee=2, since=0)  # at 2 ms; fast: in place
+        pg.insert("follows", follower=1, followee=1, since=0)  # at 3 ms; slow: cuts
+        result = pg.query("followerCount", userId=1)  # read at 4 ms
+        assert result.staleness_ms == 3.0 and result.rows == ((0,),)
+        stats = queue.stats(now_ns=5 * 10**6)
+        assert (stats.length, stats.oldest_ms, stats.average_ms) == (3, 4.0, 3.0)
+        order = [e.row_key for e in queue.head(policy=QueuePolicy.LINECUTTING)]
+        assert order == ["[1,1]", "[2,1]", "[2,2]"]
+        assert pg.drain(1, policy="linecutting") == 1
+        assert pg.query("followerCount", userId=1).rows == ((1,),)
+        assert pg.drain() == 2 and pg.query("followerCount", userId=1).staleness_ms == 0.0
+        assert pg.queue_stats().dequeued == 3
