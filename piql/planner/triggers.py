@@ -54,13 +54,15 @@ from piql.sql_types import TypeFamily, family
 class Triggers:
     """What the database runs: ``preamble`` (functions the views' builds use too), then
     ``statements`` (each one runnable statement, in order); ``notes`` (what it cannot do,
-    for SQL comments) and ``maintained`` (the names of the rules it runs, which piql's own
-    write path then skips)."""
+    for SQL comments), ``maintained`` (the names of the rules it runs, which piql's own
+    write path then skips) and ``checked`` (the tables whose inserts it checks: CARDINALITY
+    and FOREIGN KEY constraints)."""
 
     preamble: tuple[str, ...]
     statements: tuple[str, ...]
     notes: tuple[str, ...]
     maintained: frozenset[str]
+    checked: frozenset[str] = frozenset()
 
 
 def in_database(view: ViewDef, dialect: TriggerDialect,
@@ -111,17 +113,19 @@ def compile_triggers(catalog: Catalog, views: tuple[ViewDef, ...],
     preamble = (exact_function(), checked_function(), crc_function(), repr_function()) \
         if dialect == TriggerDialect.POSTGRES else ()
     statements: list[str] = []
+    checked: set[str] = set()
     for table in catalog.tables:
         rules = [(v, r) for v, r in run if r.table.lower() == table.name.lower()]
         frozen = [c for v in views for f in v.frozen if f.table.lower() == table.name.lower()
                   for c in f.columns]
-        if not rules and not table.cardinalities and not frozen:
+        if not rules and not table.cardinalities and not frozen and not table.foreign_keys:
             continue
+        checked.add(table.name)
         if dialect == TriggerDialect.POSTGRES:
             statements += postgres_table(table, rules, tuple(dict.fromkeys(frozen)), windows)
         else:
             statements += sqlite_table(table, rules, tuple(dict.fromkeys(frozen)))
-    return Triggers(preamble, tuple(statements), tuple(notes), maintained)
+    return Triggers(preamble, tuple(statements), tuple(notes), maintained, frozenset(checked))
 
 
 def _notes(views: tuple[ViewDef, ...], dialect: TriggerDialect, kept: list[ViewDef],

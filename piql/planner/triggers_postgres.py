@@ -6,8 +6,8 @@ from piql.catalog import CardinalityConstraint, Table
 from piql.planner.naming import WRITE_LOCK_KEY
 from piql.planner.trigger_rules import (
     BULK, CHECKED, COUNT, CRC, DIRTY_EPOCHS, EXACT, PREFIX, REPR, ROW, TimeWindow,
-    TriggerDialect, added_sets, count_column, delta_select, fired, literal, match_key,
-    new_row_values, other_values, quote, signed,
+    TriggerDialect, added_sets, count_column, delta_select, fired, foreign_key_message, literal,
+    match_key, new_row_values, other_values, parent_missing, quote, signed,
 )
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.sql_types import TypeFamily, family
@@ -97,6 +97,7 @@ def postgres_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]], frozen:
     ]
     for constraint in table.cardinalities:
         body += _pg_cardinality(table, constraint, None)
+    body += _pg_parents(table)
     body += inserts + ["    RETURN NEW;", "  END IF;",
                        "  IF TG_OP = 'UPDATE' THEN",
                        "    IF NEW IS NOT DISTINCT FROM OLD THEN RETURN NEW; END IF;"]
@@ -110,6 +111,7 @@ def postgres_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]], frozen:
                  "    END IF;"]
     for constraint in table.cardinalities:
         body += _pg_cardinality(table, constraint, "OLD")
+    body += _pg_parents(table)
     body += ["  END IF;", "  -- a delete, or an update's first half"] + deletes + [
              "  IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;",
              "  -- an update's second half"] + updates_in + [
@@ -312,6 +314,19 @@ def _pg_aggregate(view: ViewDef, action: RuleAction, select: str) -> list[str]:
         "      END IF;",
         "    END LOOP;",
     ]
+
+
+def _pg_parents(table: Table) -> list[str]:
+    """The check of the new row's FOREIGN KEYs, after the write lock: a parent deleted by a
+    writer before it is seen (an insert or an update)."""
+    d = TriggerDialect.POSTGRES
+    lines = []
+    for fk in table.foreign_keys:
+        lines += [f"    IF {parent_missing(table, fk, d)} THEN",
+                  "      RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation', MESSAGE = "
+                  f"{literal(foreign_key_message(table, fk))};",
+                  "    END IF;"]
+    return lines
 
 
 def _pg_cardinality(table: Table, constraint: CardinalityConstraint,

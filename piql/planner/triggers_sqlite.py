@@ -4,7 +4,8 @@ from __future__ import annotations
 from piql.catalog import Table
 from piql.planner.trigger_rules import (
     PREFIX, TriggerDialect, added_sets, cardinality_message, count_column, delta_select, fired,
-    key_columns, literal, match_key, new_row_values, other_values, quote, signed,
+    foreign_key_message, key_columns, literal, match_key, new_row_values, other_values,
+    parent_missing, quote, signed,
 )
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, WriteEvent
 
@@ -29,6 +30,14 @@ def sqlite_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]],
             statements.append(_sqlite_trigger(
                 f"{PREFIX}{name}_{constraint.column}_{op.lower()}_cardinality", op, name, when,
                 [f"SELECT RAISE(ABORT, {literal(message)})"]))
+    for number, fk in enumerate(table.foreign_keys):
+        message = literal(foreign_key_message(table, fk))
+        for op in ("INSERT", "UPDATE"):
+            when = parent_missing(table, fk, d)
+            if op == "INSERT":
+                when = f"NOT ({taken}) AND {when}"
+            statements.append(_sqlite_trigger(f"{PREFIX}{name}_fk{number}_{op.lower()}", op,
+                                              name, when, [f"SELECT RAISE(ABORT, {message})"]))
     if not rules:
         return statements
     deletes = _sqlite_rules(table, rules, WriteEvent.DELETE, "OLD", "OLD")

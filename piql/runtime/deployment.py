@@ -314,6 +314,10 @@ class Deployment:
         """Insert one base row and maintain every index and view, in one transaction."""
         definition = self._table(table)
         full = complete_row(definition, row)
+        if self.maintainer.at_once(definition):  # one statement, checked and maintained
+            self._open()  # by the database's triggers
+            with self.lock:
+                return self.maintainer.insert_at_once(definition, full)
         return self._transaction(lambda: self.maintainer.insert(definition, full))
 
     def delete(self, table: str, /, **key: Any) -> WriteReport:

@@ -70,6 +70,7 @@ def install_triggers(store: Store, plan: Plan) -> None:
                     store.sql(statement)
                 store.set_meta(TRIGGERS, found)
     store.maintained_rules = triggers.maintained
+    store.checked_tables = triggers.checked
 
 
 def record(store: Store, plan: Plan) -> PlanRecord:

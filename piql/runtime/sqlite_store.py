@@ -66,6 +66,7 @@ class SQLiteStore:
     # piql maintains the views of a SQLite store itself (its SQL has no exact REAL sums;
     # ``piql plan --dialect sqlite`` prints triggers for databases piql does not serve)
     maintained_rules: frozenset[str] = field(default=frozenset(), init=False)
+    checked_tables: frozenset[str] = field(default=frozenset(), init=False)
     # the text of each bounded read and point write, by its shape (table, columns, which
     # values are NULL, ...): built once, so a write pays for no quoting or joining
     _texts: dict[tuple, str] = field(default_factory=dict, init=False, repr=False)
@@ -114,7 +115,8 @@ class SQLiteStore:
             return DeploymentError(f"{self.path}: is not a SQLite database, so it cannot be a "
                                    "piql store (give a new file name, or a store piql deployed)")
         if isinstance(err, sqlite3.IntegrityError):
-            return StoreRefused(text)
+            return StoreRefused(text, duplicate=text.startswith(("UNIQUE constraint failed",
+                                                                 "PRIMARY KEY constraint failed")))
         if "integer overflow" in text:
             return StoreOverflow(text)
         return err
@@ -387,6 +389,16 @@ class SQLiteStore:
     # -- point writes --------------------------------------------------------
     def insert(self, table: str, row: Mapping[str, Any]) -> None:
         self.connection.execute(self._insert_text(table, tuple(row)), list(row.values()))
+        self.counter.writes += 1
+
+    def write_row(self, table: str, row: Mapping[str, Any]) -> None:
+        """Insert one row as a whole write: one statement, in the open transaction, else
+        alone (autocommit: SQLite takes its write lock for the statement, and its triggers
+        run in it, all or nothing). One write."""
+        try:
+            self.connection.execute(self._insert_text(table, tuple(row)), list(row.values()))
+        except sqlite3.Error as err:
+            raise self.refused(err) from None
         self.counter.writes += 1
 
     def insert_rows(self, table: str, columns: Sequence[str],
