@@ -46,7 +46,7 @@ from piql.planner.triggers_postgres import (
 )
 from piql.planner.triggers_sqlite import sqlite_table
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind
-from piql.query_block import MaintenanceMode
+from piql.query_block import Aggregate, MaintenanceMode
 from piql.sql_types import TypeFamily, family
 
 
@@ -92,6 +92,14 @@ def marks_in_database(view: ViewDef, dialect: TriggerDialect,
         return []
     return [r for r in view.rules if r.action == RuleAction.MARK and not any(
         rel.table and rel.table.lower() == r.table.lower() for rel in r.delta.relations)]
+
+
+def sqlite_exact(views: tuple[ViewDef, ...]) -> bool:
+    """Do SQLite's triggers keep these views exactly as piql does? Not with a SUM: SQLite's
+    ``+`` turns an integer sum leaving 64 bits into a REAL (piql refuses the write) and has
+    no exact REAL arithmetic (``ViewDef.exact_sums``)."""
+    return not any(isinstance(c.source, Aggregate) and c.source.func == "SUM"
+                   for view in views for c in view.columns)
 
 
 def synchronous(views: tuple[ViewDef, ...]) -> tuple[ViewDef, ...]:
