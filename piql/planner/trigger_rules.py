@@ -68,6 +68,29 @@ def fired(rules: list[tuple[ViewDef, DeltaRule]],
     return [(view, rule) for view, rule in ordered if rule.event == event]
 
 
+def statement_groups(rules: list[tuple[ViewDef, DeltaRule]]
+                     ) -> list[list[tuple[ViewDef, DeltaRule]]]:
+    """The rules grouped into the statements that run them: consecutive INSERT (or DELETE)
+    rules of one view (a self-join's, one per occurrence of the table) run over the UNION
+    ALL of their delta queries, one statement instead of several, when none reads that view
+    (they would see each other's changes otherwise); every other rule runs on its own."""
+    groups: list[list[tuple[ViewDef, DeltaRule]]] = []
+    for view, rule in rules:
+        previous = groups[-1] if groups else None
+        if previous is not None and mergeable(view, rule) and previous[0][0] is view and \
+                previous[0][1].action == rule.action and mergeable(*previous[0]):
+            previous.append((view, rule))
+        else:
+            groups.append([(view, rule)])
+    return groups
+
+
+def mergeable(view: ViewDef, rule: DeltaRule) -> bool:
+    return rule.action in (RuleAction.INSERT, RuleAction.DELETE) and \
+        view.kind != ViewKind.STAGING and not any(
+        rel.table and rel.table.lower() == view.name.lower() for rel in rule.delta.relations)
+
+
 def quote(name: str, dialect: TriggerDialect) -> str:
     return sqlgen.identifier(name, dialect)
 

@@ -5,7 +5,7 @@ from piql.catalog import Table
 from piql.planner.trigger_rules import (
     PREFIX, TriggerDialect, added_sets, cardinality_message, count_column, delta_select, fired,
     foreign_key_message, key_columns, literal, match_key, new_row_values, other_values,
-    parent_missing, quote, signed,
+    parent_missing, quote, signed, statement_groups,
 )
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, WriteEvent
 
@@ -73,10 +73,14 @@ def _sqlite_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: W
                   record: str, without: str | None) -> list[str]:
     d = TriggerDialect.SQLITE
     statements: list[str] = []
-    for view, rule in fired(rules, event):
-        select = delta_select(rule, view, table, record, without, d)
+    for group in statement_groups(fired(rules, event)):
+        view, rule = group[0]
+        selects = [delta_select(r, view, table, record, without, d) for _, r in group]
+        # one statement over the rules' delta rows: SQLite takes no parenthesized member
+        select = selects[0] if len(selects) == 1 else \
+            " UNION ALL ".join(f"SELECT * FROM ({s})" for s in selects)
         target = quote(view.name, d)
-        comment = f"-- {rule.name}: {rule.action} rows of {view.name}\n  "
+        comment = "".join(f"-- {r.name}: {r.action} rows of {view.name}\n  " for _, r in group)
         if rule.action == RuleAction.INSERT:
             columns = ", ".join(quote(c.name, d) for c in view.columns)
             statements.append(f"{comment}INSERT INTO {target} ({columns}) {select}")

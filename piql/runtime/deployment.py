@@ -39,7 +39,7 @@ from piql.runtime.executor import execute
 from piql.runtime.partitions import partition_of
 from piql.runtime.progress import Progress
 from piql.runtime.refresh import RefreshReport, refresh_view
-from piql.runtime.rows import ParamCheck, complete_row, key_of, read_rows
+from piql.runtime.rows import ParamCheck, RowCheck, complete_row, key_of, read_rows
 from piql.runtime.schedule import RefreshSchedule
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
 from piql.runtime.update_queue import drain
@@ -146,6 +146,7 @@ class Deployment:
             raise
         self.epoch_windows = epoch_windows(self.views)
         self._served: dict[str, _Served] = {}  # by the name queries are called with
+        self._row_checks: dict[str, RowCheck] = {}  # by the name inserts are called with
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
                                      plan.writes, strict, self.epoch_windows)
 
@@ -312,8 +313,10 @@ class Deployment:
     # -- writes --------------------------------------------------------------
     def insert(self, table: str, /, **row: Any) -> WriteReport:
         """Insert one base row and maintain every index and view, in one transaction."""
-        definition = self._table(table)
-        full = complete_row(definition, row)
+        check = self._row_checks.get(table)
+        if check is None:
+            check = self._row_checks[table] = RowCheck(self._table(table))
+        definition, full = check.table, check(row)
         if self.maintainer.at_once(definition):  # one statement, checked and maintained
             self._open()  # by the database's triggers
             with self.lock:

@@ -116,6 +116,8 @@ class Maintainer:
     programs: dict[tuple[str, WriteEvent], WriteProgram] = field(init=False)
     referencing: dict[str, tuple[tuple[Table, Any], ...]] = field(init=False)
     statements: DeltaStatements = field(init=False)  # the rules' plans, prepared
+    # table -> the report of each of its inserts, for the tables the database writes alone
+    at_once_reports: dict[str, WriteReport] = field(init=False)
     queue: StoreQueue | None = field(init=False)  # of the asynchronous views, if any
 
     def __post_init__(self) -> None:
@@ -129,6 +131,10 @@ class Maintainer:
         self.referencing = {table.name: tuple(
             (child, fk) for child in self.catalog.tables for fk in child.foreign_keys
             if fk.ref_table.lower() == table.name.lower()) for table in self.catalog.tables}
+        self.at_once_reports = {
+            table: WriteReport(table, p.bound.event, p.bound.ops_bound, p.bound.ops_bound,
+                               tuple((r.name, r.ops_bound, r.ops_bound) for r in p.in_database))
+            for (table, event), p in self.programs.items() if p.at_once}
         deferring = any(p.deferred for p in self.programs.values())
         self.queue = StoreQueue(self.store) if deferring else None
 
@@ -154,7 +160,7 @@ class Maintainer:
 
     def at_once(self, table: Table) -> bool:
         """Is an insert into ``table`` one statement of the store's (:meth:`insert_at_once`)?"""
-        return self.programs[(table.name, WriteEvent.INSERT)].at_once
+        return table.name in self.at_once_reports
 
     def insert_at_once(self, table: Table, row: dict[str, Any]) -> WriteReport:
         """Insert a row whose checks and maintenance the database makes (``at_once``): one
@@ -162,15 +168,11 @@ class Maintainer:
         changes nothing and raises the error piql's own checks raise (read from the
         database's). The database counts none of its reads: the write reports its static
         bound, the checks and rules it may do (docs/api.md)."""
-        program = self.programs[(table.name, WriteEvent.INSERT)]
         try:
             self.store.write_row(table.name, row)
         except StoreRefused as err:
             raise _refusal(table, row, err) from None
-        self.store.counter.writes += program.bound.index_upkeep
-        bound = program.bound
-        rules = tuple((rule.name, rule.ops_bound, rule.ops_bound) for rule in program.in_database)
-        return WriteReport(table.name, bound.event, bound.ops_bound, bound.ops_bound, rules)
+        return self.at_once_reports[table.name]  # the same every time: frozen
 
     def delete(self, table: Table, key: dict[str, Any], *,
                replacing: dict[str, Any] | None = None) -> WriteReport:
