@@ -3,7 +3,8 @@
 Every rule of an incrementally maintained view (``planner.maintenance``) becomes SQL run in
 the writing statement: on PostgreSQL one PL/pgSQL function per base table fired ``BEFORE
 INSERT OR UPDATE OR DELETE ... FOR EACH ROW``; on SQLite one ``CREATE TRIGGER`` per table and
-event. CARDINALITY constraints are checked there too, with a stop-after of K.
+event. CARDINALITY constraints are checked there too, with a stop-after of K, and an
+inserted or updated row's FOREIGN KEYs (after PostgreSQL's write lock).
 
 Why BEFORE, not AFTER: a rule reads the state without the written tuple (paper §5.1).
 A row-level BEFORE trigger sees the rows the same statement wrote before it and not its own
@@ -24,6 +25,11 @@ Exact sums (``ViewDef.exact_sums``): PostgreSQL keeps them exactly in ``numeric`
 column holding ``trim_scale(numeric)::text``, the same text ``runtime.exact_sums.show``
 writes, and the visible column its correctly rounded double. SQLite has no exact
 arithmetic in SQL: its triggers add doubles, and the migration says so.
+
+piql's own SQLite store runs the same SQLite triggers as its connection's own (``TEMP``),
+keeping the views only when no view has a SUM (:func:`sqlite_exact`), and checking
+CARDINALITY and FOREIGN KEYs; so does PostgreSQL's. An insert whose checks and rules all
+run there is then one statement of piql's (``runtime.writes``).
 
 Staging views are kept too on PostgreSQL: each row goes to the partition piql computes
 (zlib's CRC-32 of Python's text of its key, in PL/pgSQL) and marks the epochs of the time

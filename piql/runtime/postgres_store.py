@@ -36,8 +36,9 @@ How it keeps piql's semantics, which are SQLite's:
 Installing the plan is :mod:`piql.runtime.install`'s (through :meth:`create_table`,
 :meth:`create_index`, :meth:`create_bookkeeping`), with the triggers of
 :mod:`piql.planner.triggers`: the database maintains every incrementally maintained view
-and checks CARDINALITY constraints itself, in the writing statement, whichever client
-writes (:attr:`maintained_rules` names the rules, which piql's write path skips). Staging
+and checks CARDINALITY and FOREIGN KEY constraints itself, in the writing statement,
+whichever client writes (:attr:`maintained_rules` names the rules, which piql's write path
+skips; an insert they make whole is one round trip, :meth:`PostgresStore.write_row`). Staging
 views and time-window marks are kept by the runtime, through this protocol.
 """
 from __future__ import annotations

@@ -7,6 +7,11 @@ per key lookup or range scan, and one more per row fetched from the base table a
 non-covering secondary-index entry. It is the only module of piql that imports sqlite3
 (besides the benchmark's plain-SQLite baseline): :class:`ReadOnlyDatabase` is how the rest
 of piql reads an SQLite file it does not keep (``piql.introspect`` reads its catalog).
+
+Its connection has the plan's triggers as its own (``TEMP``, created by
+``runtime.install`` on every open: other connections write without them); they check
+CARDINALITY and FOREIGN KEYs and keep the views SQLite computes exactly, so an insert they
+make whole is one statement (:meth:`SQLiteStore.write_row`).
 """
 from __future__ import annotations
 
