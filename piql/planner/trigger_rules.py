@@ -9,7 +9,7 @@ from enum import StrEnum
 from sqlglot import exp
 
 from piql import sqlgen
-from piql.catalog import CardinalityConstraint, Table
+from piql.catalog import CardinalityConstraint, ForeignKey, Table
 from piql.planner.naming import RUNTIME_TABLES
 from piql.planner.refresh_plan import WindowKind
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
@@ -66,6 +66,29 @@ def fired(rules: list[tuple[ViewDef, DeltaRule]],
     in reverse (a view before those it reads gain the row)."""
     ordered = rules if event == WriteEvent.DELETE else list(reversed(rules))
     return [(view, rule) for view, rule in ordered if rule.event == event]
+
+
+def statement_groups(rules: list[tuple[ViewDef, DeltaRule]]
+                     ) -> list[list[tuple[ViewDef, DeltaRule]]]:
+    """The rules grouped into the statements that run them: consecutive INSERT (or DELETE)
+    rules of one view (a self-join's, one per occurrence of the table) run over the UNION
+    ALL of their delta queries, one statement instead of several, when none reads that view
+    (they would see each other's changes otherwise); every other rule runs on its own."""
+    groups: list[list[tuple[ViewDef, DeltaRule]]] = []
+    for view, rule in rules:
+        previous = groups[-1] if groups else None
+        if previous is not None and mergeable(view, rule) and previous[0][0] is view and \
+                previous[0][1].action == rule.action and mergeable(*previous[0]):
+            previous.append((view, rule))
+        else:
+            groups.append([(view, rule)])
+    return groups
+
+
+def mergeable(view: ViewDef, rule: DeltaRule) -> bool:
+    return rule.action in (RuleAction.INSERT, RuleAction.DELETE) and \
+        view.kind != ViewKind.STAGING and not any(
+        rel.table and rel.table.lower() == view.name.lower() for rel in rule.delta.relations)
 
 
 def quote(name: str, dialect: TriggerDialect) -> str:
@@ -282,6 +305,30 @@ def other_values(table: Table, constraint: CardinalityConstraint, without: str |
         parts.append(f"NOT ({same})")
     return (f"(SELECT count(*) FROM (SELECT DISTINCT {col} FROM {quote(table.name, d)} WHERE "
             f"{' AND '.join(parts)} LIMIT {int(constraint.limit)}) AS piql_others)")
+
+
+def foreign_key_message(table: Table, fk: ForeignKey) -> str:
+    """What a trigger raises for an inserted row without its parent; piql's own write path
+    reads the constraint from it and names the values (``runtime.writes``)."""
+    return (f"insert into {table.name} breaks FOREIGN KEY ({', '.join(fk.columns)}) "
+            f"REFERENCES {fk.ref_table}: no {fk.ref_table} row with the row's "
+            f"{', '.join(fk.columns)}")
+
+
+def parent_missing(table: Table, fk: ForeignKey, dialect: TriggerDialect) -> str:
+    """Does the NEW row refer to a parent that is not there? Rows with a NULL there refer to
+    nothing, as in SQL, and a row that is its own parent is one (SQL checks after the
+    write, when it is in)."""
+    d = dialect
+    given = " AND ".join(f"NEW.{quote(c, d)} IS NOT NULL" for c in fk.columns)
+    match = " AND ".join(f"{quote(r, d)} = NEW.{quote(c, d)}"
+                         for c, r in zip(fk.columns, fk.ref_columns))
+    condition = f"{given} AND NOT EXISTS (SELECT 1 FROM {quote(fk.ref_table, d)} WHERE {match})"
+    if fk.ref_table.lower() == table.name.lower():
+        own = " AND ".join(f"NEW.{quote(c, d)} = NEW.{quote(r, d)}"
+                           for c, r in zip(fk.columns, fk.ref_columns))
+        condition += f" AND NOT ({own})"
+    return condition
 
 
 def literal(text: str) -> str:

@@ -3,7 +3,8 @@
 Every rule of an incrementally maintained view (``planner.maintenance``) becomes SQL run in
 the writing statement: on PostgreSQL one PL/pgSQL function per base table fired ``BEFORE
 INSERT OR UPDATE OR DELETE ... FOR EACH ROW``; on SQLite one ``CREATE TRIGGER`` per table and
-event. CARDINALITY constraints are checked there too, with a stop-after of K.
+event. CARDINALITY constraints are checked there too, with a stop-after of K, and an
+inserted or updated row's FOREIGN KEYs (after PostgreSQL's write lock).
 
 Why BEFORE, not AFTER: a rule reads the state without the written tuple (paper §5.1).
 A row-level BEFORE trigger sees the rows the same statement wrote before it and not its own
@@ -24,6 +25,11 @@ Exact sums (``ViewDef.exact_sums``): PostgreSQL keeps them exactly in ``numeric`
 column holding ``trim_scale(numeric)::text``, the same text ``runtime.exact_sums.show``
 writes, and the visible column its correctly rounded double. SQLite has no exact
 arithmetic in SQL: its triggers add doubles, and the migration says so.
+
+piql's own SQLite store runs the same SQLite triggers as its connection's own (``TEMP``),
+keeping the views only when no view has a SUM (:func:`sqlite_exact`), and checking
+CARDINALITY and FOREIGN KEYs; so does PostgreSQL's. An insert whose checks and rules all
+run there is then one statement of piql's (``runtime.writes``).
 
 Staging views are kept too on PostgreSQL: each row goes to the partition piql computes
 (zlib's CRC-32 of Python's text of its key, in PL/pgSQL) and marks the epochs of the time
@@ -46,7 +52,7 @@ from piql.planner.triggers_postgres import (
 )
 from piql.planner.triggers_sqlite import sqlite_table
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind
-from piql.query_block import MaintenanceMode
+from piql.query_block import Aggregate, MaintenanceMode
 from piql.sql_types import TypeFamily, family
 
 
@@ -54,13 +60,15 @@ from piql.sql_types import TypeFamily, family
 class Triggers:
     """What the database runs: ``preamble`` (functions the views' builds use too), then
     ``statements`` (each one runnable statement, in order); ``notes`` (what it cannot do,
-    for SQL comments) and ``maintained`` (the names of the rules it runs, which piql's own
-    write path then skips)."""
+    for SQL comments), ``maintained`` (the names of the rules it runs, which piql's own
+    write path then skips) and ``checked`` (the tables whose inserts it checks: CARDINALITY
+    and FOREIGN KEY constraints)."""
 
     preamble: tuple[str, ...]
     statements: tuple[str, ...]
     notes: tuple[str, ...]
     maintained: frozenset[str]
+    checked: frozenset[str] = frozenset()
 
 
 def in_database(view: ViewDef, dialect: TriggerDialect,
@@ -92,6 +100,14 @@ def marks_in_database(view: ViewDef, dialect: TriggerDialect,
         rel.table and rel.table.lower() == r.table.lower() for rel in r.delta.relations)]
 
 
+def sqlite_exact(views: tuple[ViewDef, ...]) -> bool:
+    """Do SQLite's triggers keep these views exactly as piql does? Not with a SUM: SQLite's
+    ``+`` turns an integer sum leaving 64 bits into a REAL (piql refuses the write) and has
+    no exact REAL arithmetic (``ViewDef.exact_sums``)."""
+    return not any(isinstance(c.source, Aggregate) and c.source.func == "SUM"
+                   for view in views for c in view.columns)
+
+
 def synchronous(views: tuple[ViewDef, ...]) -> tuple[ViewDef, ...]:
     """The views a store's triggers keep: asynchronous views are kept from the update queue
     (``runtime.update_queue``)."""
@@ -111,17 +127,19 @@ def compile_triggers(catalog: Catalog, views: tuple[ViewDef, ...],
     preamble = (exact_function(), checked_function(), crc_function(), repr_function()) \
         if dialect == TriggerDialect.POSTGRES else ()
     statements: list[str] = []
+    checked: set[str] = set()
     for table in catalog.tables:
         rules = [(v, r) for v, r in run if r.table.lower() == table.name.lower()]
         frozen = [c for v in views for f in v.frozen if f.table.lower() == table.name.lower()
                   for c in f.columns]
-        if not rules and not table.cardinalities and not frozen:
+        if not rules and not table.cardinalities and not frozen and not table.foreign_keys:
             continue
+        checked.add(table.name)
         if dialect == TriggerDialect.POSTGRES:
             statements += postgres_table(table, rules, tuple(dict.fromkeys(frozen)), windows)
         else:
             statements += sqlite_table(table, rules, tuple(dict.fromkeys(frozen)))
-    return Triggers(preamble, tuple(statements), tuple(notes), maintained)
+    return Triggers(preamble, tuple(statements), tuple(notes), maintained, frozenset(checked))
 
 
 def _notes(views: tuple[ViewDef, ...], dialect: TriggerDialect, kept: list[ViewDef],

@@ -6,8 +6,8 @@ from piql.catalog import CardinalityConstraint, Table
 from piql.planner.naming import WRITE_LOCK_KEY
 from piql.planner.trigger_rules import (
     BULK, CHECKED, COUNT, CRC, DIRTY_EPOCHS, EXACT, PREFIX, REPR, ROW, TimeWindow,
-    TriggerDialect, added_sets, count_column, delta_select, fired, literal, match_key,
-    new_row_values, other_values, quote, signed,
+    TriggerDialect, added_sets, count_column, delta_select, fired, foreign_key_message, literal,
+    match_key, new_row_values, other_values, parent_missing, quote, signed, statement_groups,
 )
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.sql_types import TypeFamily, family
@@ -97,6 +97,7 @@ def postgres_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]], frozen:
     ]
     for constraint in table.cardinalities:
         body += _pg_cardinality(table, constraint, None)
+    body += _pg_parents(table)
     body += inserts + ["    RETURN NEW;", "  END IF;",
                        "  IF TG_OP = 'UPDATE' THEN",
                        "    IF NEW IS NOT DISTINCT FROM OLD THEN RETURN NEW; END IF;"]
@@ -110,6 +111,7 @@ def postgres_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]], frozen:
                  "    END IF;"]
     for constraint in table.cardinalities:
         body += _pg_cardinality(table, constraint, "OLD")
+    body += _pg_parents(table)
     body += ["  END IF;", "  -- a delete, or an update's first half"] + deletes + [
              "  IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;",
              "  -- an update's second half"] + updates_in + [
@@ -144,7 +146,7 @@ def _pg_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: Write
               windows: dict[str, list[TimeWindow]]) -> list[str]:
     d = TriggerDialect.POSTGRES
     lines: list[str] = []
-    for group in _statements(fired(rules, event)):
+    for group in statement_groups(fired(rules, event)):
         view, rule = group[0]
         selects = [delta_select(r, view, table, record, without, d) for _, r in group]
         lines += [f"    -- {r.name}: {r.action} rows of {view.name}" for _, r in group]
@@ -165,28 +167,6 @@ def _pg_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: Write
         else:
             lines += _pg_aggregate(view, rule.action, select)
     return lines
-
-
-def _statements(rules: list[tuple[ViewDef, DeltaRule]]) -> list[list[tuple[ViewDef, DeltaRule]]]:
-    """The rules grouped into the statements that run them: consecutive INSERT (or DELETE)
-    rules of one view (a self-join's, one per occurrence of the table) run over the UNION
-    ALL of their delta queries, one statement instead of several, when none reads that view
-    (they would see each other's changes otherwise); every other rule runs on its own."""
-    groups: list[list[tuple[ViewDef, DeltaRule]]] = []
-    for view, rule in rules:
-        previous = groups[-1] if groups else None
-        if previous is not None and _mergeable(view, rule) and previous[0][0] is view and \
-                previous[0][1].action == rule.action and _mergeable(*previous[0]):
-            previous.append((view, rule))
-        else:
-            groups.append([(view, rule)])
-    return groups
-
-
-def _mergeable(view: ViewDef, rule: DeltaRule) -> bool:
-    return rule.action in (RuleAction.INSERT, RuleAction.DELETE) and \
-        view.kind != ViewKind.STAGING and not any(
-        rel.table and rel.table.lower() == view.name.lower() for rel in rule.delta.relations)
 
 
 def _pg_staging(view: ViewDef, action: RuleAction, select: str,
@@ -312,6 +292,19 @@ def _pg_aggregate(view: ViewDef, action: RuleAction, select: str) -> list[str]:
         "      END IF;",
         "    END LOOP;",
     ]
+
+
+def _pg_parents(table: Table) -> list[str]:
+    """The check of the new row's FOREIGN KEYs, after the write lock: a parent deleted by a
+    writer before it is seen (an insert or an update)."""
+    d = TriggerDialect.POSTGRES
+    lines = []
+    for fk in table.foreign_keys:
+        lines += [f"    IF {parent_missing(table, fk, d)} THEN",
+                  "      RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation', MESSAGE = "
+                  f"{literal(foreign_key_message(table, fk))};",
+                  "    END IF;"]
+    return lines
 
 
 def _pg_cardinality(table: Table, constraint: CardinalityConstraint,

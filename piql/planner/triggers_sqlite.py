@@ -4,7 +4,8 @@ from __future__ import annotations
 from piql.catalog import Table
 from piql.planner.trigger_rules import (
     PREFIX, TriggerDialect, added_sets, cardinality_message, count_column, delta_select, fired,
-    key_columns, literal, match_key, new_row_values, other_values, quote, signed,
+    foreign_key_message, key_columns, literal, match_key, new_row_values, other_values,
+    parent_missing, quote, signed, statement_groups,
 )
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, WriteEvent
 
@@ -29,6 +30,14 @@ def sqlite_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]],
             statements.append(_sqlite_trigger(
                 f"{PREFIX}{name}_{constraint.column}_{op.lower()}_cardinality", op, name, when,
                 [f"SELECT RAISE(ABORT, {literal(message)})"]))
+    for number, fk in enumerate(table.foreign_keys):
+        message = literal(foreign_key_message(table, fk))
+        for op in ("INSERT", "UPDATE"):
+            when = parent_missing(table, fk, d)
+            if op == "INSERT":
+                when = f"NOT ({taken}) AND {when}"
+            statements.append(_sqlite_trigger(f"{PREFIX}{name}_fk{number}_{op.lower()}", op,
+                                              name, when, [f"SELECT RAISE(ABORT, {message})"]))
     if not rules:
         return statements
     deletes = _sqlite_rules(table, rules, WriteEvent.DELETE, "OLD", "OLD")
@@ -64,10 +73,14 @@ def _sqlite_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: W
                   record: str, without: str | None) -> list[str]:
     d = TriggerDialect.SQLITE
     statements: list[str] = []
-    for view, rule in fired(rules, event):
-        select = delta_select(rule, view, table, record, without, d)
+    for group in statement_groups(fired(rules, event)):
+        view, rule = group[0]
+        selects = [delta_select(r, view, table, record, without, d) for _, r in group]
+        # one statement over the rules' delta rows: SQLite takes no parenthesized member
+        select = selects[0] if len(selects) == 1 else \
+            " UNION ALL ".join(f"SELECT * FROM ({s})" for s in selects)
         target = quote(view.name, d)
-        comment = f"-- {rule.name}: {rule.action} rows of {view.name}\n  "
+        comment = "".join(f"-- {r.name}: {r.action} rows of {view.name}\n  " for _, r in group)
         if rule.action == RuleAction.INSERT:
             columns = ", ".join(quote(c.name, d) for c in view.columns)
             statements.append(f"{comment}INSERT INTO {target} ({columns}) {select}")

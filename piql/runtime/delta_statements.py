@@ -8,8 +8,11 @@ of the interpreter (``piql.runtime.executor``), which stays the reference and ru
 plan the compiler refuses. The operations counted are the interpreter's
 (``CompiledQuery.answer``), so write reports and strict bounds are unchanged.
 
-On PostgreSQL the store maintains views itself (triggers), or the interpreter runs the
-rules; only SQLite's statements are compiled here.
+The store's triggers run the rules of most plans (``Store.maintained_rules``): on
+PostgreSQL those of every IMV, on SQLite those of plans without a SUM
+(``planner.triggers.sqlite_exact``). The rules left to piql (a SUM's on SQLite, staging
+views', epoch marks') run here: compiled on SQLite, through the interpreter on
+PostgreSQL.
 """
 from __future__ import annotations
 

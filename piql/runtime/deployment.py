@@ -42,7 +42,7 @@ from piql.runtime.feeds import Feed, feed_layout
 from piql.runtime.partitions import partition_of
 from piql.runtime.progress import Progress
 from piql.runtime.refresh import RefreshReport, refresh_view
-from piql.runtime.rows import ParamCheck, complete_row, key_of, read_rows
+from piql.runtime.rows import ParamCheck, RowCheck, complete_row, key_of, read_rows
 from piql.runtime.schedule import RefreshSchedule
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
 from piql.runtime.background import DEFAULT_IDLE, BackgroundMaintainer
@@ -168,6 +168,7 @@ class Deployment:
         self._schema_seen: int | None = None  # the store's schema version at the last write
         self.epoch_windows = epoch_windows(self.views)
         self._served: dict[str, _Served] = {}  # by the name queries are called with
+        self._row_checks: dict[str, RowCheck] = {}  # by the name inserts are called with
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
                                      plan.writes, strict, self.epoch_windows)
         self.feeds = self._adaptive_feeds()
@@ -424,10 +425,19 @@ class Deployment:
     # -- writes --------------------------------------------------------------
     def insert(self, table: str, /, **row: Any) -> WriteReport:
         """Insert one base row and maintain every index and view, in one transaction."""
-        definition = self._table(table)
-        full = complete_row(definition, row)
+        check = self._row_checks.get(table)
+        if check is None:
+            check = self._row_checks[table] = RowCheck(self._table(table))
+        definition, full = check.table, check(row)
         if (self.feeds or self.overlays) and self._adaptive(definition):
             return self._pushing(definition, lambda: self._insert_pushed(definition, full))
+        if self.maintainer.at_once(definition):  # one statement, checked and maintained
+            if self.store.dialect == "sqlite":  # by the connection's own triggers, which are
+                # this plan's: the write must see that no migration replaced the plan since
+                return self._transaction(lambda: self.maintainer.insert_at_once(definition, full))
+            self._open()  # by the store's triggers, which are the store's plan, whoever writes
+            with self.lock:
+                return self.maintainer.insert_at_once(definition, full)
         return self._transaction(lambda: self.maintainer.insert(definition, full))
 
     def delete(self, table: str, /, **key: Any) -> WriteReport:

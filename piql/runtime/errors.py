@@ -17,7 +17,12 @@ class ConstraintError(RuntimeErrorBase):
 
 
 class StoreRefused(ConstraintError):
-    """The database refused a write through a constraint of its own (the message is its)."""
+    """The database refused a write through a constraint of its own (the message is its);
+    ``duplicate``: a unique key of the database's (the primary key) refused it."""
+
+    def __init__(self, message: str, duplicate: bool = False) -> None:
+        super().__init__(message)
+        self.duplicate = duplicate
 
 
 class StoreOverflow(ConstraintError):

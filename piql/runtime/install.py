@@ -16,7 +16,8 @@ from piql.planner.naming import RUNTIME_TABLES
 from piql.planner.plan_diff import plan_diff
 from piql.planner.plan_record import PlanRecord, RecordError, plan_record
 from piql.planner.store_layout import stored_tables
-from piql.planner.triggers import compile_triggers, synchronous
+from piql.planner.trigger_rules import TriggerDialect
+from piql.planner.triggers import compile_triggers, sqlite_exact, synchronous
 from piql.report.plan_change import summary
 from piql.runtime.errors import DeploymentError
 from piql.runtime.store import Store, TableShape
@@ -54,13 +55,23 @@ def install(store: Store, plan: Plan) -> bool:
 
 
 def install_triggers(store: Store, plan: Plan) -> None:
-    """On a store whose database runs triggers (PostgreSQL), create the plan's
-    (``planner.triggers``) unless the store runs these already (their fingerprint, in the
-    metadata), and tell the store which rules they run."""
+    """On a store whose database runs triggers, create the plan's (``planner.triggers``)
+    and tell the store which rules they run and which tables' inserts they check. On
+    PostgreSQL they are part of the database, created unless it runs these already (their
+    fingerprint, in the metadata); on SQLite they are the connection's own (``TEMP``),
+    made on every open, keeping the views only where SQLite computes them exactly as piql
+    does (``planner.triggers.sqlite_exact``; else piql keeps them, and the triggers check
+    constraints only)."""
     dialect = getattr(store, "trigger_dialect", None)
     if dialect is None:
         return
-    triggers = compile_triggers(plan.catalog, synchronous(plan.ordered_views), dialect)
+    views = synchronous(plan.ordered_views)
+    if dialect == TriggerDialect.SQLITE:
+        triggers = compile_triggers(plan.catalog, views if sqlite_exact(views) else (), dialect)
+        store.connection_triggers(triggers.statements)
+        store.maintained_rules, store.checked_tables = triggers.maintained, triggers.checked
+        return
+    triggers = compile_triggers(plan.catalog, views, dialect)
     statements = triggers.preamble + triggers.statements
     found = triggers_fingerprint(triggers)
     if store.get_meta(TRIGGERS) != found:
@@ -70,6 +81,7 @@ def install_triggers(store: Store, plan: Plan) -> None:
                     store.sql(statement)
                 store.set_meta(TRIGGERS, found)
     store.maintained_rules = triggers.maintained
+    store.checked_tables = triggers.checked
 
 
 def record(store: Store, plan: Plan) -> PlanRecord:

@@ -36,8 +36,9 @@ How it keeps piql's semantics, which are SQLite's:
 Installing the plan is :mod:`piql.runtime.install`'s (through :meth:`create_table`,
 :meth:`create_index`, :meth:`create_bookkeeping`), with the triggers of
 :mod:`piql.planner.triggers`: the database maintains every incrementally maintained view
-and checks CARDINALITY constraints itself, in the writing statement, whichever client
-writes (:attr:`maintained_rules` names the rules, which piql's write path skips). Staging
+and checks CARDINALITY and FOREIGN KEY constraints itself, in the writing statement,
+whichever client writes (:attr:`maintained_rules` names the rules, which piql's write path
+skips; an insert they make whole is one round trip, :meth:`PostgresStore.write_row`). Staging
 views and time-window marks are kept by the runtime, through this protocol.
 """
 from __future__ import annotations
@@ -149,10 +150,12 @@ class PostgresStore:
         self.busy_timeout = busy_timeout
         self.shapes: dict[str, TableShape] = {}
         self.maintained_rules: frozenset[str] = frozenset()  # set by runtime.install
+        self.checked_tables: frozenset[str] = frozenset()  # set by runtime.install
         self._local = threading.local()
         # each serving thread's reader connection (_reader), closed with the store
         self._readers: list[tuple[threading.Thread, psycopg.Connection]] = []
         self._readers_lock = threading.Lock()
+        self._texts: dict[tuple, str] = {}  # statement texts by shape (write_row)
         self._check_server()
         self.pool: ConnectionPool = ConnectionPool(
             url, min_size=1, max_size=max(1, pool_size), open=True, num_workers=1,
@@ -250,7 +253,7 @@ class PostgresStore:
         if isinstance(err, pg_errors.NumericValueOutOfRange):
             return StoreOverflow(text)
         if isinstance(err, (psycopg.IntegrityError, psycopg.DataError)):
-            return StoreRefused(text)
+            return StoreRefused(text, duplicate=isinstance(err, pg_errors.UniqueViolation))
         if isinstance(err, psycopg.OperationalError):
             return DeploymentError(f"{self.location}: {text}")
         return err
@@ -596,6 +599,30 @@ class PostgresStore:
         columns = list(row)
         self._count(f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in columns)}) "
                     f"VALUES ({', '.join('%s' for _ in columns)})", [row[c] for c in columns])
+        self.counter.writes += 1
+
+    def write_row(self, table: str, row: Mapping[str, Any]) -> None:
+        """Insert one row as a whole write: one prepared statement, one round trip. Outside
+        a transaction it runs alone (autocommit) on the thread's own connection
+        (:meth:`_reader`), bumping the version as it commits; the table's trigger takes the
+        write lock, checks and maintains. One write."""
+        connection = getattr(self._local, "connection", None)
+        if connection is not None:
+            self.insert(table, row)
+            return
+        text = ("write_row", table, tuple(row))
+        sql = self._texts.get(text)
+        if sql is None:
+            sql = self._texts[text] = (
+                f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in row)}) VALUES "
+                f"({', '.join('%s' for _ in row)}) RETURNING nextval('{_quote(VERSION)}')")
+        connection = self._reader()
+        try:
+            connection.execute(sql, list(row.values()), prepare=True)
+        except psycopg.Error as err:
+            if connection.broken:  # the next call connects again
+                self._local.reader = None
+            raise self.refused(err) from None
         self.counter.writes += 1
 
     def insert_rows(self, table: str, columns: Sequence[str],

@@ -7,6 +7,11 @@ per key lookup or range scan, and one more per row fetched from the base table a
 non-covering secondary-index entry. It is the only module of piql that imports sqlite3
 (besides the benchmark's plain-SQLite baseline): :class:`ReadOnlyDatabase` is how the rest
 of piql reads an SQLite file it does not keep (``piql.introspect`` reads its catalog).
+
+Its connection has the plan's triggers as its own (``TEMP``, created by
+``runtime.install`` on every open: other connections write without them); they check
+CARDINALITY and FOREIGN KEYs and keep the views SQLite computes exactly, so an insert they
+make whole is one statement (:meth:`SQLiteStore.write_row`).
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from piql.planner.naming import RUNTIME_TABLES
+from piql.planner.trigger_rules import TriggerDialect
 from piql.planner.physical import KeyExpression, KeyPart
 from piql.runtime import exact_sums
 from piql.runtime.errors import (
@@ -63,9 +69,12 @@ class SQLiteStore:
     shapes: dict[str, TableShape] = field(default_factory=dict)
     counter: Counter = field(default_factory=Counter)
     dialect: str = field(default="sqlite", init=False)
-    # piql maintains the views of a SQLite store itself (its SQL has no exact REAL sums;
-    # ``piql plan --dialect sqlite`` prints triggers for databases piql does not serve)
+    # the connection's own triggers (``TEMP``: other connections write without them) keep
+    # the views SQLite computes exactly and check constraints (``runtime.install``)
+    trigger_dialect: TriggerDialect = field(default=TriggerDialect.SQLITE, init=False)
     maintained_rules: frozenset[str] = field(default=frozenset(), init=False)
+    checked_tables: frozenset[str] = field(default=frozenset(), init=False)
+    _triggers: tuple[str, ...] = field(default=(), init=False, repr=False)
     # the text of each bounded read and point write, by its shape (table, columns, which
     # values are NULL, ...): built once, so a write pays for no quoting or joining
     _texts: dict[tuple, str] = field(default_factory=dict, init=False, repr=False)
@@ -114,7 +123,8 @@ class SQLiteStore:
             return DeploymentError(f"{self.path}: is not a SQLite database, so it cannot be a "
                                    "piql store (give a new file name, or a store piql deployed)")
         if isinstance(err, sqlite3.IntegrityError):
-            return StoreRefused(text)
+            return StoreRefused(text, duplicate=text.startswith(("UNIQUE constraint failed",
+                                                                 "PRIMARY KEY constraint failed")))
         if "integer overflow" in text:
             return StoreOverflow(text)
         return err
@@ -363,8 +373,27 @@ class SQLiteStore:
             f"INSERT INTO {_quote(name)} VALUES ({', '.join('?' for _ in shape.columns)})", rows)
         self.register(TableShape(name, shape.columns, shape.key, shape.types))
 
+    def connection_triggers(self, statements: Sequence[str]) -> None:
+        """Create ``CREATE TRIGGER`` statements as this connection's own (``TEMP``)."""
+        self._triggers = tuple(s.replace("CREATE TRIGGER", "CREATE TEMP TRIGGER", 1)
+                               for s in statements)
+        self._create_triggers()
+
+    def _create_triggers(self) -> None:
+        for statement in self._triggers:
+            self.connection.execute(statement)
+
     def insert_staged(self, staged: str, table: str) -> None:
-        self.sql(f"INSERT INTO {_quote(table)} SELECT * FROM {_quote(staged)}")
+        """Insert a staged batch without the triggers (in the load's transaction): the load
+        checks the batch and rebuilds the views it reaches set-oriented
+        (``runtime.bulk_load``)."""
+        for (name,) in self.connection.execute(
+                "SELECT name FROM sqlite_temp_master WHERE type = 'trigger'").fetchall():
+            self.connection.execute(f"DROP TRIGGER temp.{_quote(name)}")
+        try:
+            self.sql(f"INSERT INTO {_quote(table)} SELECT * FROM {_quote(staged)}")
+        finally:
+            self._create_triggers()
 
     def drop_staged(self, name: str) -> None:
         self.shapes.pop(name, None)
@@ -387,6 +416,16 @@ class SQLiteStore:
     # -- point writes --------------------------------------------------------
     def insert(self, table: str, row: Mapping[str, Any]) -> None:
         self.connection.execute(self._insert_text(table, tuple(row)), list(row.values()))
+        self.counter.writes += 1
+
+    def write_row(self, table: str, row: Mapping[str, Any]) -> None:
+        """Insert one row as a whole write: one statement, in the open transaction, else
+        alone (autocommit: SQLite takes its write lock for the statement, and its triggers
+        run in it, all or nothing). One write."""
+        try:
+            self.connection.execute(self._insert_text(table, tuple(row)), list(row.values()))
+        except sqlite3.Error as err:
+            raise self.refused(err) from None
         self.counter.writes += 1
 
     def insert_rows(self, table: str, columns: Sequence[str],

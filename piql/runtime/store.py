@@ -107,6 +107,10 @@ class Store(Protocol):
     # The delta rules the database runs itself, in triggers (``runtime.install``), which
     # piql's write path then skips: none on SQLite, every IMV's on PostgreSQL.
     maintained_rules: frozenset[str]
+    # The tables whose triggers check an inserted row's CARDINALITY and FOREIGN KEY
+    # constraints (after the write lock); with its primary key, which the database checks,
+    # an insert there is one statement (``write_row``) when the triggers run all its rules.
+    checked_tables: frozenset[str]
 
     # -- tables, indexes, piql's own bookkeeping ------------------------------------------
     def register(self, shape: TableShape) -> None:
@@ -183,6 +187,13 @@ class Store(Protocol):
     # -- point writes (counted) ------------------------------------------------------------
     def insert(self, table: str, row: Mapping[str, Any]) -> None:
         """Insert one row: one write."""
+
+    def write_row(self, table: str, row: Mapping[str, Any]) -> None:
+        """Insert one row as a whole write, in one statement: in the thread's transaction if
+        one is open, else in a transaction of its own (the store's write lock, taken by the
+        table's triggers, and the version bump included). A refusal raises
+        :class:`~piql.runtime.errors.StoreRefused` (``duplicate`` for the primary key) and
+        changes nothing. One write."""
 
     def insert_rows(self, table: str, columns: Sequence[str],
                     rows: Sequence[Sequence[Any]]) -> None:

@@ -20,11 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from piql.catalog import Catalog, Table
+from piql.catalog import CardinalityConstraint, Catalog, ForeignKey, Table
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.planner.write_bounds import WriteBound
 from piql.query_block import Aggregate, MaintenanceMode
-from piql.runtime.errors import BoundExceeded, ConstraintError
+from piql.runtime.errors import BoundExceeded, ConstraintError, StoreRefused
 from piql.runtime.evaluate import aggregate, holds, value
 from piql.runtime.delta_statements import DeltaStatements
 from piql.runtime.epochs import EpochWindow, mark_epochs
@@ -75,11 +75,15 @@ class WriteProgram:
     marks: tuple[RuleStep, ...]  # the time windows' epoch-mark rules
     in_database: tuple[DeltaRule, ...]  # the rules the store's triggers run instead
     deferred: tuple[RuleStep, ...] = ()  # asynchronous views' rules, run on drain
+    # the database makes the whole write (an insert): its checks and every rule
+    at_once: bool = False
 
     @classmethod
     def of(cls, table: Table, event: WriteEvent, views: tuple[ViewDef, ...],
-           bounds: tuple[WriteBound, ...], in_database: frozenset[str]) -> "WriteProgram":
-        """``in_database`` names the rules the store runs itself (``Store.maintained_rules``)."""
+           bounds: tuple[WriteBound, ...], in_database: frozenset[str],
+           checked: frozenset[str] = frozenset()) -> "WriteProgram":
+        """``in_database`` names the rules the store runs itself (``Store.maintained_rules``),
+        ``checked`` the tables whose inserts its triggers check (``Store.checked_tables``)."""
         rules = [(view, rule) for view in views for rule in view.rules
                  if rule.table.lower() == table.name.lower() and rule.event == event]
         steps = [RuleStep.of(view, rule) for view, rule in rules if rule.name not in in_database]
@@ -87,9 +91,15 @@ class WriteProgram:
                      if b.table.lower() == table.name.lower() and b.event == event)
         deferred = tuple(s for s in steps if s.view.maintenance is MaintenanceMode.ASYNC)
         steps = [s for s in steps if s not in deferred]
+        # an insert the database checks (its key always; CARDINALITY and FOREIGN KEYs in the
+        # table's triggers) and maintains alone: piql sends the row, nothing else
+        checks = table.name in checked or not (table.cardinalities or table.foreign_keys)
+        at_once = event == WriteEvent.INSERT and not steps and not deferred and checks \
+            and not table.unique_keys
         return cls(bound, tuple(s for s in steps if s.rule.action != RuleAction.MARK),
                    tuple(s for s in steps if s.rule.action == RuleAction.MARK),
-                   tuple(rule for _, rule in rules if rule.name in in_database), deferred)
+                   tuple(rule for _, rule in rules if rule.name in in_database), deferred,
+                   at_once)
 
 
 @dataclass
@@ -106,18 +116,25 @@ class Maintainer:
     programs: dict[tuple[str, WriteEvent], WriteProgram] = field(init=False)
     referencing: dict[str, tuple[tuple[Table, Any], ...]] = field(init=False)
     statements: DeltaStatements = field(init=False)  # the rules' plans, prepared
+    # table -> the report of each of its inserts, for the tables the database writes alone
+    at_once_reports: dict[str, WriteReport] = field(init=False)
     queue: StoreQueue | None = field(init=False)  # of the asynchronous views, if any
 
     def __post_init__(self) -> None:
         self.statements = DeltaStatements(self.store)
         self.programs = {(table.name, event): WriteProgram.of(table, event, self.views,
                                                               self.bounds,
-                                                              self.store.maintained_rules)
+                                                              self.store.maintained_rules,
+                                                              self.store.checked_tables)
                          for table in self.catalog.tables
                          for event in (WriteEvent.INSERT, WriteEvent.DELETE)}
         self.referencing = {table.name: tuple(
             (child, fk) for child in self.catalog.tables for fk in child.foreign_keys
             if fk.ref_table.lower() == table.name.lower()) for table in self.catalog.tables}
+        self.at_once_reports = {
+            table: WriteReport(table, p.bound.event, p.bound.ops_bound, p.bound.ops_bound,
+                               tuple((r.name, r.ops_bound, r.ops_bound) for r in p.in_database))
+            for (table, event), p in self.programs.items() if p.at_once}
         deferring = any(p.deferred for p in self.programs.values())
         self.queue = StoreQueue(self.store) if deferring else None
 
@@ -127,8 +144,7 @@ class Maintainer:
         program = self.programs[(table.name, WriteEvent.INSERT)]
         key = {c: row[c] for c in table.primary_key}
         if self.store.get(table.name, key) is not None:
-            raise ConstraintError(f"{table.name} already has a row with key {_show(key)} "
-                                  f"(PRIMARY KEY ({', '.join(table.primary_key)}))")
+            raise _duplicate(table, row)
         self._check_cardinality(table, row)
         self._check_unique(table, row)
         self._check_parents(table, row)
@@ -141,6 +157,22 @@ class Maintainer:
         if program.deferred:
             self.queue.enqueue(table, None, row)
         return self._report(table, program, start, measured)
+
+    def at_once(self, table: Table) -> bool:
+        """Is an insert into ``table`` one statement of the store's (:meth:`insert_at_once`)?"""
+        return table.name in self.at_once_reports
+
+    def insert_at_once(self, table: Table, row: dict[str, Any]) -> WriteReport:
+        """Insert a row whose checks and maintenance the database makes (``at_once``): one
+        statement, its own transaction unless one is open (``Store.write_row``). A refusal
+        changes nothing and raises the error piql's own checks raise (read from the
+        database's). The database counts none of its reads: the write reports its static
+        bound, the checks and rules it may do (docs/api.md)."""
+        try:
+            self.store.write_row(table.name, row)
+        except StoreRefused as err:
+            raise _refusal(table, row, err) from None
+        return self.at_once_reports[table.name]  # the same every time: frozen
 
     def delete(self, table: Table, key: dict[str, Any], *,
                replacing: dict[str, Any] | None = None) -> WriteReport:
@@ -189,10 +221,7 @@ class Maintainer:
             others = self.store.count_distinct(table.name, constraint.column, eq,
                                                constraint.limit, row[constraint.column])
             if others >= constraint.limit:
-                raise ConstraintError(
-                    f"insert into {table.name} breaks {constraint.describe()}: "
-                    f"{_show(dict(eq))} already has {constraint.limit} {constraint.column} values "
-                    f"(limit {constraint.limit})")
+                raise _over_cardinality(table, constraint, row)
 
     def _check_unique(self, table: Table, row: dict[str, Any]) -> None:
         """Bounded plans trust unique keys (a lookup of one finds at most one row). Rows whose
@@ -216,10 +245,7 @@ class Maintainer:
                     values == [row[c] for c in fk.ref_columns]:
                 continue  # the row is its own parent, as SQL checks it: after the insert
             if self.store.get(fk.ref_table, dict(zip(fk.ref_columns, values))) is None:
-                raise ConstraintError(
-                    f"insert into {table.name} breaks FOREIGN KEY ({', '.join(fk.columns)}) "
-                    f"REFERENCES {fk.ref_table}: no {fk.ref_table} row with "
-                    f"{_show(dict(zip(fk.ref_columns, values)))}")
+                raise _orphan(table, fk, row)
 
     def _check_children(self, table: Table, row: dict[str, Any]) -> None:
         for child, fk in self.referencing[table.name]:
@@ -319,6 +345,42 @@ def _sum_counts(view: ViewDef) -> dict[str, str]:
     columns = {c.source: c.name for c in view.columns if isinstance(c.source, Aggregate)}
     return {name: columns[Aggregate("COUNT", source.arg)] for source, name in columns.items()
             if source.func == "SUM" and Aggregate("COUNT", source.arg) in columns}
+
+
+def _duplicate(table: Table, row: dict[str, Any]) -> ConstraintError:
+    key = {c: row[c] for c in table.primary_key}
+    return ConstraintError(f"{table.name} already has a row with key {_show(key)} "
+                           f"(PRIMARY KEY ({', '.join(table.primary_key)}))")
+
+
+def _over_cardinality(table: Table, constraint: CardinalityConstraint,
+                      row: dict[str, Any]) -> ConstraintError:
+    eq = {c: row[c] for c in constraint.per}
+    return ConstraintError(
+        f"insert into {table.name} breaks {constraint.describe()}: {_show(eq)} already has "
+        f"{constraint.limit} {constraint.column} values (limit {constraint.limit})")
+
+
+def _orphan(table: Table, fk: ForeignKey, row: dict[str, Any]) -> ConstraintError:
+    parent = {r: row[c] for c, r in zip(fk.columns, fk.ref_columns)}
+    return ConstraintError(
+        f"insert into {table.name} breaks FOREIGN KEY ({', '.join(fk.columns)}) "
+        f"REFERENCES {fk.ref_table}: no {fk.ref_table} row with {_show(parent)}")
+
+
+def _refusal(table: Table, row: dict[str, Any], err: StoreRefused) -> ConstraintError:
+    """The error piql's own checks raise for an insert the database refused: its key, or a
+    constraint its triggers check (their messages name it, ``planner.trigger_rules``)."""
+    if err.duplicate:
+        return _duplicate(table, row)
+    text = str(err)
+    for constraint in table.cardinalities:
+        if constraint.describe() in text:
+            return _over_cardinality(table, constraint, row)
+    for fk in table.foreign_keys:
+        if f"FOREIGN KEY ({', '.join(fk.columns)}) REFERENCES {fk.ref_table}:" in text:
+            return _orphan(table, fk, row)
+    return ConstraintError(f"the store refused the write: {err}")
 
 
 def _show(values: dict[str, Any]) -> str:
