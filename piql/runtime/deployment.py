@@ -15,9 +15,8 @@ engines for set-oriented work (``engine_bridge``). It executes the plan; it neve
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
 from piql.catalog import Table
 from piql.engines import ENGINES, make_engine
@@ -25,96 +24,26 @@ from piql.engines.base import Engine
 from piql.planner.application import Plan, QueryPlan
 from piql.planner.compile import CompiledQuery, UncompilablePlan
 from piql.planner.views import ViewDef, ViewKind
-from piql.query_block import MaintenanceMode, QueryBlock
+from piql.query_block import MaintenanceMode
 from piql.runtime import bulk_load, install, sqlvalues
 from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.engine_bridge import view_rows
 from piql.runtime.epochs import epoch_windows, mark_epochs
 from piql.runtime.errors import (
-    BoundExceeded, ConstraintError, DeploymentClosed, DeploymentError, ParameterError,
+    ConstraintError, DeploymentClosed, DeploymentError, ParameterError,
     StoreOverflow, StoreRefused, UnboundedQuery, UnknownName,
 )
-from piql.runtime.evaluate import finish, row_limit
+from piql.runtime.evaluate import finish
 from piql.runtime.executor import execute
 from piql.runtime.partitions import partition_of
 from piql.runtime.progress import Progress
 from piql.runtime.refresh import RefreshReport, refresh_view
-from piql.runtime.rows import ParamCheck, complete_row, key_of, read_rows
+from piql.runtime.rows import complete_row, key_of, read_rows
 from piql.runtime.schedule import RefreshSchedule
+from piql.runtime.serving import Result, Served
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
 from piql.runtime.update_queue import drain
 from piql.runtime.writes import Maintainer, WriteReport
-
-
-@dataclass(frozen=True)
-class Result:
-    """Rows of one query execution, with its measured operations and static bound."""
-
-    columns: tuple[str, ...]
-    rows: tuple[tuple, ...]
-    ops: int
-    bound: int
-
-    def __iter__(self) -> Iterator[tuple]:
-        return iter(self.rows)
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, index: int) -> tuple:
-        return self.rows[index]
-
-    def dicts(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, row)) for row in self.rows]
-
-    def to_arrow(self):
-        """The rows as a ``pyarrow.Table`` (columns typed by Arrow from the values)."""
-        import pyarrow
-
-        return pyarrow.Table.from_pylist(self.dicts(), schema=None) if self.rows else \
-            pyarrow.table({name: pyarrow.array([], pyarrow.null()) for name in self.columns})
-
-    def to_pandas(self):
-        """The rows as a ``pandas.DataFrame``; pandas is optional (``pip install pandas``)."""
-        try:
-            import pandas
-        except ImportError:
-            raise ImportError("Result.to_pandas() needs pandas, which is not installed: "
-                              "pip install pandas (or use .to_arrow(), .dicts(), .rows)") from None
-        return pandas.DataFrame.from_records(list(self.rows), columns=list(self.columns))
-
-    def __repr__(self) -> str:
-        return (f"<piql.Result {len(self.rows)} rows x {len(self.columns)} columns "
-                f"({', '.join(self.columns)}), {self.ops} ops (bound {self.bound})>")
-
-
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _result(columns: tuple[str, ...], rows: tuple[tuple, ...], ops: int, bound: int) -> Result:
-    """``Result(columns, rows, ops, bound)`` without the frozen dataclass's ``__init__``
-    (four ``object.__setattr__`` calls: a tenth of a compiled twoTags query's time)."""
-    made = _new(Result)
-    _set(made, "__dict__", {"columns": columns, "rows": rows, "ops": ops, "bound": bound})
-    return made
-
-
-@dataclass(frozen=True)
-class _Served:
-    """What :meth:`Deployment.query` needs of one query, read from the plan once."""
-
-    query: QueryPlan
-    block: QueryBlock
-    columns: tuple[str, ...]
-    bound: int
-    check: ParamCheck
-    statement: CompiledQuery | None  # None: the interpreter serves the query
-
-    def exceeded(self, ops: int) -> BoundExceeded:
-        """Strict mode's error for an execution that measured ``ops`` over the bound."""
-        return BoundExceeded(f"query {self.query.name} did {ops} operations; its bound is "
-                             f"{self.bound}")
 
 
 class Deployment:
@@ -145,7 +74,7 @@ class Deployment:
             self.store.close()
             raise
         self.epoch_windows = epoch_windows(self.views)
-        self._served: dict[str, _Served] = {}  # by the name queries are called with
+        self._served: dict[str, Served] = {}  # by the name queries are called with
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
                                      plan.writes, strict, self.epoch_windows)
 
@@ -237,28 +166,12 @@ class Deployment:
         operations counted from the rows the statement read as the plan's interpreter
         counts them (:meth:`interpret`, the reference). A plan the compiler cannot
         express, or an execution the statement cannot answer (SQLite's SUM overflowing 64
-        bits, where SQL's SUM is exact), is answered by the interpreter."""
+        bits, where SQL's SUM is exact), is answered by the interpreter. What a call
+        needs of the query is read once, on its first call (``runtime.serving``)."""
         served = self._served.get(name) or self._serving(name)
         if self.closed:
             self._open()
-        served.check(params)
-        statement = served.statement
-        if statement is None:
-            return self._interpreted(served, params)
-        if served.block.limit_param is not None:
-            row_limit(served.block, params)  # LIMIT <n>: 0 to its declared maximum, or refused
-        if statement.text_parameters and not all(
-                isinstance(params[n], str) or params[n] is None
-                for n in statement.text_parameters):
-            return self._interpreted(served, params)  # read as text: only text is the same
-        try:
-            fetched = self.store.run(statement.sql, statement.arguments(params))
-        except StoreOverflow:
-            return self._interpreted(served, params)
-        rows, ops = statement.answer(fetched)
-        if ops > served.bound and self.strict:
-            raise served.exceeded(ops)
-        return _result(served.columns, tuple(rows), ops, served.bound)
+        return served.serve(params)
 
     def interpret(self, name: str, /, **params: Any) -> Result:
         """Run a named query with the plan's interpreter (``piql.runtime.executor``):
@@ -269,7 +182,7 @@ class Deployment:
         served.check(params)
         return self._interpreted(served, params)
 
-    def _interpreted(self, served: _Served, params: dict[str, Any]) -> Result:
+    def _interpreted(self, served: Served, params: dict[str, Any]) -> Result:
         block, query = served.block, served.query
         assert query.physical is not None
         start = self.store.counter.ops
@@ -281,7 +194,7 @@ class Deployment:
             raise served.exceeded(ops)
         return Result(served.columns, tuple(rows), ops, served.bound)
 
-    def _serving(self, name: str) -> _Served:
+    def _serving(self, name: str) -> Served:
         """What serving ``name`` needs, read from the plan once (UnboundedQuery for a query
         without bounded plan)."""
         query = self.query_plan(name)
@@ -289,14 +202,11 @@ class Deployment:
             reason = next((d.message for d in query.diagnostics if d.severity == "error"), "")
             raise UnboundedQuery(f"query {query.name} is unbounded, so piql does not run it: "
                                  f"{reason}")
-        block = query.query.block
-        assert block is not None
         try:
             statement: CompiledQuery | None = self.plan.compiled(query.name, self.store.dialect)
         except UncompilablePlan:
             statement = None  # the interpreter serves it
-        served = _Served(query, block, tuple(i.name for i in block.select),
-                         query.ops_bound or 0, ParamCheck(query, block), statement)
+        served = Served.of(query, statement, self.store, lambda: self.strict, self._interpreted)
         self._served[name] = served
         return served
 

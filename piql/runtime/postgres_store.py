@@ -42,11 +42,12 @@ views and time-window marks are kept by the runtime, through this protocol.
 """
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from contextlib import contextmanager
 from decimal import Decimal
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from piql.sql_types import POSTGRES_NAME_BYTES as NAME_BYTES
@@ -506,6 +507,10 @@ class PostgresStore:
             if connection.broken:  # the next call connects again
                 self._local.reader = None
             raise self.refused(err) from None
+
+    def prepared(self, statement: str) -> Callable[[Sequence[Any]], list[tuple]]:
+        """:meth:`run` of ``statement`` (the connection is the calling thread's)."""
+        return functools.partial(self.run, statement)
 
     def _reader(self) -> psycopg.Connection:
         """This thread's connection for compiled queries outside a transaction: borrowing

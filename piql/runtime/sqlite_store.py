@@ -14,7 +14,7 @@ import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from piql.planner.naming import RUNTIME_TABLES
 from piql.planner.physical import KeyExpression, KeyPart
@@ -330,6 +330,17 @@ class SQLiteStore:
             return self.connection.execute(statement, values).fetchall()
         except sqlite3.OperationalError as err:
             raise self.refused(err) from None
+
+    def prepared(self, statement: str) -> Callable[[Sequence[Any]], list[tuple]]:
+        """:meth:`run` with the connection's ``execute`` and the text looked up once."""
+        execute, refused = self.connection.execute, self.refused
+
+        def run(values: Sequence[Any]) -> list[tuple]:
+            try:
+                return execute(statement, values).fetchall()
+            except sqlite3.OperationalError as err:
+                raise refused(err) from None
+        return run
 
     def sql(self, statement: str, values: Values = ()) -> list[tuple]:
         """Set-oriented SQL (bulk loads, view builds, checks, refresh shares): not counted."""

@@ -39,7 +39,9 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import (
+    TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence,
+)
 
 if TYPE_CHECKING:  # an engine's type; importing the engines would load pyarrow
     from piql.engines.base import Reader
@@ -179,6 +181,10 @@ class Store(Protocol):
         connection and reused; its rows. Not counted here: the caller counts what the
         plan's interpreter would (``CompiledQuery.answer``). An integer SUM leaving 64 bits
         raises :class:`~piql.runtime.errors.StoreOverflow`."""
+
+    def prepared(self, statement: str) -> Callable[[Sequence[Any]], list[tuple]]:
+        """:meth:`run` of ``statement`` as a function of its values, for a caller that
+        runs it many times (``Deployment.query``): what it can, looked up once."""
 
     # -- point writes (counted) ------------------------------------------------------------
     def insert(self, table: str, row: Mapping[str, Any]) -> None:
