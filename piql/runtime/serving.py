@@ -12,6 +12,7 @@ operations per row) has a path of its own without intermediate lists or calls.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Callable, Iterator
 
 from piql.planner.application import QueryPlan
@@ -23,33 +24,60 @@ from piql.runtime.rows import ParamCheck
 from piql.runtime.store import Store
 
 
-@dataclass(frozen=True)
 class Result:
-    """Rows of one query execution, with its measured operations and static bound."""
+    """Rows of one query execution, with its measured operations and static bound.
 
-    columns: tuple[str, ...]
-    rows: tuple[tuple, ...]
-    ops: int
-    bound: int
+    Its attributes are read-only. Not a frozen dataclass: a frozen dataclass's
+    ``__init__`` sets each field with ``object.__setattr__``, which cost a twentieth of a
+    compiled twoTags query; slots written once and read through properties do not."""
+
+    __slots__ = ("_columns", "_rows", "_ops", "_bound")
+
+    def __init__(self, columns: tuple[str, ...], rows: tuple[tuple, ...], ops: int,
+                 bound: int) -> None:
+        self._columns = columns
+        self._rows = rows
+        self._ops = ops
+        self._bound = bound
+
+    columns: tuple[str, ...] = property(attrgetter("_columns"),  # type: ignore[assignment]
+                                        doc="The output columns' names.")
+    rows: tuple[tuple, ...] = property(attrgetter("_rows"),  # type: ignore[assignment]
+                                       doc="The answer, one tuple per row.")
+    ops: int = property(attrgetter("_ops"),  # type: ignore[assignment]
+                        doc="The operations this execution measured.")
+    bound: int = property(attrgetter("_bound"),  # type: ignore[assignment]
+                          doc="The query's static bound on operations (``ops_bound``).")
+
+    def _fields(self) -> tuple:
+        return self._columns, self._rows, self._ops, self._bound
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Result:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
 
     def __iter__(self) -> Iterator[tuple]:
-        return iter(self.rows)
+        return iter(self._rows)
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self._rows)
 
     def __getitem__(self, index: int) -> tuple:
-        return self.rows[index]
+        return self._rows[index]
 
     def dicts(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, row)) for row in self.rows]
+        return [dict(zip(self._columns, row)) for row in self._rows]
 
     def to_arrow(self):
         """The rows as a ``pyarrow.Table`` (columns typed by Arrow from the values)."""
         import pyarrow
 
-        return pyarrow.Table.from_pylist(self.dicts(), schema=None) if self.rows else \
-            pyarrow.table({name: pyarrow.array([], pyarrow.null()) for name in self.columns})
+        return pyarrow.Table.from_pylist(self.dicts(), schema=None) if self._rows else \
+            pyarrow.table({name: pyarrow.array([], pyarrow.null()) for name in self._columns})
 
     def to_pandas(self):
         """The rows as a ``pandas.DataFrame``; pandas is optional (``pip install pandas``)."""
@@ -58,23 +86,11 @@ class Result:
         except ImportError:
             raise ImportError("Result.to_pandas() needs pandas, which is not installed: "
                               "pip install pandas (or use .to_arrow(), .dicts(), .rows)") from None
-        return pandas.DataFrame.from_records(list(self.rows), columns=list(self.columns))
+        return pandas.DataFrame.from_records(list(self._rows), columns=list(self._columns))
 
     def __repr__(self) -> str:
-        return (f"<piql.Result {len(self.rows)} rows x {len(self.columns)} columns "
-                f"({', '.join(self.columns)}), {self.ops} ops (bound {self.bound})>")
-
-
-_new = object.__new__
-_set = object.__setattr__
-
-
-def result(columns: tuple[str, ...], rows: tuple[tuple, ...], ops: int, bound: int) -> Result:
-    """``Result(columns, rows, ops, bound)`` without the frozen dataclass's ``__init__``
-    (four ``object.__setattr__`` calls: a tenth of a compiled twoTags query's time)."""
-    made = _new(Result)
-    _set(made, "__dict__", {"columns": columns, "rows": rows, "ops": ops, "bound": bound})
-    return made
+        return (f"<piql.Result {len(self._rows)} rows x {len(self._columns)} columns "
+                f"({', '.join(self._columns)}), {self._ops} ops (bound {self._bound})>")
 
 
 # Answers one call (the parameters by name) with the query's interpreter.
@@ -145,7 +161,7 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
             ops = len(rows) * per_row or 1
             if ops > bound and strict():
                 raise _exceeded(name, ops, bound)
-            return result(columns, tuple(rows), ops, bound)
+            return Result(columns, tuple(rows), ops, bound)
         return plain
 
     answer, text = statement.answer, statement.text_parameters
@@ -162,6 +178,6 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
             return interpret(params)
         if ops > bound and strict():
             raise _exceeded(name, ops, bound)
-        return result(columns, tuple(rows), ops, bound)
+        return Result(columns, tuple(rows), ops, bound)
     return serve
 
