@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from piql.catalog import Table
 from piql.engines import ENGINES, make_engine
@@ -148,15 +148,24 @@ class Deployment:
         """Recompute every maintained view reading ``tables`` (all when None) in one pass."""
         self._open()
         wanted = None if tables is None else {t.lower() for t in tables}
-        built = []
-        with self.lock, self.store.transaction():
-            for view in self.views:
-                if view.kind in (ViewKind.IMV, ViewKind.STAGING) and (
-                        wanted is None or any(view.reads(t) for t in wanted)):
-                    with self.progress.step(f"building view {view.name}"):
-                        self._rebuild(view)
-                    built.append(view.name)
+        built: list[str] = []
+        with self.lock:
+            with self.store.transaction():
+                for view in self.views:
+                    if view.kind in (ViewKind.IMV, ViewKind.STAGING) and (
+                            wanted is None or any(view.reads(t) for t in wanted)):
+                        with self.progress.step(f"building view {view.name}"):
+                            self._rebuild(view)
+                        built.append(view.name)
+            self.store.analyze(built)
         return built
+
+    def _rebuilding(self, built: list[str]) -> Callable[[ViewDef], None]:
+        """:meth:`_rebuild`, noting each view rebuilt in ``built`` (to be analyzed)."""
+        def rebuild(view: ViewDef) -> None:
+            self._rebuild(view)
+            built.append(view.name)
+        return rebuild
 
     # -- queries -------------------------------------------------------------
     def query(self, name: str, /, **params: Any) -> Result:
@@ -267,9 +276,11 @@ class Deployment:
         with self.progress.step(f"loading {definition.name}" + (f" from {path}" if path else "")):
             records = list(read_rows(definition, rows, path))
             engine = self.engine()
+            built: list[str] = []
             with self.lock:
                 bulk_load.load(self.store, definition, records, self.views, engine,
-                               self.epoch_windows, self._rebuild)
+                               self.epoch_windows, self._rebuilding(built))
+                self.store.analyze([definition.name, *built])  # statistics for the planner
         return len(records)
 
     def load_many(self, loads: Sequence[tuple[str, Any]] | dict[str, Any]) -> list[int]:
@@ -287,9 +298,11 @@ class Deployment:
                     definition, None if is_path else source, source if is_path else None))))
         with self.progress.step(f"loading {', '.join(t.name for t, _ in batches)}"):
             engine = self.engine()
+            built: list[str] = []
             with self.lock:
                 bulk_load.load_tables(self.store, batches, self.views, engine,
-                                      self.epoch_windows, self._rebuild)
+                                      self.epoch_windows, self._rebuilding(built))
+                self.store.analyze([t.name for t, _ in batches] + built)
         return [len(records) for _, records in batches]
 
     # -- periodic views and checks ------------------------------------------

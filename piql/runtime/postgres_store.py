@@ -199,6 +199,10 @@ class PostgresStore:
                            prepare=False)
         # a bounded statement is a keyed index read whatever its values: plan it once
         connection.execute("SET plan_cache_mode = force_generic_plan", prepare=False)
+        # a bitmap scan returns a key range out of index order, so an ordered access would
+        # read the whole range and sort it (PostgreSQL's choice when its statistics say the
+        # range is small) instead of reading the index in order and stopping after k rows
+        connection.execute("SET enable_bitmapscan = off", prepare=False)
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection]:
@@ -474,6 +478,15 @@ class PostgresStore:
         return len(rows)
 
     # -- set-oriented work ---------------------------------------------------
+    def analyze(self, tables: Sequence[str]) -> None:
+        """``ANALYZE`` the tables: without statistics PostgreSQL may plan a compiled
+        statement's ordered access as a read of the key range and a sort instead of the
+        index read in order that stops after the LIMIT (autovacuum analyzes a table only
+        after its first changes); the statements prepared before it are planned again."""
+        if tables:
+            self._run("ANALYZE " + ", ".join(_quote(t) for t in dict.fromkeys(tables)), None,
+                      prepare=False)
+
     def all_rows(self, table: str) -> list[tuple]:
         """Every row in key order (for checks and tests, never for serving): not counted."""
         return [row for batch in self.read_table(table, 1 << 16) for row in batch]

@@ -212,6 +212,10 @@ class Store(Protocol):
         """Run one statement in the store's dialect (bulk checks, view builds, checks,
         refresh shares); its rows."""
 
+    def analyze(self, tables: Sequence[str]) -> None:
+        """Refresh the query planner's statistics of ``tables`` after set-oriented work
+        (a bulk load, a view build) changed many of their rows, outside any transaction."""
+
     def all_rows(self, table: str) -> list[tuple]:
         """Every row of a table, in its column order (checks and tests, never serving)."""
 
