@@ -136,6 +136,21 @@ class CompiledQuery:
         """The values to bind, in placeholder order (``values`` by parameter name)."""
         return self._bind(values)
 
+    @property
+    def binder(self) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+        """:meth:`arguments` as a plain function, for a caller that keeps it."""
+        return self._bind
+
+    @property
+    def ops_per_row(self) -> int | None:
+        """When the answer is the fetched rows as they come and the operations are
+        ``max(1, ops_per_row * len(rows))`` (a plain access, ``OpsSource.ROWS``, with
+        nothing to convert): 1, or 2 with a fetch per row; else None (:meth:`answer`)."""
+        if self.ops_source is not OpsSource.ROWS or self.integral or self.ratios or \
+                self.empty is not None:
+            return None
+        return 2 if self.fetches else 1
+
     def answer(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
         """The answer's rows and the operations the plan's interpreter would count."""
         return self._read(fetched)

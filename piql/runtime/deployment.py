@@ -15,9 +15,8 @@ engines for set-oriented work (``engine_bridge``). It executes the plan; it neve
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from piql.catalog import Table
 from piql.engines import ENGINES, make_engine
@@ -25,7 +24,7 @@ from piql.engines.base import Engine
 from piql.planner.application import Plan, QueryPlan
 from piql.planner.compile import CompiledQuery, UncompilablePlan
 from piql.planner.views import ViewDef, ViewKind
-from piql.query_block import MaintenanceMode, QueryBlock
+from piql.query_block import MaintenanceMode
 from piql.runtime import bulk_load, install, sessions, sqlvalues
 from piql.runtime.adapt import AdaptReport, Mode, adapt
 from piql.runtime.aggregates import Overlay, OverlayReport, overlay_for
@@ -36,99 +35,20 @@ from piql.runtime.errors import (
     BoundExceeded, ConstraintError, DeploymentClosed, DeploymentError, ParameterError,
     StoreOverflow, StoreRefused, UnboundedQuery, UnknownName,
 )
-from piql.runtime.evaluate import finish, row_limit
+from piql.runtime.evaluate import finish
 from piql.runtime.executor import execute
 from piql.runtime.feeds import Feed, feed_layout
 from piql.runtime.partitions import partition_of
 from piql.runtime.progress import Progress
 from piql.runtime.refresh import RefreshReport, refresh_view
-from piql.runtime.rows import ParamCheck, RowCheck, complete_row, key_of, read_rows
+from piql.runtime.rows import RowCheck, complete_row, key_of, read_rows
 from piql.runtime.schedule import RefreshSchedule
+from piql.runtime.serving import Result, Served
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
 from piql.runtime.background import DEFAULT_IDLE, BackgroundMaintainer
 from piql.runtime.update_queue import DRAIN_BATCH, QueueStats, drain
 from piql.planner.update_queues import QueuePolicy
 from piql.runtime.writes import Maintainer, WriteReport
-
-
-@dataclass(frozen=True)
-class Result:
-    """Rows of one query execution, with its measured operations and static bound.
-
-    ``staleness_ms``: for a query served by asynchronous views (``-- maintenance: async``),
-    the age of the oldest change still queued for a table those views read, taken just
-    before the rows were read (0.0: nothing pending, the answer is exact); None for a
-    query whose views are all synchronous (always exact)."""
-
-    columns: tuple[str, ...]
-    rows: tuple[tuple, ...]
-    ops: int
-    bound: int
-    staleness_ms: float | None = None
-
-    def __iter__(self) -> Iterator[tuple]:
-        return iter(self.rows)
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, index: int) -> tuple:
-        return self.rows[index]
-
-    def dicts(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, row)) for row in self.rows]
-
-    def to_arrow(self):
-        """The rows as a ``pyarrow.Table`` (columns typed by Arrow from the values)."""
-        import pyarrow
-
-        return pyarrow.Table.from_pylist(self.dicts(), schema=None) if self.rows else \
-            pyarrow.table({name: pyarrow.array([], pyarrow.null()) for name in self.columns})
-
-    def to_pandas(self):
-        """The rows as a ``pandas.DataFrame``; pandas is optional (``pip install pandas``)."""
-        try:
-            import pandas
-        except ImportError:
-            raise ImportError("Result.to_pandas() needs pandas, which is not installed: "
-                              "pip install pandas (or use .to_arrow(), .dicts(), .rows)") from None
-        return pandas.DataFrame.from_records(list(self.rows), columns=list(self.columns))
-
-    def __repr__(self) -> str:
-        return (f"<piql.Result {len(self.rows)} rows x {len(self.columns)} columns "
-                f"({', '.join(self.columns)}), {self.ops} ops (bound {self.bound})>")
-
-
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _result(columns: tuple[str, ...], rows: tuple[tuple, ...], ops: int, bound: int,
-            staleness_ms: float | None = None) -> Result:
-    """``Result(columns, rows, ops, bound)`` without the frozen dataclass's ``__init__``
-    (four ``object.__setattr__`` calls: a tenth of a compiled twoTags query's time)."""
-    made = _new(Result)
-    _set(made, "__dict__", {"columns": columns, "rows": rows, "ops": ops, "bound": bound,
-                            "staleness_ms": staleness_ms})
-    return made
-
-
-@dataclass(frozen=True)
-class _Served:
-    """What :meth:`Deployment.query` needs of one query, read from the plan once."""
-
-    query: QueryPlan
-    block: QueryBlock
-    columns: tuple[str, ...]
-    bound: int
-    check: ParamCheck
-    statement: CompiledQuery | None  # None: the interpreter serves the query
-    async_tables: tuple[str, ...] = ()  # read by the asynchronous views serving it
-
-    def exceeded(self, ops: int) -> BoundExceeded:
-        """Strict mode's error for an execution that measured ``ops`` over the bound."""
-        return BoundExceeded(f"query {self.query.name} did {ops} operations; its bound is "
-                             f"{self.bound}")
 
 
 class Deployment:
@@ -167,7 +87,7 @@ class Deployment:
             raise
         self._schema_seen: int | None = None  # the store's schema version at the last write
         self.epoch_windows = epoch_windows(self.views)
-        self._served: dict[str, _Served] = {}  # by the name queries are called with
+        self._served: dict[str, Served] = {}  # by the name queries are called with
         self._row_checks: dict[str, RowCheck] = {}  # by the name inserts are called with
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
                                      plan.writes, strict, self.epoch_windows)
@@ -285,15 +205,24 @@ class Deployment:
         """Recompute every maintained view reading ``tables`` (all when None) in one pass."""
         self._open()
         wanted = None if tables is None else {t.lower() for t in tables}
-        built = []
-        with self.lock, self.store.transaction():
-            for view in self.views:
-                if view.kind in (ViewKind.IMV, ViewKind.STAGING) and (
-                        wanted is None or any(view.reads(t) for t in wanted)):
-                    with self.progress.step(f"building view {view.name}"):
-                        self._rebuild(view)
-                    built.append(view.name)
+        built: list[str] = []
+        with self.lock:
+            with self.store.transaction():
+                for view in self.views:
+                    if view.kind in (ViewKind.IMV, ViewKind.STAGING) and (
+                            wanted is None or any(view.reads(t) for t in wanted)):
+                        with self.progress.step(f"building view {view.name}"):
+                            self._rebuild(view)
+                        built.append(view.name)
+            self.store.analyze(built)
         return built
+
+    def _rebuilding(self, built: list[str]) -> Callable[[ViewDef], None]:
+        """:meth:`_rebuild`, noting each view rebuilt in ``built`` (to be analyzed)."""
+        def rebuild(view: ViewDef) -> None:
+            self._rebuild(view)
+            built.append(view.name)
+        return rebuild
 
     # -- queries -------------------------------------------------------------
     def query(self, name: str, /, **params: Any) -> Result:
@@ -303,42 +232,34 @@ class Deployment:
         operations counted from the rows the statement read as the plan's interpreter
         counts them (:meth:`interpret`, the reference). A plan the compiler cannot
         express, or an execution the statement cannot answer (SQLite's SUM overflowing 64
-        bits, where SQL's SUM is exact), is answered by the interpreter."""
+        bits, where SQL's SUM is exact), is answered by the interpreter. What a call
+        needs of the query is read once, on its first call (``runtime.serving``)."""
         served = self._served.get(name) or self._serving(name)
         if self.closed:
             self._open()
-        served.check(params)
         if self.feeds or self.overlays:
-            feed = self.feeds.get(served.query.name)
-            if feed is not None:
-                feed.rates.read(params[feed.layout.param])
-                if feed.active:
-                    return self._feed_read(feed, served, params)
-            overlay = self.overlays.get(served.query.name)
-            if overlay is not None:
-                overlay.rates.read(params[overlay.param])
-                if overlay.active:
-                    return self._overlay_read(overlay, served, params)
-        statement = served.statement
-        if statement is None:
-            return self._interpreted(served, params)
-        if served.block.limit_param is not None:
-            row_limit(served.block, params)  # LIMIT <n>: 0 to its declared maximum, or refused
-        if statement.text_parameters and not all(
-                isinstance(params[n], str) or params[n] is None
-                for n in statement.text_parameters):
-            return self._interpreted(served, params)  # read as text: only text is the same
-        staleness = self._staleness(served.async_tables) if served.async_tables else None
-        try:
-            fetched = self.store.run(statement.sql, statement.arguments(params))
-        except StoreOverflow:
-            return self._interpreted(served, params)
-        rows, ops = statement.answer(fetched)
-        if ops > served.bound and self.strict:
-            raise served.exceeded(ops)
-        return _result(served.columns, tuple(rows), ops, served.bound, staleness)
+            adaptive = self._adaptive_read(served, params)
+            if adaptive is not None:
+                return adaptive
+        return served.serve(params)
 
-    def _feed_read(self, feed: Feed, served: _Served, params: dict[str, Any]) -> Result:
+    def _adaptive_read(self, served: Served, params: dict[str, Any]) -> Result | None:
+        """Count the read's rate and, when its feed or overlay serves it now, answer from
+        there (None: the query's own plan answers)."""
+        served.check(params)
+        feed = self.feeds.get(served.query.name)
+        if feed is not None:
+            feed.rates.read(params[feed.layout.param])
+            if feed.active:
+                return self._feed_read(feed, served, params)
+        overlay = self.overlays.get(served.query.name)
+        if overlay is not None:
+            overlay.rates.read(params[overlay.param])
+            if overlay.active:
+                return self._overlay_read(overlay, served, params)
+        return None
+
+    def _feed_read(self, feed: Feed, served: Served, params: dict[str, Any]) -> Result:
         """An adaptive feed's read: its pushed rows merged with its pull producers'."""
         with self.lock, self.store.snapshot():
             start = self.store.counter.ops
@@ -347,9 +268,9 @@ class Deployment:
         if self.strict and ops > feed.read_bound:
             raise BoundExceeded(f"query {served.query.name} did {ops} operations; its bound "
                                 f"(push and pull) is {feed.read_bound}")
-        return _result(served.columns, tuple(rows), ops, feed.read_bound)
+        return Result(served.columns, tuple(rows), ops, feed.read_bound)
 
-    def _overlay_read(self, overlay: Overlay, served: _Served,
+    def _overlay_read(self, overlay: Overlay, served: Served,
                       params: dict[str, Any]) -> Result:
         """A neighbourhood aggregate read through its overlay: at most one read per
         writer of the neighbourhood, within the pull plan's bound."""
@@ -359,7 +280,7 @@ class Deployment:
             ops = self.store.counter.ops - start
         if self.strict and ops > served.bound:
             raise served.exceeded(ops)
-        return _result(served.columns, tuple(rows), ops, served.bound)
+        return Result(served.columns, tuple(rows), ops, served.bound)
 
     def interpret(self, name: str, /, **params: Any) -> Result:
         """Run a named query with the plan's interpreter (``piql.runtime.executor``):
@@ -370,10 +291,10 @@ class Deployment:
         served.check(params)
         return self._interpreted(served, params)
 
-    def _interpreted(self, served: _Served, params: dict[str, Any]) -> Result:
+    def _interpreted(self, served: Served, params: dict[str, Any]) -> Result:
         block, query = served.block, served.query
         assert query.physical is not None
-        staleness = self._staleness(served.async_tables) if served.async_tables else None
+        staleness = served.staleness() if served.staleness is not None else None
         start = self.store.counter.ops
         rows = execute(self.store, query.physical, params)
         if not rows and block.aggregates and not block.group_by:
@@ -390,7 +311,7 @@ class Deployment:
         oldest = queue.oldest(tables)
         return 0.0 if oldest is None else max(0, queue.clock() - oldest) / 1e6
 
-    def _serving(self, name: str) -> _Served:
+    def _serving(self, name: str) -> Served:
         """What serving ``name`` needs, read from the plan once (UnboundedQuery for a query
         without bounded plan)."""
         query = self.query_plan(name)
@@ -398,8 +319,6 @@ class Deployment:
             reason = next((d.message for d in query.diagnostics if d.severity == "error"), "")
             raise UnboundedQuery(f"query {query.name} is unbounded, so piql does not run it: "
                                  f"{reason}")
-        block = query.query.block
-        assert block is not None
         try:
             statement: CompiledQuery | None = self.plan.compiled(query.name, self.store.dialect)
         except UncompilablePlan:
@@ -408,8 +327,9 @@ class Deployment:
                                  if v.maintenance is MaintenanceMode.ASYNC
                                  and query.name in v.for_queries
                                  for r in v.definition.relations if r.table}))
-        served = _Served(query, block, tuple(i.name for i in block.select),
-                         query.ops_bound or 0, ParamCheck(query, block), statement, deferred)
+        staleness = (lambda: self._staleness(deferred)) if deferred else None
+        served = Served.of(query, statement, self.store, lambda: self.strict, self._interpreted,
+                           staleness)
         self._served[name] = served
         return served
 
@@ -594,9 +514,11 @@ class Deployment:
         with self.progress.step(f"loading {definition.name}" + (f" from {path}" if path else "")):
             records = list(read_rows(definition, rows, path))
             engine = self.engine()
+            built: list[str] = []
             with self.lock:
                 bulk_load.load(self.store, definition, records, self.views, engine,
-                               self.epoch_windows, self._rebuild)
+                               self.epoch_windows, self._rebuilding(built))
+                self.store.analyze([definition.name, *built])  # statistics for the planner
                 self._bypassed([definition])
         return len(records)
 
@@ -625,9 +547,11 @@ class Deployment:
                     definition, None if is_path else source, source if is_path else None))))
         with self.progress.step(f"loading {', '.join(t.name for t, _ in batches)}"):
             engine = self.engine()
+            built: list[str] = []
             with self.lock:
                 bulk_load.load_tables(self.store, batches, self.views, engine,
-                                      self.epoch_windows, self._rebuild)
+                                      self.epoch_windows, self._rebuilding(built))
+                self.store.analyze([t.name for t, _ in batches] + built)
                 self._bypassed([t for t, _ in batches])
         return [len(records) for _, records in batches]
 

@@ -43,11 +43,12 @@ views and time-window marks are kept by the runtime, through this protocol.
 """
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from contextlib import contextmanager
 from decimal import Decimal
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from piql.sql_types import POSTGRES_NAME_BYTES as NAME_BYTES
@@ -202,6 +203,10 @@ class PostgresStore:
                            prepare=False)
         # a bounded statement is a keyed index read whatever its values: plan it once
         connection.execute("SET plan_cache_mode = force_generic_plan", prepare=False)
+        # a bitmap scan returns a key range out of index order, so an ordered access would
+        # read the whole range and sort it (PostgreSQL's choice when its statistics say the
+        # range is small) instead of reading the index in order and stopping after k rows
+        connection.execute("SET enable_bitmapscan = off", prepare=False)
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection]:
@@ -476,6 +481,15 @@ class PostgresStore:
         return len(rows)
 
     # -- set-oriented work ---------------------------------------------------
+    def analyze(self, tables: Sequence[str]) -> None:
+        """``ANALYZE`` the tables: without statistics PostgreSQL may plan a compiled
+        statement's ordered access as a read of the key range and a sort instead of the
+        index read in order that stops after the LIMIT (autovacuum analyzes a table only
+        after its first changes); the statements prepared before it are planned again."""
+        if tables:
+            self._run("ANALYZE " + ", ".join(_quote(t) for t in dict.fromkeys(tables)), None,
+                      prepare=False)
+
     def all_rows(self, table: str) -> list[tuple]:
         """Every row in key order (for checks and tests, never for serving): not counted."""
         return [row for batch in self.read_table(table, 1 << 16) for row in batch]
@@ -509,6 +523,10 @@ class PostgresStore:
             if connection.broken:  # the next call connects again
                 self._local.reader = None
             raise self.refused(err) from None
+
+    def prepared(self, statement: str) -> Callable[[Sequence[Any]], list[tuple]]:
+        """:meth:`run` of ``statement`` (the connection is the calling thread's)."""
+        return functools.partial(self.run, statement)
 
     def _reader(self) -> psycopg.Connection:
         """This thread's connection for compiled queries outside a transaction: borrowing

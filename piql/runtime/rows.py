@@ -112,7 +112,8 @@ def key_of(table: Table, values: dict[str, Any]) -> dict[str, Any]:
 class ParamCheck:
     """The parameter check of one query (:func:`check_params`), with its names and types
     read from the plan once: a deployment keeps one per query and runs it on every call,
-    so the common case (values of the right type) costs one test per value."""
+    so the common case (a str for a text column, an int in 64 bits for an integer one)
+    costs one class test per value; any other value goes through the full check."""
 
     def __init__(self, query: QueryPlan, block: QueryBlock) -> None:
         self.query = query
@@ -120,14 +121,24 @@ class ParamCheck:
         self.names = frozenset(self.expected)
         declared = {s.name: s.declared_type for s in query.params if s.declared_type}
         self.declared = declared
-        self.accepts = tuple((name, _acceptor(declared.get(name))) for name in self.expected)
+        self.acceptors = {name: _acceptor(declared.get(name)) for name in self.expected}
+        # (name, the class its common values have): None for a parameter without one,
+        # whose every value takes the full check
+        self.classes = tuple((name, _common_class(declared.get(name))) for name in self.expected)
 
     def __call__(self, params: dict[str, Any]) -> None:
         if params.keys() != self.names:
             self._names(params)
-        for name, accepts in self.accepts:
-            if not accepts(params[name]):
-                self._refuse(name, params[name])
+        for name, common in self.classes:
+            value = params[name]
+            if value.__class__ is not common or (
+                    common is int and not INT64_MIN <= value <= INT64_MAX):
+                self._other(name, value)
+
+    def _other(self, name: str, value: Any) -> None:
+        """A value not of its parameter's common class: accepted or refused in full."""
+        if not self.acceptors[name](value):
+            self._refuse(name, value)
 
     def _names(self, params: dict[str, Any]) -> None:
         missing = [p for p in self.expected if p not in params]
@@ -148,10 +159,16 @@ class ParamCheck:
                              f"{sqlvalues.unstorable(value)}")
 
 
+def _common_class(declared: str | None) -> type | None:
+    """The class of the values a parameter compared with a column of type ``declared``
+    usually gets, which :func:`_acceptor` accepts at sight (an int still within 64 bits)."""
+    kind = None if declared is None else sql_types.family(declared)
+    return {sql_types.TypeFamily.TEXT: str, sql_types.TypeFamily.INTEGER: int}.get(kind)
+
+
 def _acceptor(declared: str | None) -> Callable[[Any], bool]:
     """Does a value pass :func:`check_params` for a parameter compared with a column of
-    type ``declared`` (None: no type to match; the value must be storable)? The common
-    types first: a str for text, an int in 64 bits for integers."""
+    type ``declared`` (None: no type to match; the value must be storable)?"""
     def storable(value: Any) -> bool:
         return sqlvalues.unstorable(value) is None
 
@@ -162,11 +179,6 @@ def _acceptor(declared: str | None) -> Callable[[Any], bool]:
     def fits(value: Any) -> bool:
         return value is not None and sql_types.fits_family(kind, value) and storable(value)
 
-    if kind is sql_types.TypeFamily.TEXT:
-        return lambda value: value.__class__ is str or fits(value)
-    if kind is sql_types.TypeFamily.INTEGER:
-        return lambda value: (value.__class__ is int and INT64_MIN <= value <= INT64_MAX) \
-            or fits(value)
     return fits
 
 

@@ -19,7 +19,7 @@ import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from piql.planner.naming import RUNTIME_TABLES
 from piql.planner.trigger_rules import TriggerDialect
@@ -321,6 +321,10 @@ class SQLiteStore:
         return len(rows)
 
     # -- set-oriented work ---------------------------------------------------
+    def analyze(self, tables: Sequence[str]) -> None:
+        """Nothing: every statement piql runs on SQLite names the index it reads (``INDEXED
+        BY``, the key), so no plan depends on statistics (and ANALYZE would read every row)."""
+
     def all_rows(self, table: str) -> list[tuple]:
         """Every row (for checks and tests, never for serving): not counted."""
         return [row for batch in self.read_table(table, 1 << 16) for row in batch]
@@ -340,6 +344,17 @@ class SQLiteStore:
             return self.connection.execute(statement, values).fetchall()
         except sqlite3.OperationalError as err:
             raise self.refused(err) from None
+
+    def prepared(self, statement: str) -> Callable[[Sequence[Any]], list[tuple]]:
+        """:meth:`run` with the connection's ``execute`` and the text looked up once."""
+        execute, refused = self.connection.execute, self.refused
+
+        def run(values: Sequence[Any]) -> list[tuple]:
+            try:
+                return execute(statement, values).fetchall()
+            except sqlite3.OperationalError as err:
+                raise refused(err) from None
+        return run
 
     def sql(self, statement: str, values: Values = ()) -> list[tuple]:
         """Set-oriented SQL (bulk loads, view builds, checks, refresh shares): not counted."""

@@ -39,7 +39,9 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import (
+    TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence,
+)
 
 if TYPE_CHECKING:  # an engine's type; importing the engines would load pyarrow
     from piql.engines.base import Reader
@@ -184,6 +186,10 @@ class Store(Protocol):
         plan's interpreter would (``CompiledQuery.answer``). An integer SUM leaving 64 bits
         raises :class:`~piql.runtime.errors.StoreOverflow`."""
 
+    def prepared(self, statement: str) -> Callable[[Sequence[Any]], list[tuple]]:
+        """:meth:`run` of ``statement`` as a function of its values, for a caller that
+        runs it many times (``Deployment.query``): what it can, looked up once."""
+
     # -- point writes (counted) ------------------------------------------------------------
     def insert(self, table: str, row: Mapping[str, Any]) -> None:
         """Insert one row: one write."""
@@ -216,6 +222,10 @@ class Store(Protocol):
     def sql(self, statement: str, values: Values = ()) -> list[tuple]:
         """Run one statement in the store's dialect (bulk checks, view builds, checks,
         refresh shares); its rows."""
+
+    def analyze(self, tables: Sequence[str]) -> None:
+        """Refresh the query planner's statistics of ``tables`` after set-oriented work
+        (a bulk load, a view build) changed many of their rows, outside any transaction."""
 
     def all_rows(self, table: str) -> list[tuple]:
         """Every row of a table, in its column order (checks and tests, never serving)."""

@@ -165,6 +165,28 @@ def test_bounded_statements_read_indexes(postgres_stores, postgres_server):
                 assert not [n for n in nodes if "Sort" in n["Node Type"]], (statement, nodes)
 
 
+def test_a_bulk_load_leaves_statistics_and_ordered_reads_stop_after_k(postgres_stores):
+    """After a bulk load the store has analyzed the tables loaded and the views rebuilt
+    (no ANALYZE by hand, no autovacuum yet), and the generic plan of an ordered access
+    (the newest 10 rows of a tag: 12 rows per tag among 12,000) reads the index in order and stops
+    at the LIMIT: no Sort of the tag's whole range, no bitmap scan (which loses the order)."""
+    db = APP.deploy(postgres_stores())
+    db.load("Documents", [(d, d, None) for d in range(1, 4001)])
+    db.load("Tags", [(d, f"t{(d + 7 * i) % 1000}", d) for d in range(1, 4001) for i in range(3)])
+    statement = db.plan.compiled("newestWithTag", "postgres")
+    with db.store.pool.connection() as connection:
+        analyzed = {name for (name,) in connection.execute(
+            "SELECT relname FROM pg_stat_user_tables WHERE last_analyze IS NOT NULL "
+            "AND schemaname = current_schema()")}
+        assert {"Documents", "Tags", "docsPerTag"} <= analyzed, analyzed
+        (plan,) = connection.execute("EXPLAIN (GENERIC_PLAN, FORMAT JSON) "
+                                     + statement.sql.replace("%s", "$1")).fetchone()
+    nodes = list(_nodes(plan[0]["Plan"]))
+    assert [n["Node Type"] for n in nodes] in (["Limit", "Index Scan"],
+                                               ["Limit", "Index Only Scan"]), nodes
+    assert db.query("newestWithTag", tag="t1").ops == 10
+
+
 def _nodes(node: dict):
     yield node
     for child in node.get("Plans", ()):

@@ -1,0 +1,209 @@
+"""Serving one named query: what ``Deployment.query`` runs on every call, decided once.
+
+A query is called many times with new parameters and nothing else new, so everything that
+depends only on the query is read from the plan on its first call (:class:`Served`): the
+parameter check, the compiled statement, the function that runs it on the store, how its
+answer and operations are read, the ``Result``'s columns and bound. Each call then checks
+the values, binds them, runs the statement and builds the :class:`Result`; at a few
+microseconds per SQLite lookup, this Python is what piql adds to the physical floor
+(``piql bench twotags``), so the common shape (the answer is the fetched rows, one or two
+operations per row) has a path of its own without intermediate lists or calls.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any, Callable, Iterator
+
+from piql.planner.application import QueryPlan
+from piql.planner.compile import CompiledQuery
+from piql.query_block import QueryBlock
+from piql.runtime.errors import BoundExceeded, StoreOverflow
+from piql.runtime.evaluate import row_limit
+from piql.runtime.rows import ParamCheck
+from piql.runtime.store import Store
+
+
+class Result:
+    """Rows of one query execution, with its measured operations and static bound.
+
+    Its attributes are read-only. Not a frozen dataclass: a frozen dataclass's
+    ``__init__`` sets each field with ``object.__setattr__``, which cost a twentieth of a
+    compiled twoTags query; slots written once and read through properties do not.
+
+    ``staleness_ms``: for a query served by asynchronous views (``-- maintenance: async``),
+    the age of the oldest change still queued for a table those views read, taken just
+    before the rows were read (0.0: nothing pending, the answer is exact); None for a query
+    whose views are all synchronous (always exact). Equality ignores it: two answers with
+    the same rows, operations and bound are the same answer, read at different times."""
+
+    __slots__ = ("_columns", "_rows", "_ops", "_bound", "_staleness_ms")
+
+    def __init__(self, columns: tuple[str, ...], rows: tuple[tuple, ...], ops: int,
+                 bound: int, staleness_ms: float | None = None) -> None:
+        self._columns = columns
+        self._rows = rows
+        self._ops = ops
+        self._bound = bound
+        self._staleness_ms = staleness_ms
+
+    columns: tuple[str, ...] = property(attrgetter("_columns"),  # type: ignore[assignment]
+                                        doc="The output columns' names.")
+    rows: tuple[tuple, ...] = property(attrgetter("_rows"),  # type: ignore[assignment]
+                                       doc="The answer, one tuple per row.")
+    ops: int = property(attrgetter("_ops"),  # type: ignore[assignment]
+                        doc="The operations this execution measured.")
+    bound: int = property(attrgetter("_bound"),  # type: ignore[assignment]
+                          doc="The query's static bound on operations (``ops_bound``).")
+    staleness_ms: float | None = property(  # type: ignore[assignment]
+        attrgetter("_staleness_ms"),
+        doc="Age (ms) of the oldest change its asynchronous views have not applied yet.")
+
+    def _fields(self) -> tuple:
+        return self._columns, self._rows, self._ops, self._bound
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Result:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, index: int) -> tuple:
+        return self._rows[index]
+
+    def dicts(self) -> list[dict[str, Any]]:
+        return [dict(zip(self._columns, row)) for row in self._rows]
+
+    def to_arrow(self):
+        """The rows as a ``pyarrow.Table`` (columns typed by Arrow from the values)."""
+        import pyarrow
+
+        return pyarrow.Table.from_pylist(self.dicts(), schema=None) if self._rows else \
+            pyarrow.table({name: pyarrow.array([], pyarrow.null()) for name in self._columns})
+
+    def to_pandas(self):
+        """The rows as a ``pandas.DataFrame``; pandas is optional (``pip install pandas``)."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError("Result.to_pandas() needs pandas, which is not installed: "
+                              "pip install pandas (or use .to_arrow(), .dicts(), .rows)") from None
+        return pandas.DataFrame.from_records(list(self._rows), columns=list(self._columns))
+
+    def __repr__(self) -> str:
+        return (f"<piql.Result {len(self._rows)} rows x {len(self._columns)} columns "
+                f"({', '.join(self._columns)}), {self._ops} ops (bound {self._bound})>")
+
+
+# Answers one call (the parameters by name) with the query's interpreter.
+Interpreter = Callable[["Served", dict[str, Any]], Result]
+
+
+@dataclass(frozen=True)
+class Served:
+    """What serving one query needs, read from the plan once; ``serve`` answers a call."""
+
+    query: QueryPlan
+    block: QueryBlock
+    columns: tuple[str, ...]
+    bound: int
+    check: ParamCheck
+    statement: CompiledQuery | None  # None: the interpreter serves the query
+    serve: Callable[[dict[str, Any]], Result]
+    staleness: Callable[[], float] | None = None  # for a query read from async views
+
+    @classmethod
+    def of(cls, query: QueryPlan, statement: CompiledQuery | None, store: Store,
+           strict: Callable[[], bool], interpret: Interpreter,
+           staleness: Callable[[], float] | None = None) -> "Served":
+        """How to serve ``query``: through ``statement`` on ``store``, or (None) with
+        ``interpret``; ``strict()`` says whether an execution over the bound raises;
+        ``staleness()`` (a query read from asynchronous views) the age its answer has,
+        which the interpreter reads from :attr:`staleness` itself."""
+        block = query.query.block
+        assert block is not None
+        check = ParamCheck(query, block)
+        served: list[Served] = []  # the closures' own Served, once made
+        if statement is None:
+            def serve(params: dict[str, Any]) -> Result:
+                check(params)
+                return interpret(served[0], params)
+        else:
+            serve = _compiled(query, statement, check, store, strict,
+                              lambda params: interpret(served[0], params))
+            if staleness is not None:
+                serve = _aged(serve, staleness)
+        served.append(cls(query, block, tuple(i.name for i in block.select),
+                          query.ops_bound or 0, check, statement, serve, staleness))
+        return served[0]
+
+    def exceeded(self, ops: int) -> BoundExceeded:
+        """Strict mode's error for an execution that measured ``ops`` over the bound."""
+        return _exceeded(self.query.name, ops, self.bound)
+
+
+def _aged(serve: Callable[[dict[str, Any]], Result],
+          staleness: Callable[[], float]) -> Callable[[dict[str, Any]], Result]:
+    """``serve`` with the answer's staleness, taken before its rows are read."""
+    def aged(params: dict[str, Any]) -> Result:
+        age = staleness()
+        result = serve(params)
+        return Result(result.columns, result.rows, result.ops, result.bound, age)
+    return aged
+
+
+def _exceeded(name: str, ops: int, bound: int) -> BoundExceeded:
+    return BoundExceeded(f"query {name} did {ops} operations; its bound is {bound}")
+
+
+def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, store: Store,
+              strict: Callable[[], bool],
+              interpret: Callable[[dict[str, Any]], Result]) -> Callable[[dict[str, Any]], Result]:
+    """The function answering a call through ``statement``: check, bind, run, and the
+    answer's rows and operations as the interpreter counts them (``CompiledQuery.answer``).
+    An execution the statement cannot answer (SQLite's SUM leaving 64 bits; on PostgreSQL
+    a value of another type for a parameter read as text) goes to ``interpret``."""
+    block = query.query.block
+    assert block is not None
+    name, bound = query.name, query.ops_bound or 0
+    columns = tuple(i.name for i in block.select)
+    arguments, run = statement.binder, store.prepared(statement.sql)
+    per_row = statement.ops_per_row
+    if per_row is not None and block.limit_param is None and not statement.text_parameters:
+        def plain(params: dict[str, Any]) -> Result:
+            check(params)
+            try:
+                rows = run(arguments(params))
+            except StoreOverflow:
+                return interpret(params)
+            ops = len(rows) * per_row or 1
+            if ops > bound and strict():
+                raise _exceeded(name, ops, bound)
+            return Result(columns, tuple(rows), ops, bound)
+        return plain
+
+    answer, text = statement.answer, statement.text_parameters
+
+    def serve(params: dict[str, Any]) -> Result:
+        check(params)
+        if block.limit_param is not None:
+            row_limit(block, params)  # LIMIT <n>: 0 to its declared maximum, or refused
+        if text and not all(isinstance(params[n], str) or params[n] is None for n in text):
+            return interpret(params)  # read as text: only text is the same
+        try:
+            rows, ops = answer(run(arguments(params)))
+        except StoreOverflow:
+            return interpret(params)
+        if ops > bound and strict():
+            raise _exceeded(name, ops, bound)
+        return Result(columns, tuple(rows), ops, bound)
+    return serve
+
