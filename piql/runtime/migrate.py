@@ -151,6 +151,7 @@ def apply(store: Store, migration: Migration, rows: Rows | None = None,
             with store.transaction():
                 _lock_tables(store, migration.recorded)
                 _in_use(store, diff, force)
+                _change_schema(store)
                 _queue(store, diff, shapes)
                 for step in diff.steps:
                     _apply(store, step, plan, shapes, computed)
@@ -206,15 +207,20 @@ def _apply(store: Store, step: Step, plan: Plan, shapes: dict, rows: Rows) -> No
 def _in_use(store: Store, diff: PlanDiff, force: bool) -> None:
     """Refuse (unless ``force``) to drop or rename a view, or change how one is maintained,
     while another process still serves the store's plan (``runtime.sessions``): its queries
-    would find no table, its writes would maintain the view the old way. On
-    SQLite the schema changes whatever the steps, so those processes notice the new plan
-    on their next write (``Deployment`` refuses to write with its old one)."""
+    would find no table, its writes would maintain the view the old way. The
+    registrations of processes gone are removed."""
     users = sessions.serving(store, store.get_meta(install.FINGERPRINT) or "", prune=True)
     if (diff.dropped_views or diff.remaintained_views) and users and not force:
         raise DeploymentError(f"cannot migrate {store.location}: " + in_use(diff, users)
                               + "; close them (`Deployment.close()`), or force the migration "
                               "(`--force`, `force=True`)")
-    if store.dialect == "sqlite":  # a schema change their next write notices, in any case
+
+
+def _change_schema(store: Store) -> None:
+    """On SQLite, change the schema whatever the steps (a table made and dropped): the
+    deployments of the old plan notice it on their next write, which they then refuse
+    (``sessions.same_plan``)."""
+    if store.dialect == "sqlite":
         store.sql(f"CREATE TABLE {MIGRATED} (x)")
         store.sql(f"DROP TABLE {MIGRATED}")
 
