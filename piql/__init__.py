@@ -118,23 +118,35 @@ class App:
 
 
 def load(schema: str | Path, queries: str | Path | Sequence[str | Path], *,
-         text: bool = False) -> App:
+         text: bool = False, maintenance: str = "sync") -> App:
     """Parse and plan an application (raises InputError on a mistake in either).
 
     ``schema`` and ``queries`` are paths (``queries`` may be a list of files), or, with
-    ``text=True``, the SQL itself (as :func:`loads`)."""
+    ``text=True``, the SQL itself (as :func:`loads`). ``maintenance`` (``sync`` or
+    ``async``) is the mode of every query without a ``-- maintenance:`` line
+    (docs/async.md)."""
     if text:
         if not isinstance(schema, str) or not isinstance(queries, str):
             raise InputError("load(..., text=True) expects the schema and queries as strings")
-        return loads(schema, queries)
-    return App(load_plan(schema, queries))
+        return loads(schema, queries, maintenance=maintenance)
+    return App(load_plan(schema, queries, maintenance=_maintenance(maintenance)))
 
 
 def loads(schema_sql: str, queries_sql: str, *, schema_name: str = "<schema>",
-          queries_name: str = "<queries>") -> App:
+          queries_name: str = "<queries>", maintenance: str = "sync") -> App:
     """Parse and plan an application given as text; locations in errors name the text
-    ``schema_name`` and ``queries_name``."""
-    return App(load_plan(Source(schema_sql, schema_name), Source(queries_sql, queries_name)))
+    ``schema_name`` and ``queries_name``; ``maintenance`` as for :func:`load`."""
+    return App(load_plan(Source(schema_sql, schema_name), Source(queries_sql, queries_name),
+                         maintenance=_maintenance(maintenance)))
+
+
+def _maintenance(value: str):
+    from piql.query_block import MaintenanceMode
+
+    try:
+        return MaintenanceMode(value)
+    except ValueError:
+        raise InputError(f"maintenance must be 'sync' or 'async', got {value!r}") from None
 
 
 def __getattr__(name: str) -> str:

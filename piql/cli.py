@@ -287,6 +287,9 @@ def _files(command: argparse.ArgumentParser, database: bool = False) -> None:
     command.add_argument("--partitions", type=int, default=DEFAULT_PARTITIONS, metavar="N",
                          help="staging partitions of SI-3 views, which the plan is made for "
                               f"(default: {DEFAULT_PARTITIONS})")
+    command.add_argument("--maintenance", choices=("sync", "async"), default="sync",
+                         help="the maintenance mode of queries without a '-- maintenance:' "
+                              "line (default: sync; docs/async.md)")
 
 
 def _load(args: argparse.Namespace) -> Plan:
@@ -302,7 +305,10 @@ def _load(args: argparse.Namespace) -> Plan:
         # With --db the one file given is the queries file (argparse fills SCHEMA first).
         args.queries, args.schema = args.schema, None
         return plan_from_database(args.database, args.queries, args.partitions)
-    return load_plan(args.schema, args.queries, args.partitions)
+    from piql.query_block import MaintenanceMode
+
+    return load_plan(args.schema, args.queries, args.partitions,
+                     MaintenanceMode(args.maintenance))
 
 
 def _explain(args: argparse.Namespace) -> int:

@@ -155,3 +155,20 @@ def test_maintain_stops_cleanly_on_sigterm(files, tmp_path):
     out, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
     assert "applied 4 queued changes" in out and "0 pending" in out
+
+
+def test_the_maintenance_option_makes_unmarked_queries_async(capsys, tmp_path):
+    (tmp_path / "schema.sql").write_text(SCHEMA)
+    (tmp_path / "queries.sql").write_text(QUERIES)
+    files = [str(tmp_path / "schema.sql"), str(tmp_path / "queries.sql")]
+    store = str(tmp_path / "s.db")
+    assert main(["deploy", *files, "--db", store, "--engine", "store", "--maintenance",
+                 "async", "-q"]) == 0
+    with Deployment(social(*ASYNC), store, engine="store") as db:  # the same plan
+        db.insert("users", userId=1, name="a", email="a", createdAt=0)
+        db.insert("follows", follower=1, followee=1, since=0)
+        assert len(db.maintainer.queue) == 1
+    capsys.readouterr()
+    assert main(["maintain", *files, "--db", store, "--once", "--engine", "store",
+                 "--maintenance", "async", "-q"]) == 0
+    assert "applied 1 queued changes" in capsys.readouterr().out

@@ -18,7 +18,7 @@ from piql.language.source_text import read_source
 from piql.planner.application import Plan, plan_application
 from piql.planner.periodic import DEFAULT_PARTITIONS
 from piql.diagnostics import Diagnostic
-from piql.query_block import NamedQuery
+from piql.query_block import MaintenanceMode, NamedQuery
 
 
 @dataclass(frozen=True)
@@ -33,15 +33,16 @@ Input = Union[str, Path, Source]
 
 
 def load_plan(schema: Input, queries: Input | Sequence[Input],
-              partitions: int = DEFAULT_PARTITIONS) -> Plan:
+              partitions: int = DEFAULT_PARTITIONS,
+              maintenance: MaintenanceMode = MaintenanceMode.SYNC) -> Plan:
     """Parse the schema and the queries (one file or several; raising InputError on a
     mistake) and classify every query, for a store whose staging views have ``partitions``
-    partitions."""
+    partitions; ``maintenance`` is the mode of a query without ``-- maintenance:``."""
     many = [queries] if isinstance(queries, (str, Path, Source)) else list(queries)
     if not many:
         raise InputError("no queries file given")
     catalog = _schema(schema)
-    found, notes = load_queries_of(many, catalog)
+    found, notes = load_queries_of(many, catalog, maintenance)
     names = ", ".join(_name(q) for q in many)
     return replace(plan_application(catalog, found, names, partitions), notes=notes)
 
@@ -52,7 +53,8 @@ def _schema(source: Input) -> Catalog:
     return parse_schema(read_source(source, "schema file"), str(source))
 
 
-def load_queries_of(sources: Sequence[Input], catalog: Catalog
+def load_queries_of(sources: Sequence[Input], catalog: Catalog,
+                    maintenance: MaintenanceMode = MaintenanceMode.SYNC
                     ) -> tuple[tuple[NamedQuery, ...], tuple[Diagnostic, ...]]:
     """The queries of every source, in order, and the notes on blocks skipped (aiosql's
     statements and scripts); every mistake of every file is collected and the first (by
@@ -65,7 +67,7 @@ def load_queries_of(sources: Sequence[Input], catalog: Catalog
         try:
             text = source.text if isinstance(source, Source) else \
                 read_source(source, "queries file")
-            parsed = parse_queries_file(text, catalog, _name(source))
+            parsed = parse_queries_file(text, catalog, _name(source), maintenance)
         except InputError as err:
             errors += getattr(err, "all_errors", None) or [err]
             continue

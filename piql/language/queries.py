@@ -61,8 +61,10 @@ def parse_queries(text: str, catalog: Catalog, file: str = "<queries>") -> tuple
     return parse_queries_file(text, catalog, file).queries
 
 
-def parse_queries_file(text: str, catalog: Catalog, file: str = "<queries>") -> QueriesFile:
-    """Parse every ``-- name:`` block of ``text``.
+def parse_queries_file(text: str, catalog: Catalog, file: str = "<queries>",
+                       maintenance: MaintenanceMode = MaintenanceMode.SYNC) -> QueriesFile:
+    """Parse every ``-- name:`` block of ``text``; ``maintenance`` is the mode of a block
+    without a ``-- maintenance:`` line (the deploy-wide default).
 
     Every mistake in the file is collected; the first by position is raised,
     with all of them (itself included) in its ``all_errors`` attribute.
@@ -72,7 +74,7 @@ def parse_queries_file(text: str, catalog: Catalog, file: str = "<queries>") -> 
     queries: list[NamedQuery] = []
     for chunk in chunks:
         try:
-            queries.append(_parse_named(chunk, at, catalog))
+            queries.append(_parse_named(chunk, at, catalog, maintenance))
         except InputError as err:
             errors.append(err)
     if errors:
@@ -83,7 +85,8 @@ def parse_queries_file(text: str, catalog: Catalog, file: str = "<queries>") -> 
     return QueriesFile(tuple(queries), tuple(notes))
 
 
-def _parse_named(chunk: NamedBlock, in_file: Callable[[int], Location], catalog: Catalog) -> NamedQuery:
+def _parse_named(chunk: NamedBlock, in_file: Callable[[int], Location], catalog: Catalog,
+                 maintenance: MaintenanceMode = MaintenanceMode.SYNC) -> NamedQuery:
     source, shown, at = prepare(chunk, lambda offset: in_file(chunk.body_start + offset))
     try:
         statement, tokens = _parse_statement(source, chunk, at)
@@ -98,12 +101,15 @@ def _parse_named(chunk: NamedBlock, in_file: Callable[[int], Location], catalog:
     return NamedQuery(chunk.name, shown, chunk.location, block,
                       tuple(resolver.unsupported), chunk.options.get("periodic"),
                       chunk.options.get("view"), chunk.places.get("view"), chunk.noqa,
-                      maintenance_mode(chunk.options.get("maintenance", "")))
+                      maintenance_mode(chunk.options.get("maintenance", ""), maintenance))
 
 
-def maintenance_mode(option: str) -> MaintenanceMode:
-    """The ``-- maintenance: sync|async`` option line's mode (sync when absent; a value
-    that is neither is reported by :mod:`~piql.language.blocks`)."""
+def maintenance_mode(option: str, default: MaintenanceMode = MaintenanceMode.SYNC
+                     ) -> MaintenanceMode:
+    """The ``-- maintenance: sync|async`` option line's mode (``default`` when absent; a
+    value that is neither is reported by :mod:`~piql.language.blocks`)."""
+    if not option.strip():
+        return default
     try:
         return MaintenanceMode(option.strip().lower())
     except ValueError:

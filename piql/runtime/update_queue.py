@@ -120,8 +120,8 @@ class StoreQueue:
         self.residents = 0  # estimate of the pending entries (exact after a claim here)
         self.dequeued, self.draining_ns = 0, 0  # for the dequeue rate
         self._last = 0
-        # the append queue: the update whose delete half was just queued (any other change
-        # clears it)
+        # the update whose delete half was just queued in this transaction (any other
+        # change, or a new transaction, clears it)
         self._replacing: Optional[tuple[str, str, dict[str, Any]]] = None
 
     def _now(self) -> int:
@@ -144,10 +144,9 @@ class StoreQueue:
         # which queues the whole change, and its insert half (the same after, next)
         second_half = before is None and self._replacing == (table.name, row_key, after)
         self._replacing = (table.name, row_key, after) if before and after else None
-        if not second_half:
-            self.observed.arrive((table.name, row_key), now)
         if second_half:
             return  # the delete half queued the whole update: (before, after)
+        self.observed.arrive((table.name, row_key), now)
         if not self.policy.lossy:  # one entry per change
             self._write(QueuedChange(table.name, f"{row_key}@{now}", RowChange(
                 _values(table, before), _values(table, after)), now, now, now, 1))

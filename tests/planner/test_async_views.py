@@ -120,3 +120,17 @@ def test_a_view_serving_a_sync_query_too_stays_sync():
     assert decision.modes == {"followerCount_view": MaintenanceMode.SYNC}
     (note,) = decision.notes["followerCount"]
     assert note.severity == "warning" and "another query it serves is synchronous" in note.message
+
+
+def test_a_load_wide_default_makes_every_query_without_the_line_async():
+    import piql
+
+    marked = QUERIES.replace("-- name: likeCount\n", "-- name: likeCount\n-- maintenance: sync\n")
+    plan = piql.loads(SCHEMA, marked, maintenance="async").plan
+    assert view(plan, "followerCount_view").maintenance is MaintenanceMode.ASYNC
+    assert view(plan, "likeCount_view").maintenance is MaintenanceMode.SYNC  # its line wins
+    assert view(plan, "twoTags_view").maintenance is MaintenanceMode.SYNC  # a join
+    assert view(piql.loads(SCHEMA, QUERIES).plan, "followerCount_view").maintenance \
+        is MaintenanceMode.SYNC
+    with pytest.raises(InputError, match="maintenance must be 'sync' or 'async'"):
+        piql.loads(SCHEMA, QUERIES, maintenance="later")

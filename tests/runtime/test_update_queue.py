@@ -298,3 +298,21 @@ def test_staleness_stats_and_linecutting_on_postgresql(postgres_stores):
         assert pg.query("followerCount", userId=1).rows == ((1,),)
         assert pg.drain() == 2 and pg.query("followerCount", userId=1).staleness_ms == 0.0
         assert pg.queue_stats().dequeued == 3
+
+
+@pytest.mark.parametrize("event, write", [
+    ("insert", lambda db: db.insert("follows", follower=1, followee=2, since=5)),
+    ("delete", lambda db: db.delete("follows", follower=3, followee=3)),
+    ("update", lambda db: db.update("follows", follower=3, followee=3, since=9)),
+])
+def test_draining_one_change_stays_within_the_drain_bound(db, event, write):
+    """The maintainer's work per entry: the asynchronous views' rules within lint's drain
+    bound for that write, plus the entry's removal."""
+    db.insert("follows", follower=3, followee=3, since=0)
+    db.drain()
+    write(db)
+    bound = next(w for w in db.plan.writes if w.table == "follows" and w.event.value == event)
+    start = db.store.counter.ops
+    assert db.drain() == 1
+    assert 0 < db.store.counter.ops - start <= bound.drain_bound + 1
+    assert db.check().consistent
