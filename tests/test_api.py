@@ -63,12 +63,12 @@ def test_py_typed_ships_with_the_package():
 
 def test_reprs_are_short():
     app = piql.load(SOCIAL / "schema.sql", SOCIAL / "queries.sql")
-    assert repr(app) == ("<piql.App 17 queries (SI-0 4, SI-1 5, SI-2 3, SI-3 3, unbounded 2) "
+    assert repr(app) == ("<piql.App 18 queries (SI-0 4, SI-1 5, SI-2 4, SI-3 3, unbounded 2) "
                          f"from {SOCIAL / 'queries.sql'}>")
-    assert repr(app.plan).startswith("<piql.Plan 17 queries, 3 indexes, 9 views")
+    assert repr(app.plan).startswith("<piql.Plan 18 queries, 3 indexes, 10 views")
     assert repr(app.plan.queries[0]) == "<piql.QueryPlan userById: SI-0, ops <= 1>"
     with app.deploy() as db:
-        assert repr(db) == "<piql.Deployment :memory: open, 17 queries, engine duckdb>"
+        assert repr(db) == "<piql.Deployment :memory: open, 18 queries, engine duckdb>"
         db.insert("users", userId=1, name="ada", email="a@x", createdAt=1)
         result = db.query("userById", userId=1)
         assert repr(result) == ("<piql.Result 1 rows x 4 columns (userId, name, email, "
