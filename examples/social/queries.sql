@@ -65,13 +65,6 @@ WHERE f.follower = <userId> AND p.author = f.followee
 ORDER BY p.createdAt DESC
 LIMIT 20;
 
--- name: friendPostCount
--- Home sidebar: how many posts the users I follow have written (a neighbourhood
--- aggregate: one count per author, summed over at most 5000 followees).
-SELECT COUNT(*) AS posts
-FROM follows f, posts p
-WHERE f.follower = <userId> AND p.author = f.followee;
-
 -- name: followerCount
 -- Profile header: how many followers a user has.
 SELECT COUNT(*) AS followers
@@ -129,3 +122,10 @@ SELECT postId, body
 FROM posts
 WHERE body LIKE <pattern>
 LIMIT 20;
+
+-- name: friendPostCount
+-- Home sidebar: how many posts the users I follow have written (a neighbourhood
+-- aggregate: one count per author, summed over at most 5000 followees).
+SELECT COUNT(*) AS posts
+FROM follows f, posts p
+WHERE f.follower = <userId> AND p.author = f.followee;
