@@ -61,6 +61,22 @@ def _sqlite_taken(table: Table) -> str:
     return " OR ".join(found)
 
 
+# the message of plan_guard's refusal, which the runtime reads back into its own error
+PLAN_MOVED = "piql: the store holds another plan than this connection's triggers"
+
+
+def plan_guard(table: str, meta: str, key: str, fingerprint: str) -> str:
+    """A connection's trigger refusing an insert into ``table`` once the store's plan is
+    not ``fingerprint`` (``meta``'s row ``key``): a migration by another process replaced
+    it, and this connection's triggers keep the old plan's views. One keyed read inside
+    the insert's own statement, so an insert sent alone needs no transaction around it."""
+    d = TriggerDialect.SQLITE
+    moved = (f"(SELECT value FROM {quote(meta, d)} WHERE key = {literal(key)}) "
+             f"IS NOT {literal(fingerprint)}")
+    return _sqlite_trigger(f"{PREFIX}{table}_plan", "INSERT", table, moved,
+                           [f"SELECT RAISE(ABORT, {literal(PLAN_MOVED)})"])
+
+
 def _sqlite_trigger(name: str, op: str, table: str, when: str | None, body: list[str]) -> str:
     d = TriggerDialect.SQLITE
     condition = f" WHEN {when}" if when else ""

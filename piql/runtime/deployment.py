@@ -351,13 +351,18 @@ class Deployment:
         definition, full = check.table, check(row)
         if (self.feeds or self.overlays) and self._adaptive(definition):
             return self._pushing(definition, lambda: self._insert_pushed(definition, full))
-        if self.maintainer.at_once(definition):  # one statement, checked and maintained
-            if self.store.dialect == "sqlite":  # by the connection's own triggers, which are
-                # this plan's: the write must see that no migration replaced the plan since
-                return self._transaction(lambda: self.maintainer.insert_at_once(definition, full))
-            self._open()  # by the store's triggers, which are the store's plan, whoever writes
+        # one statement, checked and maintained by the database's triggers (on SQLite they
+        # refuse it if a migration replaced the plan: triggers_sqlite.plan_guard), once the
+        # store has this process's registration (a busy store at open: the first write's)
+        if self.maintainer.at_once(definition) and (self.session is None
+                                                    or self.session.recorded):
+            self._open()
             with self.lock:
-                return self.maintainer.insert_at_once(definition, full)
+                try:
+                    return self.maintainer.insert_at_once(definition, full)
+                except Exception:  # the old plan's triggers may fail on the new plan's
+                    sessions.same_plan(self.store, self._plan_id, None)  # tables: say so
+                    raise
         return self._transaction(lambda: self.maintainer.insert(definition, full))
 
     def delete(self, table: str, /, **key: Any) -> WriteReport:

@@ -18,6 +18,7 @@ from piql.planner.plan_record import PlanRecord, RecordError, plan_record
 from piql.planner.store_layout import stored_tables
 from piql.planner.trigger_rules import TriggerDialect
 from piql.planner.triggers import compile_triggers, sqlite_exact, synchronous
+from piql.planner.triggers_sqlite import plan_guard
 from piql.report.plan_change import summary
 from piql.runtime.errors import DeploymentError
 from piql.runtime.store import Store, TableShape
@@ -68,7 +69,9 @@ def install_triggers(store: Store, plan: Plan) -> None:
     views = synchronous(plan.ordered_views)
     if dialect == TriggerDialect.SQLITE:
         triggers = compile_triggers(plan.catalog, views if sqlite_exact(views) else (), dialect)
-        store.connection_triggers(triggers.statements)
+        found = fingerprint(plan)
+        guards = tuple(plan_guard(t.name, META, FINGERPRINT, found) for t in plan.catalog.tables)
+        store.connection_triggers(guards + triggers.statements)
         store.maintained_rules, store.checked_tables = triggers.maintained, triggers.checked
         return
     triggers = compile_triggers(plan.catalog, views, dialect)

@@ -164,7 +164,12 @@ def same_plan(store: Store, plan: str, seen: int | None) -> int | None:
         return None
     (stamp,), = store.sql("PRAGMA schema_version")
     if stamp != seen and store.get_meta(FINGERPRINT) != plan:
-        raise DeploymentError(
-            f"the store {store.location} was migrated to another plan since this deployment "
-            "opened it: deploy it again with the new schema and queries to write to it")
+        raise migrated(store)
     return stamp
+
+
+def migrated(store: Store) -> DeploymentError:
+    """The refusal of a write by a deployment whose plan a migration replaced."""
+    return DeploymentError(
+        f"the store {store.location} was migrated to another plan since this deployment "
+        "opened it: deploy it again with the new schema and queries to write to it")

@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from piql.catalog import CardinalityConstraint, Catalog, ForeignKey, Table
+from piql.planner.triggers_sqlite import PLAN_MOVED
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.planner.write_bounds import WriteBound
 from piql.query_block import Aggregate, MaintenanceMode
 from piql.runtime.errors import BoundExceeded, ConstraintError, StoreRefused
 from piql.runtime.evaluate import aggregate, holds, value
+from piql.runtime import sessions
 from piql.runtime.delta_statements import DeltaStatements
 from piql.runtime.epochs import EpochWindow, mark_epochs
 from piql.runtime.store import Store
@@ -171,6 +173,8 @@ class Maintainer:
         try:
             self.store.write_row(table.name, row)
         except StoreRefused as err:
+            if PLAN_MOVED in str(err):
+                raise sessions.migrated(self.store) from None
             raise _refusal(table, row, err) from None
         return self.at_once_reports[table.name]  # the same every time: frozen
 
