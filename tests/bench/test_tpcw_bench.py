@@ -67,7 +67,10 @@ def test_bench_tpcw_writes_json_and_pngs(tmp_path, capsys):
             ops = entry["piql_ops"]
             assert 0 < ops["max"] <= ops["bound_max"], interaction  # measured within the bound
         with_views, without = result["buy_confirm"]["with_views"], result["buy_confirm"]["without_views"]
-        assert with_views["ops_p50"] > without["ops_p50"]  # maintenance costs operations
+        # maintenance costs operations (in the bound: an insert the database checks alone
+        # reports its static bound, docs/api.md, as the store without views' inserts do)
+        assert with_views["bound_max"] > without["bound_max"]
+        assert with_views["ops_max"] <= with_views["bound_max"]
         refresh = result["refresh"]
         assert refresh["count"] > 0
         assert set(refresh["views"]) == {"best_sellers", "admin_confirm_related"}
