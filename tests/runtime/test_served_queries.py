@@ -251,12 +251,17 @@ def test_each_serving_thread_queries_postgres_on_its_own_connection(postgres_sto
     for thread in threads:
         thread.join()
     assert answers == [()] * 3
-    readers = [reader for _, reader in db.store._readers]
+    # (the main thread's own: its inserts are one statement each on it, Store.write_row)
+    main = threading.current_thread()
+    readers = [reader for thread, reader in db.store._readers if thread is not main]
     assert len(readers) == 3
-    db.insert("posts", postId=1, author=1, createdAt=5, body="hi")  # another connection
-    assert db.query("userPosts", userId=1).rows == ((1, 5, "hi"),)  # a new thread reader
+    db.insert("posts", postId=1, author=1, createdAt=5, body="hi")
+    later = threading.Thread(target=lambda: answers.append(db.query("userPosts", userId=1).rows))
+    later.start()
+    later.join()
+    assert answers[-1] == ((1, 5, "hi"),)  # a new thread's reader sees the commit
     assert all(reader.closed for reader in readers)  # their threads had ended
-    assert len(db.store._readers) == 1
+    assert len(db.store._readers) == 2  # the main thread's and the last one's
     db.close()
     assert db.store._readers == []
 
