@@ -27,7 +27,7 @@ from piql.diagnostics import Diagnostic
 from piql.errors import InputError, Location
 from piql.language.schema_scan import Annotation, Skipped
 from piql.language.schema_tree import (
-    Constraint, DefaultValue, QualifiedName, RawAddColumn, RawAddConstraint, RawAlter, RawCardinality, RawColumn,
+    Constraint, DefaultValue, QualifiedName, RawDefault, RawSetDefault, RawAddColumn, RawAddConstraint, RawAlter, RawCardinality, RawColumn,
     RawComment, RawForeignKey, RawIgnoredAction, RawIndex, RawName, RawPrimaryKey, RawSetNotNull,
     RawSetType, RawStatement, RawTable, RawTemporal, RawType, RawUnique,
 )
@@ -59,6 +59,7 @@ class _Draft:
     temporal: list[RawName] = field(default_factory=list)
     nullability: list[tuple[RawName, bool]] = field(default_factory=list)
     types: list[tuple[RawName, RawType]] = field(default_factory=list)
+    defaults: list[tuple[RawName, RawDefault]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -222,6 +223,8 @@ class CatalogBuilder:
                 draft.nullability.append((action.column, action.not_null))
             elif isinstance(action, RawSetType):
                 draft.types.append((action.column, action.type))
+            elif isinstance(action, RawSetDefault):
+                draft.defaults.append((action.column, action.default))
             elif isinstance(action, RawIgnoredAction):
                 self._note(f"skipped ALTER TABLE ... {action.kind}: does not affect bounds",
                            action.location, "skipped")
@@ -309,18 +312,23 @@ class CatalogBuilder:
         for name in draft.temporal:
             self._known(name, seen, f"TEMPORAL of {where}")
             temporal.add(name.key)
+        defaults = {c.name.key: c.default for c in draft.columns}
+        for name, default in draft.defaults:  # ALTER COLUMN ... SET / DROP DEFAULT
+            self._known(name, seen, f"ALTER COLUMN of {where}")
+            defaults[name.key] = default
         return [Column(c.name.text, types[c.name.key].text, c.name.key in temporal, c.name.location,
-                       nullable[c.name.key], self._default(draft, c, types[c.name.key].text))
+                       nullable[c.name.key],
+                       self._default(draft, c.name.text, defaults[c.name.key], types[c.name.key].text))
                 for c in draft.columns]
 
-    def _default(self, draft: _Draft, column: RawColumn, declared: str) -> DefaultValue:
+    def _default(self, draft: _Draft, column: str, default: RawDefault | None,
+                 declared: str) -> DefaultValue:
         """The constant the column's DEFAULT gives (None: none piql fills, noted when it is
         an expression); a constant of another type than the column's is refused."""
-        default = column.default
         if default is None:
             return None
         if not default.literal:
-            self._note(f"skipped DEFAULT {default.text} of {draft.name}.{column.name.text}: piql "
+            self._note(f"skipped DEFAULT {default.text} of {draft.name}.{column}: piql "
                        "fills constant DEFAULTs only (a number, a string, TRUE/FALSE); "
                        "writes must give the value", default.location, "skipped")
             return None
@@ -331,7 +339,7 @@ class CatalogBuilder:
         if value is not None and (not fits_family(kind, value)
                                   or (kind is TypeFamily.BOOLEAN) != isinstance(value, bool)
                                   or not _storable(value)):
-            raise InputError(f"DEFAULT {default.text} of {draft.name}.{column.name.text} is "
+            raise InputError(f"DEFAULT {default.text} of {draft.name}.{column} is "
                              f"no {declared} value", default.location)
         return value
 

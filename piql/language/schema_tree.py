@@ -233,7 +233,16 @@ class RawIgnoredAction:
 
 
 Constraint = RawPrimaryKey | RawUnique | RawForeignKey | RawCheck | RawSetNotNull
-AlterAction = RawAddConstraint | RawAddColumn | RawSetNotNull | RawSetType | RawIgnoredAction
+@dataclass(frozen=True)
+class RawSetDefault:
+    """``ALTER COLUMN ... SET DEFAULT`` (``DROP DEFAULT``: a DEFAULT of value None)."""
+
+    column: RawName
+    default: RawDefault
+
+
+AlterAction = (RawAddConstraint | RawAddColumn | RawSetNotNull | RawSetType | RawSetDefault
+               | RawIgnoredAction)
 
 
 @dataclass(frozen=True)
@@ -366,18 +375,23 @@ class SchemaTransformer(Transformer):
 
     @v_args(meta=True)
     def default(self, meta, children: list) -> RawDefault:
-        text = self.text[children[0].end_pos:meta.end_pos].strip()
-        found = default_literal(children[1:])
-        location = self._at(children[0])
+        return self._default(meta, children[0], children[1:])
+
+    @v_args(meta=True)
+    def set_default(self, meta, children: list) -> RawDefault:
+        return self._default(meta, children[1], children[2:])
+
+    def _default(self, meta, keyword: Token, expression: list) -> RawDefault:
+        """The DEFAULT after ``keyword``: its text, and its value when it is a constant."""
+        text = self.text[keyword.end_pos:meta.end_pos].strip()
+        found = default_literal(expression)
+        location = self._at(keyword)
         if found is None:
             return RawDefault(text, location, False)
         return RawDefault(text, location, True, found[0])
 
-    def set_default(self, children: list) -> RawIgnoredAction:
-        return RawIgnoredAction("ALTER COLUMN ... SET DEFAULT", self._at(children[0]))
-
-    def drop_default(self, children: list) -> RawIgnoredAction:
-        return RawIgnoredAction("ALTER COLUMN ... DROP DEFAULT", self._at(children[0]))
+    def drop_default(self, children: list) -> RawDefault:
+        return RawDefault("", self._at(children[0]), True)
 
     def column_references(self, children: list) -> RawForeignKey:
         table = next(c for c in children if isinstance(c, QualifiedName))
@@ -571,6 +585,8 @@ class SchemaTransformer(Transformer):
         action = children[-1]
         if isinstance(action, RawIgnoredAction):
             return action
+        if isinstance(action, RawDefault):
+            return RawSetDefault(column, action)
         if isinstance(action, RawType):
             return RawSetType(column, action, self._at(children[0]))
         not_null, location = action
@@ -583,7 +599,7 @@ class SchemaTransformer(Transformer):
         table = next(c for c in children if isinstance(c, QualifiedName))
         actions = tuple(c for c in children
                         if isinstance(c, (RawAddConstraint, RawAddColumn, RawSetNotNull,
-                                          RawSetType, RawIgnoredAction)))
+                                          RawSetType, RawSetDefault, RawIgnoredAction)))
         return RawAlter(table, actions, self._at(children[0]))
 
     def comment_on(self, children: list) -> RawComment:

@@ -50,3 +50,16 @@ def test_a_default_of_a_column_added_by_alter_table_is_kept():
         ALTER TABLE t ADD COLUMN n INT NOT NULL DEFAULT 0;
     """)
     assert column(catalog, "t", "n").default == 0
+
+
+def test_alter_column_set_and_drop_default_change_the_columns_default():
+    catalog = parse("""
+        CREATE TABLE t (id INT PRIMARY KEY, a INT DEFAULT 1, b TEXT, c INT DEFAULT 2);
+        ALTER TABLE t ALTER COLUMN a DROP DEFAULT, ALTER b SET DEFAULT 'z';
+        ALTER TABLE ONLY t ALTER COLUMN c SET DEFAULT nextval('s'::regclass);
+    """)
+    assert [(c.name, c.default) for c in catalog.tables[0].columns] == [
+        ("id", None), ("a", None), ("b", "z"), ("c", None)]
+    assert [line for line, _ in skipped(catalog)] == [4]
+    assert_error("CREATE TABLE t (id INT PRIMARY KEY, a INT);\nALTER TABLE t ALTER a SET DEFAULT 'x';",
+                 "DEFAULT 'x' of t.a is no INT value", 2, 27)
