@@ -17,9 +17,14 @@ class Column:
     """A column as declared.
 
     ``nullable`` is False for ``NOT NULL`` columns, primary-key columns, identity
-    and serial columns. piql refuses NULL there on every write and load (it fills
-    no DEFAULTs), so bounds may rest on it: Phase 0 trusts a foreign-key lookup to
-    keep every row only when the foreign-key columns are NOT NULL.
+    and serial columns. piql refuses NULL there on every write and load, so bounds may
+    rest on it: Phase 0 trusts a foreign-key lookup to keep every row only when the
+    foreign-key columns are NOT NULL.
+
+    ``default`` is the column's ``DEFAULT`` when it is a constant literal (an int, a
+    float, a str or a bool, of the column's type), which a write or load omitting the
+    column gets; None for no DEFAULT, ``DEFAULT NULL``, and a DEFAULT piql does not fill
+    (an expression such as ``nextval(...)``: the write must give the value).
     """
 
     name: str
@@ -27,6 +32,7 @@ class Column:
     temporal: bool = False
     location: Location | None = field(default=None, compare=False)
     nullable: bool = True
+    default: int | float | str | bool | None = None
 
 
 @dataclass(frozen=True)

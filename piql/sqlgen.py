@@ -59,6 +59,18 @@ def identifier(name: str, dialect: str) -> str:
     return exp.to_identifier(name, quoted=True).sql(dialect=dialect)
 
 
+def default_clause(value: object, dialect: str) -> str:
+    """`` DEFAULT <value>`` for a column's constant DEFAULT (empty for None), the value
+    written as a literal of ``dialect`` by sqlglot: DDL binds no parameters."""
+    return "" if value is None else f" DEFAULT {literal(value, dialect)}"
+
+
+def literal(value: object, dialect: str) -> str:
+    """A constant (int, float, str, bool) as a SQL literal of ``dialect``, quoted by sqlglot.
+    TRUE and FALSE are 1 and 0: the stores keep a BOOLEAN column as an integer."""
+    return exp.convert(int(value) if isinstance(value, bool) else value).sql(dialect=dialect)
+
+
 def expression(value: object, paper: bool = True, qualify: bool = True) -> exp.Expression:
     """The sqlglot node for an operand or select expression."""
     if isinstance(value, Attr):

@@ -15,6 +15,7 @@ first error is raised with all of them in its ``all_errors`` attribute.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence, TypeVar
@@ -26,11 +27,11 @@ from piql.diagnostics import Diagnostic
 from piql.errors import InputError, Location
 from piql.language.schema_scan import Annotation, Skipped
 from piql.language.schema_tree import (
-    Constraint, QualifiedName, RawAddColumn, RawAddConstraint, RawAlter, RawCardinality, RawColumn,
+    Constraint, DefaultValue, QualifiedName, RawDefault, RawSetDefault, RawAddColumn, RawAddConstraint, RawAlter, RawCardinality, RawColumn,
     RawComment, RawForeignKey, RawIgnoredAction, RawIndex, RawName, RawPrimaryKey, RawSetNotNull,
     RawSetType, RawStatement, RawTable, RawTemporal, RawType, RawUnique,
 )
-from piql.sql_types import TypeFamily, family
+from piql.sql_types import TypeFamily, family, fits_family
 
 __all__ = ["CatalogBuilder", "AnnotationParser"]
 
@@ -58,6 +59,7 @@ class _Draft:
     temporal: list[RawName] = field(default_factory=list)
     nullability: list[tuple[RawName, bool]] = field(default_factory=list)
     types: list[tuple[RawName, RawType]] = field(default_factory=list)
+    defaults: list[tuple[RawName, RawDefault]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -221,6 +223,8 @@ class CatalogBuilder:
                 draft.nullability.append((action.column, action.not_null))
             elif isinstance(action, RawSetType):
                 draft.types.append((action.column, action.type))
+            elif isinstance(action, RawSetDefault):
+                draft.defaults.append((action.column, action.default))
             elif isinstance(action, RawIgnoredAction):
                 self._note(f"skipped ALTER TABLE ... {action.kind}: does not affect bounds",
                            action.location, "skipped")
@@ -308,8 +312,36 @@ class CatalogBuilder:
         for name in draft.temporal:
             self._known(name, seen, f"TEMPORAL of {where}")
             temporal.add(name.key)
+        defaults = {c.name.key: c.default for c in draft.columns}
+        for name, default in draft.defaults:  # ALTER COLUMN ... SET / DROP DEFAULT
+            self._known(name, seen, f"ALTER COLUMN of {where}")
+            defaults[name.key] = default
         return [Column(c.name.text, types[c.name.key].text, c.name.key in temporal, c.name.location,
-                       nullable[c.name.key]) for c in draft.columns]
+                       nullable[c.name.key],
+                       self._default(draft, c.name.text, defaults[c.name.key], types[c.name.key].text))
+                for c in draft.columns]
+
+    def _default(self, draft: _Draft, column: str, default: RawDefault | None,
+                 declared: str) -> DefaultValue:
+        """The constant the column's DEFAULT gives (None: none piql fills, noted when it is
+        an expression); a constant of another type than the column's is refused."""
+        if default is None:
+            return None
+        if not default.literal:
+            self._note(f"skipped DEFAULT {default.text} of {draft.name}.{column}: piql "
+                       "fills constant DEFAULTs only (a number, a string, TRUE/FALSE); "
+                       "writes must give the value", default.location, "skipped")
+            return None
+        value = default.value
+        kind = family(declared)
+        if kind is TypeFamily.REAL and type(value) is int:
+            value = float(value)
+        if value is not None and (not fits_family(kind, value)
+                                  or (kind is TypeFamily.BOOLEAN) != isinstance(value, bool)
+                                  or not _storable(value)):
+            raise InputError(f"DEFAULT {default.text} of {draft.name}.{column} is "
+                             f"no {declared} value", default.location)
+        return value
 
     def _known(self, name: RawName, seen: dict[str, RawName], where: str) -> None:
         if name.key not in seen:
@@ -717,3 +749,10 @@ def _where(location: Location) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _storable(value: DefaultValue) -> bool:
+    """A constant the stores keep as written: an integer in 64 bits, a finite real."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return not isinstance(value, int) or -2**63 <= value < 2**63

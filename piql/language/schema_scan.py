@@ -333,7 +333,9 @@ _IRRELEVANT_ACTIONS = ("OWNER", "ENABLE", "DISABLE", "REPLICA", "CLUSTER", "SET"
                        "ATTACH", "DETACH", "INHERIT", "NO", "FORCE", "VALIDATE", "OF", "NOT",
                        "RENAME CONSTRAINT")
 # ALTER TABLE ... ALTER [COLUMN] c <action>: the ones that change NOT NULL or the type matter.
-_RELEVANT_COLUMN_ACTIONS = (("SET", "NOT"), ("DROP", "NOT"), ("TYPE",), ("SET", "DATA"))
+# (SET / DROP DEFAULT: piql keeps a constant DEFAULT, and notes any other where it is)
+_RELEVANT_COLUMN_ACTIONS = (("SET", "NOT"), ("DROP", "NOT"), ("TYPE",), ("SET", "DATA"),
+                             ("SET", "DEFAULT"), ("DROP", "DEFAULT"))
 
 
 def _classify(statement: Statement, created: dict[str, list[int]], lines: _Lines,

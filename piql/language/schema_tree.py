@@ -13,6 +13,7 @@ from typing import Sequence
 from lark import Token, Transformer, v_args
 
 from piql.errors import Location
+from piql.sql_types import TypeFamily, family
 
 # PostgreSQL spellings recorded under the name the rest of piql (and SQLite,
 # DuckDB) knows; other names are kept as written, upper-cased.
@@ -128,11 +129,29 @@ class RawCheck:
 
 
 @dataclass(frozen=True)
+class RawDefault:
+    """``DEFAULT expression``: its source text, and its value when it is a constant literal
+    piql fills in (an integer, a real, a string, TRUE/FALSE; NULL is ``value`` None with
+    ``literal`` True). Any other expression (``nextval(...)``, ``now()``, ``1 + 1``) has
+    ``literal`` False: piql notes it and fills nothing."""
+
+    text: str
+    location: Location
+    literal: bool
+    value: DefaultValue = None
+
+
+# The constant a column DEFAULT may be (None: NULL)
+DefaultValue = int | float | str | bool | None
+
+
+@dataclass(frozen=True)
 class RawColumn:
     name: RawName
     type: RawType
     options: tuple[Option, ...]
     constraints: tuple[RawUnique | RawForeignKey, ...] = ()
+    default: RawDefault | None = None
 
 
 @dataclass(frozen=True)
@@ -214,7 +233,16 @@ class RawIgnoredAction:
 
 
 Constraint = RawPrimaryKey | RawUnique | RawForeignKey | RawCheck | RawSetNotNull
-AlterAction = RawAddConstraint | RawAddColumn | RawSetNotNull | RawSetType | RawIgnoredAction
+@dataclass(frozen=True)
+class RawSetDefault:
+    """``ALTER COLUMN ... SET DEFAULT`` (``DROP DEFAULT``: a DEFAULT of value None)."""
+
+    column: RawName
+    default: RawDefault
+
+
+AlterAction = (RawAddConstraint | RawAddColumn | RawSetNotNull | RawSetType | RawSetDefault
+               | RawIgnoredAction)
 
 
 @dataclass(frozen=True)
@@ -345,14 +373,25 @@ class SchemaTransformer(Transformer):
     def check(self, children: list) -> RawCheck:
         return RawCheck(self._at(children[0]))
 
-    def default(self, children: list) -> None:
-        return None
+    @v_args(meta=True)
+    def default(self, meta, children: list) -> RawDefault:
+        return self._default(meta, children[0], children[1:])
 
-    def set_default(self, children: list) -> RawIgnoredAction:
-        return RawIgnoredAction("ALTER COLUMN ... SET DEFAULT", self._at(children[0]))
+    @v_args(meta=True)
+    def set_default(self, meta, children: list) -> RawDefault:
+        return self._default(meta, children[1], children[2:])
 
-    def drop_default(self, children: list) -> RawIgnoredAction:
-        return RawIgnoredAction("ALTER COLUMN ... DROP DEFAULT", self._at(children[0]))
+    def _default(self, meta, keyword: Token, expression: list) -> RawDefault:
+        """The DEFAULT after ``keyword``: its text, and its value when it is a constant."""
+        text = self.text[keyword.end_pos:meta.end_pos].strip()
+        found = default_literal(expression)
+        location = self._at(keyword)
+        if found is None:
+            return RawDefault(text, location, False)
+        return RawDefault(text, location, True, found[0])
+
+    def drop_default(self, children: list) -> RawDefault:
+        return RawDefault("", self._at(children[0]), True)
 
     def column_references(self, children: list) -> RawForeignKey:
         table = next(c for c in children if isinstance(c, QualifiedName))
@@ -392,6 +431,7 @@ class SchemaTransformer(Transformer):
         name, type_, *rest = children
         options: list[Option] = []
         constraints: list[RawUnique | RawForeignKey] = []
+        default: RawDefault | None = None
         pending: RawName | None = None  # CONSTRAINT name, for the constraint after it
         if type_.implies_not_null:
             options.append(Option("identity", name.location))
@@ -406,9 +446,11 @@ class SchemaTransformer(Transformer):
                                                  item.location))
             elif isinstance(item, Option):
                 options.append(item)
+            elif isinstance(item, RawDefault):
+                default = item
             if item is not None:
                 pending = None
-        return RawColumn(name, type_, tuple(options), tuple(constraints))
+        return RawColumn(name, type_, tuple(options), tuple(constraints), default)
 
     # table constraints -------------------------------------------------------
     def key_column(self, children: list) -> RawName:
@@ -543,6 +585,8 @@ class SchemaTransformer(Transformer):
         action = children[-1]
         if isinstance(action, RawIgnoredAction):
             return action
+        if isinstance(action, RawDefault):
+            return RawSetDefault(column, action)
         if isinstance(action, RawType):
             return RawSetType(column, action, self._at(children[0]))
         not_null, location = action
@@ -555,7 +599,7 @@ class SchemaTransformer(Transformer):
         table = next(c for c in children if isinstance(c, QualifiedName))
         actions = tuple(c for c in children
                         if isinstance(c, (RawAddConstraint, RawAddColumn, RawSetNotNull,
-                                          RawSetType, RawIgnoredAction)))
+                                          RawSetType, RawSetDefault, RawIgnoredAction)))
         return RawAlter(table, actions, self._at(children[0]))
 
     def comment_on(self, children: list) -> RawComment:
@@ -582,3 +626,64 @@ class SchemaTransformer(Transformer):
 
 def _first_token(children: Sequence, kind: str) -> Token:
     return next(c for c in children if isinstance(c, Token) and c.type == kind)
+
+
+_ESCAPES = {"\\": "\\", "'": "'", "n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+
+
+def _escape_string(body: str) -> tuple[str] | None:
+    """The text of an ``E'...'`` string (its body), with PostgreSQL's one-letter escapes;
+    None for the octal, hexadecimal and Unicode ones (left to the database)."""
+    out, i = [], 0
+    while i < len(body):
+        char = body[i]
+        if char == "\\":
+            escaped = _ESCAPES.get(body[i + 1:i + 2])
+            if escaped is None:
+                return None
+            out.append(escaped)
+            i += 2
+        elif body.startswith("''", i):
+            out.append("'")
+            i += 2
+        else:
+            out.append(char)
+            i += 1
+    return ("".join(out),)
+
+
+def default_literal(tokens: list) -> tuple[DefaultValue] | None:
+    """The constant ``tokens`` (a DEFAULT's expression) write, in a 1-tuple; None when
+    they are no constant literal: NULL, a number (with its sign, written apart or not), a
+    plain '...' string, TRUE or FALSE."""
+    if not all(isinstance(t, Token) for t in tokens):
+        return None  # a parenthesized expression
+    kinds = [t.type for t in tokens]
+    if len(kinds) > 2 and kinds[:2] == ["STRING", "OP"] and str(tokens[1]) == "::" \
+            and set(kinds[2:]) == {"NAME"}:
+        # 'text'::character varying, as pg_dump writes a string DEFAULT: a text cast keeps it
+        cast = " ".join(str(t).upper() for t in tokens[2:])
+        if family(TYPE_ALIASES.get(cast, cast)) is not TypeFamily.TEXT:
+            return None
+        kinds, tokens = kinds[:1], tokens[:1]
+    if kinds == ["NULL"]:
+        return (None,)
+    if kinds == ["STRING"]:
+        return (str(tokens[0])[1:-1].replace("''", "'"),)
+    if kinds == ["ESTRING"]:
+        return _escape_string(str(tokens[0])[2:-1])
+    if kinds == ["NAME"] and str(tokens[0]).lower() in ("true", "false"):
+        return (str(tokens[0]).lower() == "true",)
+    sign = ""
+    if kinds == ["OP", "NUMBER"] and str(tokens[0]) in ("-", "+"):
+        sign, tokens = str(tokens[0]), tokens[1:]
+    elif kinds != ["NUMBER"]:
+        return None
+    text = str(tokens[0])
+    if sign and text[0] in "+-":
+        return None  # - -1: an expression
+    text = sign + text
+    try:
+        return (int(text),)
+    except ValueError:
+        return (float(text),)

@@ -26,7 +26,9 @@ def plan_fingerprint(plan: Plan) -> str:
     """Identifies the plan a store was deployed with: its tables (a view without key kept
     under ``_all``), indexes, views and partitions."""
     described = {
+        # DEFAULTs are named only when there are some: a plan without keeps its fingerprint
         "tables": [[t.name, t.columns, t.key] + (["nullable key"] if t.nullable_key else [])
+                   + ([["defaults", [list(d) for d in t.defaults]]] if t.defaults else [])
                    for t in stored_tables(plan)],
         "indexes": [(i.name, i.table, i.columns) for i in plan.indexes + plan.check_indexes],
         # an asynchronous view's store also keeps the update queue (``runtime.update_queue``);

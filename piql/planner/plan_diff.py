@@ -5,9 +5,11 @@ keeps the record of its plan, and the new plan gives its own. The steps, in the 
 migration runs them:
 
 1. what a migration cannot do (``UNSUPPORTED``: a base table or column dropped, a type or
-   a primary key changed, a NOT NULL column added), listed first so a refusal says why;
-2. base tables, then columns, to add; TEMPORAL columns marked or unmarked (no row changes:
-   the views reading them change with their definitions);
+   a primary key changed, a NOT NULL column added without a DEFAULT), listed first so a
+   refusal says why;
+2. base tables, then columns, to add (with their constant DEFAULT, which the rows there
+   get); DEFAULTs of columns there changed; TEMPORAL columns marked or unmarked (no row
+   changes: the views reading them change with their definitions);
 3. CARDINALITY constraints added or tightened (to validate against the rows there), or
    relaxed (nothing to check);
 4. indexes to drop, views to drop, views kept under a new name, indexes to create;
@@ -37,6 +39,7 @@ class StepKind(StrEnum):
     UNSUPPORTED = "unsupported"
     ADD_TABLE = "add table"
     ADD_COLUMN = "add column"
+    SET_DEFAULT = "set default"
     SET_TEMPORAL = "set temporal"
     VALIDATE_CONSTRAINT = "validate constraint"
     RELAX_CONSTRAINT = "relax constraint"
@@ -69,8 +72,16 @@ class Step:
         """One line saying what the step does."""
         if self.kind == StepKind.UNSUPPORTED:
             return f"cannot migrate: {self.reason}"
-        if self.kind == StepKind.ADD_COLUMN and self.column is not None:
-            return f"add column {self.name}.{self.column[0]} {self.column[1]} (NULL in existing rows)"
+        if self.kind == StepKind.ADD_COLUMN and self.column is not None and self.table:
+            default = self.table.default(self.column[0])
+            return (f"add column {self.name}.{self.column[0]} {self.column[1]} " + (
+                "(NULL in existing rows)" if default is None else
+                f"DEFAULT {default!r} (in existing rows too)"))
+        if self.kind == StepKind.SET_DEFAULT and self.column is not None and self.table:
+            default = self.table.default(self.column[0])
+            return (f"{self.name}.{self.column[0]}: " + (
+                "no DEFAULT" if default is None else f"DEFAULT {default!r}")
+                + " for rows written from now on (the rows there keep their values)")
         if self.kind == StepKind.SET_TEMPORAL and self.column is not None:
             column, temporal = self.column
             return (f"mark {self.name}.{column} TEMPORAL" if temporal else
@@ -204,11 +215,16 @@ def _column_steps(before: TableRecord, after: TableRecord) -> list[Step]:
         if found is not None and found[1].upper() != declared.upper():
             steps.append(_unsupported(name, f"the column {name}.{column} changed type from "
                                       f"{found[1]} to {declared}"))
-        elif found is None and column.lower() in (c.lower() for c in after.not_null):
+        elif found is None and column.lower() in (c.lower() for c in after.not_null) \
+                and after.default(column) is None:
             steps.append(_unsupported(name, f"the new column {name}.{column} is NOT NULL "
-                                      "and has no value in the rows already there"))
+                                      "and has no value in the rows already there (give it "
+                                      "a constant DEFAULT, which they get)"))
         elif found is None:
             steps.append(Step(StepKind.ADD_COLUMN, name, table=after,
+                              column=(column, declared)))
+        elif not _same_default(before.default(column), after.default(column)):
+            steps.append(Step(StepKind.SET_DEFAULT, name, table=after,
                               column=(column, declared)))
     was = {c.lower() for c in before.temporal}
     now = {c.lower() for c in after.temporal}
@@ -216,6 +232,11 @@ def _column_steps(before: TableRecord, after: TableRecord) -> list[Step]:
                    column=(column, "TEMPORAL" if column.lower() in now else ""))
               for column, _ in after.columns if (column.lower() in now) != (column.lower() in was)]
     return steps
+
+
+def _same_default(before: object, after: object) -> bool:
+    """Do two DEFAULTs give the same value? (TRUE is no 1, 1.0 no 1: typed as written.)"""
+    return type(before) is type(after) and before == after
 
 
 def _constraint_steps(old: PlanRecord, new: PlanRecord) -> list[Step]:

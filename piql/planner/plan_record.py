@@ -20,7 +20,7 @@ from typing import Any
 
 from piql.planner.application import Plan
 from piql.planner.levels import Level
-from piql.planner.store_layout import stored_tables
+from piql.planner.store_layout import column_defaults, stored_tables
 from piql.planner.trigger_rules import TriggerDialect
 from piql.planner.fingerprint import triggers_fingerprint
 from piql.planner.triggers import compile_triggers, synchronous
@@ -36,16 +36,22 @@ class RecordError(ValueError):
 @dataclass(frozen=True)
 class TableRecord:
     """A base table: its columns with their declared types, in order, its primary key, its
-    NOT NULL columns and its TEMPORAL columns."""
+    NOT NULL columns, its TEMPORAL columns and its columns' constant DEFAULTs (column,
+    value)."""
 
     name: str
     columns: tuple[tuple[str, str], ...]
     key: tuple[str, ...]
     not_null: tuple[str, ...] = ()
     temporal: tuple[str, ...] = ()
+    defaults: tuple[tuple[str, Any], ...] = ()
 
     def column(self, name: str) -> tuple[str, str] | None:
         return next((c for c in self.columns if c[0].lower() == name.lower()), None)
+
+    def default(self, name: str) -> Any:
+        """The column's constant DEFAULT (None: none)."""
+        return next((v for c, v in self.defaults if c.lower() == name.lower()), None)
 
 
 @dataclass(frozen=True)
@@ -151,10 +157,12 @@ class PlanRecord:
                               f"version {RECORD_VERSION}")
         try:
             return PlanRecord(
-                # ``temporal`` and ``maintenance`` came later within version 1: a record
-                # without them is of a plan without TEMPORAL columns or async views
+                # ``temporal``, ``maintenance`` and ``defaults`` came later within version
+                # 1: a record without them is of a plan without TEMPORAL columns, async
+                # views or DEFAULTs
                 tables=tuple(TableRecord(t["name"], _pairs(t["columns"]), tuple(t["key"]),
-                                         tuple(t["not_null"]), tuple(t.get("temporal", ())))
+                                         tuple(t["not_null"]), tuple(t.get("temporal", ())),
+                                         _pairs(t.get("defaults", ())))
                              for t in data["tables"]),
                 indexes=tuple(IndexRecord(i["name"], i["table"], tuple(i["columns"]),
                                           i["unique"], i["purpose"]) for i in data["indexes"]),
@@ -177,7 +185,7 @@ def plan_record(plan: Plan, dialect: str | None = None) -> PlanRecord:
     stored = {t.name: t for t in stored_tables(plan)}
     tables = tuple(TableRecord(t.name, tuple(zip(t.column_names, (c.type for c in t.columns))),
                                t.primary_key, tuple(c.name for c in t.columns if not c.nullable),
-                               t.temporal_columns)
+                               t.temporal_columns, column_defaults(t.columns))
                    for t in plan.catalog.tables)
     indexes = tuple(IndexRecord(i.name, i.table, i.columns, i.unique, str(i.purpose))
                     for i in plan.indexes + plan.check_indexes)
@@ -204,14 +212,19 @@ def trigger_fingerprint(plan: Plan) -> str:
         compile_triggers(plan.catalog, synchronous(plan.ordered_views), TriggerDialect.POSTGRES))
 
 
-def _pairs(items: list) -> tuple[tuple[str, str], ...]:
+def _pairs(items: list | tuple) -> tuple[tuple[str, Any], ...]:
     return tuple((name, kind) for name, kind in items)
+
+
+# Fields written only when not empty: the record of a plan without them stays as it was
+_WHEN_GIVEN = frozenset({"defaults"})
 
 
 def _plain(value: Any) -> Any:
     """``value`` as JSON-able lists and dicts (dataclasses by field name)."""
     if hasattr(value, "__dataclass_fields__"):
-        return {name: _plain(getattr(value, name)) for name in value.__dataclass_fields__}
+        return {name: _plain(getattr(value, name)) for name in value.__dataclass_fields__
+                if name not in _WHEN_GIVEN or getattr(value, name)}
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     return value

@@ -15,7 +15,9 @@ the statements the planner compiles in step with what is installed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
+
+from piql.catalog import Column
 
 from piql.planner.compile import StoreLayout, TableLayout
 from piql.planner.naming import key_index_name
@@ -35,6 +37,8 @@ class StoredTable:
     key: tuple[str, ...]
     types: tuple[str, ...]
     nullable_key: bool = False
+    # (column, value) of a base table's columns with a constant DEFAULT (``Column.default``)
+    defaults: tuple[tuple[str, object], ...] = ()
 
     @property
     def key_index(self) -> str | None:
@@ -54,7 +58,7 @@ def stored_tables(plan: Plan) -> tuple[StoredTable, ...]:
     """Every table the plan keeps: the base tables, then the views in the order they are
     maintained (and created)."""
     found = [StoredTable(t.name, t.column_names, t.primary_key,
-                         tuple(c.type for c in t.columns))
+                         tuple(c.type for c in t.columns), defaults=column_defaults(t.columns))
              for t in plan.catalog.tables]
     for view in plan.ordered_views:
         stored = view.stored_columns
@@ -67,3 +71,8 @@ def store_layout(plan: Plan) -> StoreLayout:
     """What the compiler must know of the plan's tables (``piql.planner.compile``)."""
     return StoreLayout(tuple(TableLayout(t.name, t.columns, t.key, t.key_index, t.types)
                              for t in stored_tables(plan)))
+
+
+def column_defaults(columns: Sequence[Column]) -> tuple[tuple[str, object], ...]:
+    """(name, value) of the columns with a constant DEFAULT, in order."""
+    return tuple((c.name, c.default) for c in columns if c.default is not None)

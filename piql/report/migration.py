@@ -108,6 +108,7 @@ def base_tables(catalog: Catalog, dialect: TriggerDialect) -> list[str]:
 
 def _base_table(table: Table, dialect: TriggerDialect) -> str:
     parts = [f"{_q(c.name, dialect)} {_type(c.type, dialect)}".rstrip()
+             + sqlgen.default_clause(c.default, dialect)
              + ("" if c.nullable else " NOT NULL") for c in table.columns]
     parts.append(f"PRIMARY KEY ({_names(table.primary_key, dialect)})")
     for key in table.unique_keys:

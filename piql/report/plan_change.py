@@ -109,7 +109,10 @@ def step_sql(step: Step, plan: Plan, dialect: str) -> list[str]:
     if step.kind == StepKind.ADD_COLUMN and step.column is not None:
         column, declared = step.column
         kind = postgres_type(declared) if d == TriggerDialect.POSTGRES else declared
-        return [f"ALTER TABLE {q(step.name)} ADD COLUMN {q(column)} {kind}"]
+        return [f"ALTER TABLE {q(step.name)} ADD COLUMN {q(column)} {kind}"
+                + sqlgen.default_clause(_default(step), dialect)]
+    if step.kind == StepKind.SET_DEFAULT:
+        return set_default_sql(step, dialect)
     if step.kind == StepKind.VALIDATE_CONSTRAINT and step.constraint is not None:
         return ["-- the migration stops, naming them, if this finds keys over the limit:",
                 validation_sql(step, dialect)]
@@ -138,6 +141,26 @@ def step_sql(step: Step, plan: Plan, dialect: str) -> list[str]:
         return _build(step, plan, d)
     return ["-- the triggers of every base table are dropped and created again as "
             "`piql plan --dialect postgres` prints them"]
+
+
+def set_default_sql(step: Step, dialect: str) -> list[str]:
+    """A changed DEFAULT: ``ALTER COLUMN ... SET DEFAULT`` (or ``DROP DEFAULT``) on
+    PostgreSQL. SQLite cannot change a column's DEFAULT: piql's writes fill the new one
+    themselves, and the table's own (for other SQL writers) stays as created."""
+    assert step.column is not None
+    if dialect != TriggerDialect.POSTGRES:
+        return ["-- nothing to run: SQLite cannot change a column's DEFAULT without rebuilding "
+                "its table; piql's writes and loads fill the new one, the table's declared "
+                "DEFAULT stays as created"]
+    q = lambda name: sqlgen.identifier(name, dialect)  # noqa: E731
+    default = _default(step)
+    action = "DROP DEFAULT" if default is None else f"SET DEFAULT {sqlgen.literal(default, dialect)}"
+    return [f"ALTER TABLE {q(step.name)} ALTER COLUMN {q(step.column[0])} {action}"]
+
+
+def _default(step: Step) -> object:
+    """The constant DEFAULT of the column a step adds or changes (None: none)."""
+    return step.table.default(step.column[0]) if step.table and step.column else None
 
 
 def validation_sql(step: Step, dialect: str) -> str:

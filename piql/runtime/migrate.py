@@ -184,7 +184,11 @@ def _apply(store: Store, step: Step, plan: Plan, shapes: dict, rows: Rows) -> No
     if step.kind == StepKind.ADD_TABLE:
         store.create_table(shapes[step.name])
     elif step.kind == StepKind.ADD_COLUMN and step.column is not None:
-        _add_column(store, step.name, *step.column)
+        _add_column(store, step)
+    elif step.kind == StepKind.SET_DEFAULT:
+        for statement in plan_change.set_default_sql(step, store.dialect):
+            if not statement.startswith("--"):
+                store.sql(statement)
     elif step.kind == StepKind.VALIDATE_CONSTRAINT:
         _validate(store, step)
     elif step.kind in (StepKind.DROP_INDEX, StepKind.DROP_VIEW, StepKind.RENAME_VIEW):
@@ -255,12 +259,17 @@ def _queue(store: Store, diff: PlanDiff, shapes: dict) -> None:
                 "them with the store's plan first (`db.drain()`), then migrate")
 
 
-def _add_column(store: Store, table: str, column: str, declared: str) -> None:
+def _add_column(store: Store, step: Step) -> None:
+    """The column, with its constant DEFAULT (which the rows there get), if any."""
+    assert step.column is not None and step.table is not None
+    table, (column, declared) = step.name, step.column
+    default = step.table.default(column)
     if store.dialect == "sqlite":  # typed as the SQLite store types columns
-        store.add_column(table, column, declared)  # type: ignore[attr-defined]
+        store.add_column(table, column, declared, default)  # type: ignore[attr-defined]
         return
     q = lambda name: sqlgen.identifier(name, store.dialect)  # noqa: E731
-    store.sql(f"ALTER TABLE {q(table)} ADD COLUMN {q(column)} {postgres_type(declared)}")
+    store.sql(f"ALTER TABLE {q(table)} ADD COLUMN {q(column)} {postgres_type(declared)}"
+              + sqlgen.default_clause(default, store.dialect))
 
 
 def _epochs(store: Store, step: Step) -> None:

@@ -51,6 +51,7 @@ from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
+from piql.sqlgen import default_clause
 from piql.sql_types import POSTGRES_NAME_BYTES as NAME_BYTES
 from piql.sql_types import postgres_type as column_type, short_name
 from piql.planner.fingerprint import postgres_bookkeeping
@@ -286,7 +287,8 @@ class PostgresStore:
     def create_table(self, shape: TableShape) -> None:
         self.register(shape)
         types = shape.types or ("",) * len(shape.columns)
-        columns = [f"{_quote(c)} {column_type(t)}" for c, t in zip(shape.columns, types)]
+        columns = [f"{_quote(c)} {column_type(t)}{default_clause(shape.default(c), 'postgres')}"
+                   for c, t in zip(shape.columns, types)]
         if not shape.nullable_key:
             columns.append(f"PRIMARY KEY ({', '.join(_quote(c) for c in shape.key)})")
         self._run(f"CREATE TABLE IF NOT EXISTS {_quote(shape.name)} ({', '.join(columns)})",

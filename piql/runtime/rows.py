@@ -23,7 +23,8 @@ from piql.runtime.errors import ConstraintError, ParameterError, UnknownName
 
 
 def complete_row(table: Table, row: dict[str, Any]) -> dict[str, Any]:
-    """``row`` with every column of ``table`` (NULL where not given), each value checked."""
+    """``row`` with every column of ``table`` (its DEFAULT, else NULL, where not given),
+    each value checked."""
     given = {}
     for name, value in row.items():  # one lookup per given column
         column = table.column(name)
@@ -31,6 +32,9 @@ def complete_row(table: Table, row: dict[str, Any]) -> dict[str, Any]:
             raise UnknownName(f"table {table.name} has no column '{name}' "
                               f"(columns: {', '.join(table.column_names)})")
         given[column.name] = value
+    for column in table.columns:  # a column omitted gets its DEFAULT, as in SQL
+        if column.default is not None and column.name not in given:
+            given[column.name] = column.default
     missing = [c for c in table.primary_key if given.get(c) is None]
     if missing:
         raise ConstraintError(f"a {table.name} row needs its key column '{missing[0]}' "
@@ -39,7 +43,7 @@ def complete_row(table: Table, row: dict[str, Any]) -> dict[str, Any]:
         if not column.nullable and given.get(column.name) is None:
             # bounds rest on it: a foreign-key lookup through a NOT NULL column drops no row
             raise ConstraintError(f"{table.name}.{column.name} is NOT NULL; give it a value "
-                                  "(piql fills no DEFAULT)")
+                                  "(piql fills constant DEFAULTs only)")
         _check_value(table, column, given.get(column.name))
     return {c: given.get(c) for c in table.column_names}
 

@@ -29,6 +29,7 @@ from piql.runtime.errors import (
     DeploymentError, StoreBusy, StoreOverflow, StoreRefused, UnreadableDatabase,
 )
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, IS_NULL, Counter, TableShape, Values
+from piql.sqlgen import default_clause
 
 if TYPE_CHECKING:  # an engine's type; importing the engines would load pyarrow
     from piql.engines.base import Reader
@@ -135,7 +136,8 @@ class SQLiteStore:
     # -- schema and bookkeeping ----------------------------------------------
     def create_table(self, shape: TableShape) -> None:
         types = shape.types or ("",) * len(shape.columns)
-        columns = ", ".join(f"{_quote(c)} {_affinity(t)}".rstrip()
+        columns = ", ".join((f"{_quote(c)} {_affinity(t)}".rstrip()
+                             + default_clause(shape.default(c), "sqlite"))
                             for c, t in zip(shape.columns, types))
         key = ", ".join(_quote(c) for c in shape.key)
         if shape.key_index:
@@ -154,11 +156,12 @@ class SQLiteStore:
             f"CREATE {'UNIQUE ' if unique else ''}INDEX IF NOT EXISTS {_quote(name)} ON "
             f"{_quote(table)} ({', '.join(_part(c) for c in columns)})")
 
-    def add_column(self, table: str, column: str, declared: str) -> None:
-        """``ALTER TABLE ... ADD COLUMN`` (NULL in the rows there), typed as
-        :meth:`create_table` types columns (``piql migrate``)."""
+    def add_column(self, table: str, column: str, declared: str, default: object = None) -> None:
+        """``ALTER TABLE ... ADD COLUMN`` (its constant ``default`` in the rows there, else
+        NULL), typed as :meth:`create_table` types columns (``piql migrate``)."""
         self.connection.execute(f"ALTER TABLE {_quote(table)} ADD COLUMN "
-                                f"{_quote(column)} {_affinity(declared)}".rstrip())
+                                f"{_quote(column)} {_affinity(declared)}".rstrip()
+                                + default_clause(default, "sqlite"))
 
     def register(self, shape: TableShape) -> None:
         self.shapes[shape.name] = shape

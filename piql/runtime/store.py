@@ -93,6 +93,11 @@ class TableShape:
     key: tuple[str, ...]
     types: tuple[str, ...] = ()
     nullable_key: bool = False
+    defaults: tuple[tuple[str, object], ...] = ()  # (column, constant DEFAULT) of a base table
+
+    def default(self, column: str) -> object:
+        """The column's constant DEFAULT (None: none), as ``CREATE TABLE`` declares it."""
+        return next((v for c, v in self.defaults if c == column), None)
 
     @property
     def key_index(self) -> str | None:

@@ -353,9 +353,10 @@ def test_alter_table_columns_not_null_and_types() -> None:
         ("id", "INT", False), ("a", "INT", False), ("b", "TEXT", True), ("c", "TEXT", False),
         ("d", "BIGINT", True), ("e", "BIGINT", True)]
     assert table.unique_keys == (UniqueKey(("e",)),)
-    # The SET DEFAULT of a statement that also changes NOT NULL is noted where it is.
-    assert skipped(catalog) == [(8, "skipped ALTER TABLE ... ALTER COLUMN ... SET DEFAULT: "
-                                    "does not affect bounds")]
+    # A constant SET DEFAULT is kept (docs/language.md), beside the other actions
+    assert [(c.name, c.default) for c in table.columns if c.default is not None] == [
+        ("c", "x"), ("d", 0)]
+    assert skipped(catalog) == []
 
 
 def test_not_null_constraints_of_postgresql_18() -> None:
@@ -511,7 +512,8 @@ def test_statements_that_do_not_affect_bounds_are_skipped_with_a_note() -> None:
         (8, "skipped CREATE FUNCTION: does not affect bounds"),
         (11, "skipped ALTER TABLE ... OWNER TO: does not affect bounds"),
         (12, "skipped ALTER SEQUENCE: does not affect bounds"),
-        (13, "skipped ALTER TABLE ... ALTER COLUMN ... SET DEFAULT: does not affect bounds"),
+        (13, "skipped DEFAULT nextval('public.t_id_seq'::regclass) of t.id: piql fills "
+             "constant DEFAULTs only (a number, a string, TRUE/FALSE); writes must give the value"),
         (15, "skipped CREATE VIEW v: piql plans queries over tables, not views"),
         (16, "skipped CREATE TRIGGER: does not affect bounds"),
         (17, "skipped GRANT: does not affect bounds"),

@@ -376,8 +376,9 @@ class Mirror:
         self.connection.execute(CASE_SENSITIVE_LIKE)  # piql's LIKE (docs/language.md)
         self.connection.create_aggregate(EXACT_SUM, 1, ExactSum)
         for table in catalog.tables:
-            columns = [f"{quote(c.name)} {c.type}{'' if c.nullable else ' NOT NULL'}"
-                       for c in table.columns]
+            # a column's DEFAULT as SQL fills it, for the writes that omit the column
+            columns = [f"{quote(c.name)} {c.type}{sqlgen.default_clause(c.default, 'sqlite')}"
+                       f"{'' if c.nullable else ' NOT NULL'}" for c in table.columns]
             columns.append(f"PRIMARY KEY ({', '.join(map(quote, table.primary_key))})")
             for fk in table.foreign_keys:
                 columns.append(f"FOREIGN KEY ({', '.join(map(quote, fk.columns))}) REFERENCES "
@@ -813,7 +814,9 @@ class Session:
             sql.execute(f"INSERT INTO {quote(shape.name)} ({', '.join(map(quote, names))}) "
                         f"VALUES ({', '.join('?' for _ in names)})", [row[c] for c in names])
 
-        return self._write(("insert", table, row), shape, write, [row],
+        # the row as SQL keeps it: NULL, or the DEFAULT, in the columns it omits
+        stored = {c.name: c.default for c in shape.columns} | row
+        return self._write(("insert", table, row), shape, write, [stored],
                            lambda: [self.db.insert(table, **row)])
 
     def delete(self, table: str, key: dict[str, Any]) -> bool:

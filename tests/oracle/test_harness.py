@@ -185,3 +185,28 @@ def test_real_sums_are_exact_on_the_mirror_and_in_piql():
         session.finish()
     finally:
         session.close()
+
+
+def test_inserts_omitting_defaulted_columns_agree_with_sql_on_both_stores(store_url):
+    """Columns with a constant DEFAULT: the mirror's DDL declares it, so SQL fills it in the
+    rows written without the column, and piql must answer as that SQL does."""
+    schema = ("CREATE TABLE items (id BIGINT PRIMARY KEY, shelf BIGINT DEFAULT -1 NOT NULL, "
+              "label VARCHAR DEFAULT 'new', weight DOUBLE DEFAULT 0.5) "
+              "WITH CARDINALITY (id, 10) PER (shelf);")
+    queries = ("-- name: onShelf\nSELECT id, label FROM items WHERE shelf = <s>;\n"
+               "-- name: heavy\nSELECT COUNT(*) AS n, SUM(weight) AS w FROM items "
+               "WHERE label = <l>;\n")
+    app = OracleApp("defaults", lambda: plan_text(schema, queries))
+    session = Session(app, engine="store", partitions=2, check_every=1, store=store_url)
+    try:
+        assert session.insert("items", {"id": 1})
+        assert session.insert("items", {"id": 2, "shelf": 3, "label": None})
+        assert session.insert("items", {"id": 3, "weight": 2.0})
+        assert session.mirror.rows("items") == [(1, -1, "new", 0.5), (2, 3, None, 0.5),
+                                                (3, -1, "new", 2.0)]
+        for shelf in (-1, 3):
+            session.assert_query(session.plan.query("onShelf"), {"s": shelf})
+        session.assert_query(session.plan.query("heavy"), {"l": "new"})
+        session.finish()
+    finally:
+        session.close()

@@ -141,3 +141,20 @@ def test_a_primary_key_changed_cannot_migrate_and_says_why():
     [step] = plan_diff(record(MINE, BOOKMARKS), record(MINE, rekeyed)).unsupported
     assert step.reason == ("the primary key of bookmarks changed from (userId, url) to "
                            "(url, userId)")
+
+
+def test_a_column_added_with_a_default_carries_it_and_may_be_not_null():
+    defaulted = SCHEMA.replace("name VARCHAR", "name VARCHAR, email VARCHAR NOT NULL DEFAULT 'none'")
+    [step] = plan_diff(record(MINE), record(MINE, defaulted)).steps
+    assert (step.kind, step.column) == (StepKind.ADD_COLUMN, ("email", "VARCHAR"))
+    assert step.table.default("email") == "none"
+    assert "DEFAULT 'none' (in existing rows too)" in step.describe()
+
+
+def test_a_changed_default_is_a_step_and_an_unsupported_one_is_none():
+    one = SCHEMA.replace("name VARCHAR", "name VARCHAR DEFAULT 'a'")
+    other = SCHEMA.replace("name VARCHAR", "name VARCHAR DEFAULT 'b'")
+    assert kinds(record(MINE, one), record(MINE, other)) == [(StepKind.SET_DEFAULT, "users")]
+    assert kinds(record(MINE, one), record(MINE)) == [(StepKind.SET_DEFAULT, "users")]
+    skipped = SCHEMA.replace("name VARCHAR", "name VARCHAR DEFAULT current_user")
+    assert plan_diff(record(MINE), record(MINE, skipped)).empty

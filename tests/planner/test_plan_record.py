@@ -63,3 +63,20 @@ def test_a_record_written_before_temporal_and_maintenance_were_kept_still_reads(
     older = PlanRecord.from_json(json.dumps(data))
     assert older.tables[0].temporal == () and older.views[0].maintenance == "sync"
     assert PlanRecord.from_json(record.to_json()) == record
+
+
+def test_a_schema_without_constant_defaults_keeps_its_record_and_fingerprint():
+    from piql.planner.fingerprint import plan_fingerprint
+    plain = piql.loads(SCHEMA, QUERIES).plan
+    # a DEFAULT piql does not fill (an expression) changes nothing of what a store records
+    skipped = piql.loads(SCHEMA.replace("savedAt BIGINT", "savedAt BIGINT DEFAULT now()"),
+                         QUERIES).plan
+    assert plan_record(skipped).to_json() == plan_record(plain).to_json()
+    assert plan_fingerprint(skipped) == plan_fingerprint(plain)
+    assert '"defaults"' not in plan_record(plain).to_json()
+    defaulted = piql.loads(SCHEMA.replace("savedAt BIGINT", "savedAt BIGINT DEFAULT 0"),
+                           QUERIES).plan
+    assert plan_fingerprint(defaulted) != plan_fingerprint(plain)
+    record = plan_record(defaulted)
+    assert record.tables[0].defaults == (("savedAt", 0),)
+    assert PlanRecord.from_json(record.to_json()) == record

@@ -438,3 +438,23 @@ def test_piql_deploy_adopts_a_postgres_database_built_from_the_migration(capsys,
                        "-- name: one\nSELECT x FROM Documents WHERE docId = <d>")
     with pytest.raises(PiqlError, match="different plan"):
         other.deploy(url, engine="store")
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgres"])
+def test_piql_plan_declares_constant_defaults_and_sqlite_fills_them(tmp_path, capsys, dialect):
+    schema = tmp_path / "schema.sql"
+    schema.write_text("CREATE TABLE items (id BIGINT PRIMARY KEY, qty BIGINT DEFAULT -1 NOT NULL, "
+                      "label VARCHAR DEFAULT 'it''s', ok BOOLEAN DEFAULT TRUE, "
+                      "at BIGINT DEFAULT now());\n")
+    queries = tmp_path / "queries.sql"
+    queries.write_text("-- name: one\nSELECT qty FROM items WHERE id = <id>;\n")
+    assert main(["plan", "--dialect", dialect, str(schema), str(queries)]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "DEFAULT -1 NOT NULL" in out and "DEFAULT 'it''s'" in out and "DEFAULT 1" in out
+    assert "now()" not in out
+    if dialect == "sqlite":  # the DDL runs, and SQLite fills the defaults
+        connection = sqlite3.connect(":memory:")
+        connection.executescript(out)
+        connection.execute("INSERT INTO items (id) VALUES (1)")
+        assert connection.execute("SELECT qty, label, ok, at FROM items").fetchall() == [
+            (-1, "it's", 1, None)]
