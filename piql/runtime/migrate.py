@@ -148,8 +148,8 @@ def apply(store: Store, migration: Migration, rows: Rows | None = None,
         store.register(shapes[table.name])
     for attempt in range(1, LOCK_ATTEMPTS + 1):
         try:
-            with store.transaction():
-                _lock_tables(store, migration.recorded)
+            with store.transaction(tables_first=_writes_stopped(store, migration.recorded),
+                                   wait=LOCK_WAIT):
                 _in_use(store, diff, force)
                 _change_schema(store)
                 _queue(store, diff, shapes)
@@ -165,19 +165,16 @@ def apply(store: Store, migration: Migration, rows: Rows | None = None,
     return diff.steps
 
 
-def _lock_tables(store: Store, recorded: PlanRecord) -> None:
-    """On PostgreSQL, stop writes to the base tables for the migration (reads go on): a
-    plain SQL writer holds its table's lock while its trigger waits for piql's write lock,
-    which the migration holds, so the migration waits at most ``LOCK_WAIT`` for them and
-    then starts again (StoreBusy) after they commit, rather than deadlocking. Once it holds
-    the tables, no trigger of the old plan runs until it commits; then the new plan's."""
-    if store.dialect != "postgres" or not recorded.tables:
-        return
-    (wait,), = store.sql("SELECT current_setting('lock_timeout')")
-    store.sql("SELECT set_config('lock_timeout', %(wait)s, true)", {"wait": LOCK_WAIT})
-    store.sql("LOCK TABLE " + ", ".join(sqlgen.identifier(t.name, store.dialect)
-                                        for t in recorded.tables) + " IN SHARE ROW EXCLUSIVE MODE")
-    store.sql("SELECT set_config('lock_timeout', %(wait)s, true)", {"wait": wait})
+def _writes_stopped(store: Store, recorded: PlanRecord) -> tuple[str, ...]:
+    """On PostgreSQL, the base tables whose writes stop for the migration (reads go on),
+    locked before piql's write lock: an insert sent alone (and a plain SQL writer) holds its
+    table while its trigger waits for the write lock, so the migration waits at most
+    ``LOCK_WAIT`` for the tables and then starts again (StoreBusy) rather than deadlocking.
+    Once it holds them, no trigger of the old plan runs until it commits; then the new
+    plan's."""
+    if store.dialect != "postgres":
+        return ()
+    return tuple(t.name for t in recorded.tables)
 
 
 def _apply(store: Store, step: Step, plan: Plan, shapes: dict, rows: Rows) -> None:

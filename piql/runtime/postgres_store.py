@@ -51,7 +51,7 @@ from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from piql.sqlgen import default_clause
+from piql.sqlgen import default_clause, literal
 from piql.sql_types import POSTGRES_NAME_BYTES as NAME_BYTES
 from piql.sql_types import postgres_type as column_type, short_name
 from piql.planner.fingerprint import postgres_bookkeeping
@@ -364,13 +364,23 @@ class PostgresStore:
 
     # -- transactions --------------------------------------------------------
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, tables_first: Sequence[str] = (), wait: str = "") -> Iterator[None]:
         """A write transaction on a connection of its own: takes piql's write lock now
         (other writers wait for it, up to ``busy_timeout``; then StoreBusy), commits at the
-        end of the block, rolls back if it raises. Inside one, a nested call joins it."""
+        end of the block, rolls back if it raises. Inside one, a nested call joins it.
+
+        ``tables_first`` (a migration's base tables) are locked against writes before the
+        write lock, waiting at most ``wait`` for each lock (then StoreBusy): an insert sent
+        alone holds its table while its trigger waits for the write lock, so taking the
+        locks in the other order would wait on it while it waits on the migration."""
         if getattr(self._local, "connection", None) is not None:
             yield
             return
+        lock = self._lock_key()
+        if tables_first:
+            lock = (f"SET LOCAL lock_timeout = {literal(wait, 'postgres')}; LOCK TABLE "
+                    + ", ".join(_quote(t) for t in tables_first)
+                    + f" IN SHARE ROW EXCLUSIVE MODE; {lock}; RESET lock_timeout")
         try:
             with self.pool.connection() as connection:
                 self._local.connection, self._local.writing = connection, True
@@ -379,7 +389,7 @@ class PostgresStore:
                     # another (statements without parameters go as one simple query): a
                     # point write is a few round trips, each counts
                     try:
-                        connection.execute(f"BEGIN; {self._lock_key()}", prepare=False)
+                        connection.execute(f"BEGIN; {lock}", prepare=False)
                         yield
                     except BaseException:
                         if not connection.broken and connection.info.transaction_status != \

@@ -201,10 +201,11 @@ class SQLiteStore:
 
     # -- transactions --------------------------------------------------------
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, tables_first: Sequence[str] = (), wait: str = "") -> Iterator[None]:
         """A write transaction: takes the store's write lock now (other writers wait for it,
         up to ``busy_timeout``; then StoreBusy); a constraint of SQLite's own refusing a
-        write is StoreRefused."""
+        write is StoreRefused. ``tables_first`` and ``wait`` are PostgreSQL's: SQLite's
+        write lock holds the whole database already."""
         self._begin("BEGIN IMMEDIATE")
         try:
             yield

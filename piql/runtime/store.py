@@ -153,9 +153,11 @@ class Store(Protocol):
         refused."""
 
     # -- transactions ----------------------------------------------------------------------
-    def transaction(self) -> AbstractContextManager[None]:
+    def transaction(self, tables_first: Sequence[str] = (),
+                    wait: str = "") -> AbstractContextManager[None]:
         """A write transaction: takes the write lock now, commits at the end of the block,
-        rolls back if it raises."""
+        rolls back if it raises. ``tables_first``: tables to lock against writes before the
+        write lock, waiting at most ``wait`` (a migration's, on PostgreSQL)."""
 
     def snapshot(self) -> AbstractContextManager[None]:
         """A read transaction: every read in the block sees the state of its first read."""
