@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -60,13 +61,43 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
     # the Python of its environment
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_PYTHON", defaults["spark.pyspark.python"])
+    configured = defaults | settings
+    _launch_quietly(configured)
     builder = SparkSession.builder.master(master).appName("piql")
-    for key, value in (defaults | settings).items():
+    for key, value in configured.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     _SESSIONS[found] = session
     return session
+
+
+def log_file() -> Path:
+    """Where the JVM's own output goes (its start-up notices, Spark's error logs): a file,
+    so that a piql command prints nothing but its own lines; errors still reach Python as
+    exceptions."""
+    return Path(tempfile.gettempdir()) / f"piql-spark-{os.getpid()}.log"
+
+
+def _launch_quietly(settings: Mapping[str, str]) -> None:
+    """Start the JVM once per process with its standard output and error in
+    :func:`log_file` (PySpark would let it write to the terminal)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+    with open(log_file(), "ab") as log:  # the JVM keeps its own descriptor
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+def stop_sessions() -> None:
+    """Stop every Spark session this process started (the next use starts a new one)."""
+    for session in _SESSIONS.values():
+        session.stop()
+    _SESSIONS.clear()
 
 
 def _spark_type(arrow_type):
@@ -90,11 +121,6 @@ class SparkEngine(Engine):
         self.master = master
         self.session = spark_session(master, conf)
 
-    @property
-    def local(self) -> bool:
-        """Do the executors run on this machine (``local``, ``local[n]``,
-        ``local-cluster[...]``)? Only then may they open a SQLite file."""
-        return self.master.startswith("local")
 
     def register(self, data: TableData) -> None:
         frame = self.session.createDataFrame(data.arrow())

@@ -661,17 +661,19 @@ class PostgresStore:
 
     def replace_from(self, table: str, staged: str) -> int:
         """Replace every row of ``table`` by the rows tasks wrote into the staging table
-        ``staged`` (:meth:`PostgresTables.create_stage`), inside the server: no row passes
-        through this process. How many rows."""
+        ``staged`` (:meth:`PostgresTables.create_stage`) and drop it, inside the server
+        and this transaction: no row passes through this process. How many rows."""
         columns = ", ".join(_quote(c) for c in self.shapes[table].columns)
         self._run(f"DELETE FROM {_quote(table)}", prepare=False)
         with self._connection() as connection:
             try:
-                return connection.execute(
+                count = connection.execute(
                     f"INSERT INTO {_quote(table)} ({columns}) SELECT {columns} FROM "
                     f"{_quote(staged)}", prepare=False).rowcount
+                connection.execute(f"DROP TABLE {_quote(staged)}", prepare=False)
             except psycopg.Error as err:
                 raise self.refused(err) from None
+        return count
 
     def reader(self):
         """A reader opening a connection of its own per call, for an engine's tasks. It is
@@ -709,6 +711,10 @@ class PostgresTables:
 
     def __init__(self, url: str) -> None:
         self.url = url
+
+    @property
+    def location(self) -> str:
+        return self.url
 
     def _connect(self, autocommit: bool) -> psycopg.Connection:
         connection = psycopg.connect(self.url, autocommit=autocommit)

@@ -30,7 +30,8 @@ import json
 import os
 import socket
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from itertools import islice
+from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -86,7 +87,7 @@ _ARROW = {LongType(): pa.int64(), DoubleType(): pa.float64(), BooleanType(): pa.
 
 
 def _convert(kind: DataType):
-    """The value as Arrow takes it for ``kind`` (stores keep booleans as 0/1, SQLite may
+    """The value as Spark takes it for ``kind`` (stores keep booleans as 0/1, SQLite may
     hold an integer in a REAL column)."""
     if kind == BooleanType():
         return lambda v: None if v is None else bool(v)
@@ -97,14 +98,20 @@ def _convert(kind: DataType):
     return lambda v: v
 
 
+def converter(schema: StructType):
+    """A function making a row's values what ``schema``'s types take."""
+    converts = [_convert(f.dataType) for f in schema.fields]
+    return lambda row: tuple(convert(v) for convert, v in zip(converts, row))
+
+
 def record_batch(rows: Sequence[tuple], schema: StructType) -> pa.RecordBatch:
     """Rows as an Arrow record batch of ``schema``."""
     arrow = pa.schema([pa.field(f.name, _ARROW.get(f.dataType, pa.string())) for f in schema])
-    arrays = []
-    for i, (field, target) in enumerate(zip(schema.fields, arrow)):
-        convert = _convert(field.dataType)
-        arrays.append(pa.array([convert(row[i]) for row in rows], type=target.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=arrow)
+    convert = converter(schema)
+    columns = list(zip(*map(convert, rows))) or [() for _ in arrow]
+    return pa.RecordBatch.from_arrays(
+        [pa.array(list(values), type=field.type) for values, field in zip(columns, arrow)],
+        schema=arrow)
 
 
 @dataclass(frozen=True)
@@ -118,12 +125,18 @@ class TaskWrite(WriterCommitMessage):
 
 
 def write_task(tables: Tables, table: str, columns: Sequence[str],
-               batches: Iterator[pa.RecordBatch], task: int | None) -> TaskWrite:
-    """Write one task's record batches into ``table`` (a staging table when ``task`` is
+               batches: Iterable[Sequence[tuple]], task: int | None) -> TaskWrite:
+    """Write one task's batches of rows into ``table`` (a staging table when ``task`` is
     given): the task's report."""
-    rows = tables.write(table, columns, (list(zip(*(c.to_pylist() for c in batch.columns)))
-                                         for batch in batches if batch.num_rows), task)
+    rows = tables.write(table, columns, batches, task)
     return TaskWrite(-1 if task is None else task, rows, os.getpid(), socket.gethostname())
+
+
+def batches_of(rows: Iterable[tuple], size: int = BATCH_ROWS) -> Iterator[list[tuple]]:
+    """``rows`` in lists of at most ``size``."""
+    iterator = iter(rows)
+    while batch := list(islice(iterator, size)):
+        yield batch
 
 
 class PiqlDataSource(DataSource):
@@ -192,7 +205,9 @@ class PiqlWriter(DataSourceArrowWriter):
         self.tables, self.table, self.columns = tables, table, schema.fieldNames()
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskWrite:
-        return write_task(self.tables, self.table, self.columns, iterator, None)
+        rows = (list(zip(*(c.to_pylist() for c in batch.columns)))
+                for batch in iterator if batch.num_rows)
+        return write_task(self.tables, self.table, self.columns, rows, None)
 
 
 def register(session: Any) -> None:

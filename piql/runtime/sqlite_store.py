@@ -455,15 +455,20 @@ class SQLiteStore:
     def replace_from(self, table: str, staged: str) -> int:
         """Replace every row of ``table`` by the rows tasks wrote into ``staged`` (a file
         of its own beside the store, :meth:`SQLiteTables.create_stage`: this connection may
-        hold the write lock, which tasks would wait for), copied batch by batch."""
+        hold the write lock, which tasks would wait for), copied batch by batch; the file
+        is removed."""
         columns = self.shapes[table].columns
         self.connection.execute(f"DELETE FROM {_quote(table)}")
         insert = (f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in columns)}) "
                   f"VALUES ({', '.join('?' for _ in columns)})")
         count = 0
-        for batch in SQLiteTables(self.path).staged_rows(staged, columns):
-            self.connection.executemany(insert, batch)
-            count += len(batch)
+        tables = SQLiteTables(self.path)
+        try:
+            for batch in tables.staged_rows(staged, columns):
+                self.connection.executemany(insert, batch)
+                count += len(batch)
+        finally:
+            tables.drop(staged)
         return count
 
     def reader(self) -> Reader | None:
@@ -500,6 +505,10 @@ class SQLiteTables:
         self.path = str(Path(path).resolve())
         # tasks writing one staging file take turns: wait for each other, generously
         self.busy_timeout = max(busy_timeout, 600.0)
+
+    @property
+    def location(self) -> str:
+        return self.path
 
     def stage_file(self, name: str) -> str:
         return f"{self.path}.{name}"

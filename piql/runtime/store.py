@@ -255,7 +255,8 @@ class Store(Protocol):
         None (a store without exported snapshots: each task reads the latest commit)."""
 
     def replace_from(self, table: str, staged: str) -> int:
-        """Replace every row of ``table`` by those tasks wrote into ``staged``; how many."""
+        """Replace every row of ``table`` by those tasks wrote into ``staged``, and drop
+        ``staged`` (in this transaction where the store can); how many."""
 
     def close(self) -> None:
         """Release the store's connections."""
@@ -266,6 +267,7 @@ class Tables(Protocol):
     a connection of its own, in bounded batches. Picklable: a task gets a copy."""
 
     local_only: bool  # only processes on this machine can open the store (a SQLite file)
+    location: str  # what a task opens: a URI with its password, or a file's absolute path
 
     def columns(self, table: str) -> list[tuple[str, str]]:
         """(column, declared type) of ``table``, in order."""

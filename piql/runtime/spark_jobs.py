@@ -1,0 +1,177 @@
+"""View builds, repairs and checks on Spark, with the data moving between the store and
+the executors only.
+
+The tables a view reads are read by Spark's tasks through the ``piql`` data source
+(``runtime.spark_source``), in the snapshot of the driver's transaction on PostgreSQL;
+Spark computes the view (its definition rendered for Spark by sqlglot) and its rows as
+the store keeps them (partition, ``_all``) in the executors; the tasks write them into a
+staging table, and the driver swaps it in (``Store.replace_from``) inside its transaction.
+A check compares the recomputed view with the stored one in Spark (group and count on
+both sides, a full outer join) and returns only the differences. The driver holds task
+descriptors, counts and differences, never a table's rows.
+"""
+from __future__ import annotations
+
+import functools
+import operator
+import secrets
+from typing import Any, Iterator
+
+from pyspark.sql import DataFrame, functions as F
+from pyspark.sql.types import StructType
+
+from piql import sqlgen
+from piql.engines.spark_engine import EngineError, SparkEngine
+from piql.planner.views import ViewDef
+from piql.runtime.check import differences, empty_group, stored_values
+from piql.runtime.engine_bridge import tables_read
+from piql.runtime.epochs import EpochWindow
+from piql.runtime.partitions import partition_of
+from piql.runtime.spark_source import (
+    TaskWrite, batches_of, converter, read_options, register, spark_schema, write_task,
+)
+from piql.runtime.store import Store, Tables
+
+STAGE_PREFIX = "_piql_stage_"
+
+
+def require_reachable(store: Store, master: str) -> None:
+    """A clear error when the executors of ``master`` cannot open ``store``: a SQLite file
+    is on this machine only, so only a local master (``local[*]``, ``local-cluster[...]``)
+    may read or write it."""
+    tables = store.tables()
+    if tables is not None and tables.local_only and not master.startswith("local"):
+        raise EngineError(f"the store {store.location} is a SQLite file, which only a local "
+                          f"Spark master (local[*], local-cluster[...]) can read; {master} "
+                          "runs executors on other machines: serve from PostgreSQL "
+                          "(deploy('postgresql://...')) or use a local master")
+
+
+class SparkJobs:
+    """Builds, repairs and checks of one deployment's views on one Spark session."""
+
+    def __init__(self, engine: SparkEngine, store: Store, tables: Tables,
+                 epoch_windows: dict[str, list[EpochWindow]], partitions: int | None = None):
+        require_reachable(store, engine.master)
+        self.session = engine.session
+        self.store, self.tables, self.epoch_windows = store, tables, epoch_windows
+        # one read task per core by default
+        self.partitions = partitions or max(2, self.session.sparkContext.defaultParallelism)
+        register(self.session)
+        self.last_writes: list[TaskWrite] = []  # the latest write's task reports
+
+    # -- reading ------------------------------------------------------------------------
+    def read(self, name: str, snapshot: str | None) -> DataFrame:
+        """A table or view of the store, read by :attr:`partitions` tasks."""
+        shape = self.store.shapes[name]
+        options = read_options(self.tables.location, name, shape.columns, self._types(name),
+                               shape.key, self.partitions, snapshot)
+        return self.session.read.format("piql").options(**options).load()
+
+    def _types(self, name: str) -> tuple[str, ...]:
+        shape = self.store.shapes[name]
+        if shape.types:
+            return shape.types
+        declared = dict(self.tables.columns(name))
+        return tuple(declared.get(c, "") for c in shape.columns)
+
+    def view_frame(self, view: ViewDef, snapshot: str | None) -> DataFrame:
+        """``view`` recomputed from the base tables, as the store keeps its rows."""
+        for name in dict.fromkeys(tables_read(view.definition)):
+            self.read(name, snapshot).createOrReplaceTempView(sqlgen.identifier(name, "spark"))
+        result = self.session.sql(sqlgen.block_sql(view.definition, "spark"))
+        columns = self.store.shapes[view.name].columns
+        schema = spark_schema(columns, self._types(view.name))
+        names = tuple(i.name for i in view.definition.select)
+        stored = result.rdd.mapPartitions(functools.partial(_stored_rows, view, names, schema))
+        return self.session.createDataFrame(stored, schema)
+
+    # -- writing ------------------------------------------------------------------------
+    def write(self, frame: DataFrame, table: str) -> int:
+        """Replace ``table``'s rows by ``frame``'s: the tasks write a staging table, the
+        driver swaps it in (inside its transaction). How many rows."""
+        stage = f"{STAGE_PREFIX}{secrets.token_hex(8)}"
+        columns = tuple(frame.columns)
+        self.tables.create_stage(stage, table, columns)
+        try:
+            self.last_writes = frame.rdd.mapPartitionsWithIndex(
+                functools.partial(_write_rows, self.tables, stage, columns)).collect()
+        except BaseException:
+            self.tables.drop(stage)
+            raise
+        # swapped and dropped in the driver's transaction (another connection's DROP
+        # would wait for the transaction, which waits for it)
+        return self.store.replace_from(table, stage)
+
+    def rebuild(self, view: ViewDef) -> int:
+        """Recompute ``view`` and replace its rows; the epochs of the time windows it feeds
+        are marked for the next refresh. How many rows."""
+        frame = self.view_frame(view, self.store.export_snapshot())
+        written = self.write(frame, view.name)
+        self._mark_epochs(view, frame)
+        return written
+
+    def _mark_epochs(self, view: ViewDef, frame: DataFrame) -> None:
+        for window in self.epoch_windows.get(view.name, []):
+            column = F.col(_quoted(window.column))
+            # SQL's epoch (sqlvalues.epoch): Spark's % truncates, as SQL's does
+            epochs = frame.select((column - column % F.lit(int(window.width))).alias("e")) \
+                .where("e IS NOT NULL").distinct().collect()
+            self.store.mark_epochs((window.view, row.e) for row in epochs)
+
+    # -- checking -----------------------------------------------------------------------
+    def differences(self, view: ViewDef) -> tuple[tuple, tuple]:
+        """The rows the recomputed ``view`` has and the store lacks, and those the store
+        has too many (``check.differences``: REAL values compare within 1e-12)."""
+        snapshot = self.store.export_snapshot()
+        missing, extra = diff(self.view_frame(view, snapshot), self.read(view.name, snapshot))
+        return differences(missing, extra)
+
+
+def diff(expected: DataFrame, actual: DataFrame) -> tuple[list[tuple], list[tuple]]:
+    """The rows of ``expected`` that ``actual`` lacks and those it has too many, as
+    multisets (two frames of the same schema): counted per distinct row on both sides and
+    joined in Spark; only the differences reach the driver."""
+    names = [f"c{i}" for i in range(len(expected.columns))]
+    want = expected.toDF(*names).groupBy(*names).count().withColumnRenamed("count", "want")
+    have = actual.toDF(*names).groupBy(*names).count().withColumnRenamed("count", "have")
+    w, h = want.alias("w"), have.alias("h")
+    same = functools.reduce(operator.and_, [F.col(f"w.{c}").eqNullSafe(F.col(f"h.{c}"))
+                                            for c in names])
+    rows = w.join(h, same, "full_outer").select(
+        *[F.coalesce(F.col(f"w.{c}"), F.col(f"h.{c}")).alias(c) for c in names],
+        F.coalesce(F.col("w.want"), F.lit(0)).alias("want"),
+        F.coalesce(F.col("h.have"), F.lit(0)).alias("have"),
+    ).where("want <> have").collect()
+    missing: list[tuple] = []
+    extra: list[tuple] = []
+    for row in rows:
+        values = tuple(row[c] for c in names)
+        if row.want > row.have:
+            missing += [values] * (row.want - row.have)
+        else:
+            extra += [values] * (row.have - row.want)
+    return missing, extra
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+# -- in the executors ----------------------------------------------------------------------
+def _stored_rows(view: ViewDef, names: tuple[str, ...], schema: StructType,
+                 rows: Iterator[tuple]) -> Iterator[tuple]:
+    """The definition's rows as the store keeps them (``check.stored_rows``, in a task)."""
+    columns = schema.fieldNames()
+    convert = converter(schema)
+    for row in rows:
+        values: dict[str, Any] = dict(zip(names, row))
+        if not empty_group(view, values):
+            stored = stored_values(view, values, partition_of)
+            yield convert(stored[c] for c in columns)
+
+
+def _write_rows(tables: Tables, stage: str, columns: tuple[str, ...], task: int,
+                rows: Iterator[tuple]) -> Iterator[TaskWrite]:
+    """One task's rows into the staging table, batch by batch; its report to the driver."""
+    yield write_task(tables, stage, columns, batches_of(tuple(row) for row in rows), task)
