@@ -6,14 +6,13 @@ The tables a view reads are read by Spark's tasks through the ``piql`` data sour
 Spark computes the view (its definition rendered for Spark by sqlglot) and its rows as
 the store keeps them (partition, ``_all``) in the executors; the tasks write them into a
 staging table, and the driver swaps it in (``Store.replace_from``) inside its transaction.
-A check compares the recomputed view with the stored one in Spark (group and count on
-both sides, a full outer join) and returns only the differences. The driver holds task
+A check compares the recomputed view with the stored one in Spark (each distinct row's
+count on both sides, :func:`diff`) and returns only the differences. The driver holds task
 descriptors, counts and differences, never a table's rows.
 """
 from __future__ import annotations
 
 import functools
-import operator
 import secrets
 from typing import Any, Iterator
 
@@ -130,27 +129,23 @@ class SparkJobs:
 
 def diff(expected: DataFrame, actual: DataFrame) -> tuple[list[tuple], list[tuple]]:
     """The rows of ``expected`` that ``actual`` lacks and those it has too many, as
-    multisets (two frames of the same schema): counted per distinct row on both sides and
-    joined in Spark; only the differences reach the driver."""
+    multisets (two frames of the same schema), computed in Spark: each distinct row's
+    count on one side less its count on the other (one shuffle: the union of both sides,
+    +1 and -1 per row, grouped by every column, which compares NULL with NULL as a full
+    outer join on ``<=>`` would); only the rows whose counts differ reach the driver."""
     names = [f"c{i}" for i in range(len(expected.columns))]
-    want = expected.toDF(*names).groupBy(*names).count().withColumnRenamed("count", "want")
-    have = actual.toDF(*names).groupBy(*names).count().withColumnRenamed("count", "have")
-    w, h = want.alias("w"), have.alias("h")
-    same = functools.reduce(operator.and_, [F.col(f"w.{c}").eqNullSafe(F.col(f"h.{c}"))
-                                            for c in names])
-    rows = w.join(h, same, "full_outer").select(
-        *[F.coalesce(F.col(f"w.{c}"), F.col(f"h.{c}")).alias(c) for c in names],
-        F.coalesce(F.col("w.want"), F.lit(0)).alias("want"),
-        F.coalesce(F.col("h.have"), F.lit(0)).alias("have"),
-    ).where("want <> have").collect()
+    sides = expected.toDF(*names).withColumn("side", F.lit(1)).unionByName(
+        actual.toDF(*names).withColumn("side", F.lit(-1)))
+    rows = sides.groupBy(*names).agg(F.sum("side").alias("surplus")) \
+        .where("surplus <> 0").collect()
     missing: list[tuple] = []
     extra: list[tuple] = []
     for row in rows:
         values = tuple(row[c] for c in names)
-        if row.want > row.have:
-            missing += [values] * (row.want - row.have)
+        if row.surplus > 0:
+            missing += [values] * row.surplus
         else:
-            extra += [values] * (row.have - row.want)
+            extra += [values] * -row.surplus
     return missing, extra
 
 

@@ -19,7 +19,8 @@ on SQLite), ``batch_rows`` rows at a time, as Arrow record batches. Options:
 Writing: ``frame.write.format("piql").option("store", uri).option("table", name)
 .mode("append").save()`` inserts the frame's rows (columns by name) from its tasks, each
 task in one transaction (COPY on PostgreSQL, executemany on SQLite). piql's own jobs
-write through :func:`write_partitions` instead, which also reports each task's count.
+(``runtime.spark_jobs.SparkJobs.write``) write through :func:`write_task` into a staging
+table, and get each task's :class:`TaskWrite` report back.
 
 Register the source once per session with :func:`register` (piql's Spark engine does).
 Executors need piql and the store's driver (psycopg) installed: see docs/engines.md.
