@@ -32,7 +32,7 @@ from piql.runtime.engine_bridge import view_rows
 from piql.runtime.epochs import epoch_windows, mark_epochs
 from piql.runtime.errors import (
     BoundExceeded, ConstraintError, DeploymentClosed, DeploymentError, ParameterError,
-    StoreOverflow, StoreRefused, UnboundedQuery, UnknownName,
+    StoreOverflow, StoreRefused, UnboundedQuery, UnknownName, sum_overflow,
 )
 from piql.runtime.evaluate import finish, row_limit
 from piql.runtime.executor import execute
@@ -227,8 +227,7 @@ class Deployment:
         except StoreOverflow:
             rows = None
         if rows is None or not all(map(sqlvalues.fits, (v for row in rows for v in row))):
-            raise ConstraintError(f"a SUM of {view.name} leaves the store's integer range "
-                                  "(-2**63 .. 2**63-1), where SQL's SUM overflows too")
+            raise sum_overflow(view.name)
         return rows
 
     def _rebuild(self, view: ViewDef, in_tasks: bool = False) -> None:

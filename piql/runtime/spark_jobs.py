@@ -13,6 +13,7 @@ descriptors, counts and differences, never a table's rows.
 from __future__ import annotations
 
 import functools
+from contextlib import contextmanager
 import secrets
 from typing import Any, Iterator
 
@@ -25,6 +26,7 @@ from piql.planner.views import ViewDef
 from piql.runtime.check import differences, empty_group, stored_values
 from piql.runtime.engine_bridge import tables_read
 from piql.runtime.epochs import EpochWindow
+from piql.runtime.errors import sum_overflow
 from piql.runtime.partitions import partition_of
 from piql.runtime.spark_source import (
     TaskWrite, batches_of, converter, read_options, register, spark_schema, write_task,
@@ -106,7 +108,8 @@ class SparkJobs:
         """Recompute ``view`` and replace its rows; the epochs of the time windows it feeds
         are marked for the next refresh. How many rows."""
         frame = self.view_frame(view, self.store.export_snapshot())
-        written = self.write(frame, view.name)
+        with _sql_overflow(view):
+            written = self.write(frame, view.name)
         self._mark_epochs(view, frame)
         return written
 
@@ -123,8 +126,20 @@ class SparkJobs:
         """The rows the recomputed ``view`` has and the store lacks, and those the store
         has too many (``check.differences``: REAL values compare within 1e-12)."""
         snapshot = self.store.export_snapshot()
-        missing, extra = diff(self.view_frame(view, snapshot), self.read(view.name, snapshot))
+        with _sql_overflow(view):
+            missing, extra = diff(self.view_frame(view, snapshot), self.read(view.name, snapshot))
         return differences(missing, extra)
+
+
+@contextmanager
+def _sql_overflow(view: ViewDef) -> Iterator[None]:
+    """Spark's ANSI overflow of a SUM (an error, as SQL's) as piql's ConstraintError."""
+    try:
+        yield
+    except Exception as err:  # Py4J's or PySpark's, depending on the call
+        if "ARITHMETIC_OVERFLOW" in str(err):
+            raise sum_overflow(view.name) from None
+        raise
 
 
 def diff(expected: DataFrame, actual: DataFrame) -> tuple[list[tuple], list[tuple]]:
