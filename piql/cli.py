@@ -338,7 +338,7 @@ def _migrate(args: argparse.Namespace) -> int:
     timeout = DEFAULT_BUSY_TIMEOUT if args.busy_timeout is None else args.busy_timeout
     migration = migrate(args.db, plan, dry_run=args.dry_run, force=args.force,
                         engine=args.engine, spark_master=args.spark_master,
-                        busy_timeout=timeout)
+                        busy_timeout=timeout, spark_conf=_spark_conf(args))
     if args.dry_run:
         sys.stdout.write(migration.dry_run())
         return EXIT_UNBOUNDED if migration.diff.unsupported or migration.diff.unbounded \

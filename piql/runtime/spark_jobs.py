@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from contextlib import contextmanager
 import secrets
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.types import StructType
@@ -88,38 +88,33 @@ class SparkJobs:
         return self.session.createDataFrame(stored, schema)
 
     # -- writing ------------------------------------------------------------------------
-    def write(self, frame: DataFrame, table: str) -> int:
+    def write(self, frame: DataFrame, table: str,
+              windows: Sequence[EpochWindow] = ()) -> tuple[int, set[tuple[str, int]]]:
         """Replace ``table``'s rows by ``frame``'s: the tasks write a staging table, the
-        driver swaps it in (inside its transaction). How many rows."""
+        driver swaps it in (inside its transaction). How many rows, and the epochs of
+        ``windows`` they fall in (each task reports its own, as it writes)."""
         stage = f"{STAGE_PREFIX}{secrets.token_hex(8)}"
         columns = tuple(frame.columns)
         self.tables.create_stage(stage, table, columns)
         try:
-            self.last_writes = frame.rdd.mapPartitionsWithIndex(
-                functools.partial(_write_rows, self.tables, stage, columns)).collect()
+            done = frame.rdd.mapPartitionsWithIndex(functools.partial(
+                _write_rows, self.tables, stage, columns, tuple(windows))).collect()
         except BaseException:
             self.tables.drop(stage)
             raise
+        self.last_writes = [report for report, _ in done]
         # swapped and dropped in the driver's transaction (another connection's DROP
         # would wait for the transaction, which waits for it)
-        return self.store.replace_from(table, stage)
+        return self.store.replace_from(table, stage), {m for _, marks in done for m in marks}
 
     def rebuild(self, view: ViewDef) -> int:
         """Recompute ``view`` and replace its rows; the epochs of the time windows it feeds
         are marked for the next refresh. How many rows."""
         frame = self.view_frame(view, self.store.export_snapshot())
         with _sql_overflow(view):
-            written = self.write(frame, view.name)
-        self._mark_epochs(view, frame)
+            written, marks = self.write(frame, view.name, self.epoch_windows.get(view.name, ()))
+        self.store.mark_epochs(marks)
         return written
-
-    def _mark_epochs(self, view: ViewDef, frame: DataFrame) -> None:
-        for window in self.epoch_windows.get(view.name, []):
-            column = F.col(_quoted(window.column))
-            # SQL's epoch (sqlvalues.epoch): Spark's % truncates, as SQL's does
-            epochs = frame.select((column - column % F.lit(int(window.width))).alias("e")) \
-                .where("e IS NOT NULL").distinct().collect()
-            self.store.mark_epochs((window.view, row.e) for row in epochs)
 
     # -- checking -----------------------------------------------------------------------
     def differences(self, view: ViewDef) -> tuple[tuple, tuple]:
@@ -164,10 +159,6 @@ def diff(expected: DataFrame, actual: DataFrame) -> tuple[list[tuple], list[tupl
     return missing, extra
 
 
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 # -- in the executors ----------------------------------------------------------------------
 def _stored_rows(view: ViewDef, names: tuple[str, ...], schema: StructType,
                  rows: Iterator[tuple]) -> Iterator[tuple]:
@@ -181,7 +172,17 @@ def _stored_rows(view: ViewDef, names: tuple[str, ...], schema: StructType,
             yield convert(stored[c] for c in columns)
 
 
-def _write_rows(tables: Tables, stage: str, columns: tuple[str, ...], task: int,
-                rows: Iterator[tuple]) -> Iterator[TaskWrite]:
-    """One task's rows into the staging table, batch by batch; its report to the driver."""
-    yield write_task(tables, stage, columns, batches_of(tuple(row) for row in rows), task)
+def _write_rows(tables: Tables, stage: str, columns: tuple[str, ...],
+                windows: tuple[EpochWindow, ...], task: int,
+                rows: Iterator[tuple]) -> Iterator[tuple[TaskWrite, set[tuple[str, int]]]]:
+    """One task's rows into the staging table, batch by batch; its report to the driver,
+    with the epochs of ``windows`` its rows are in."""
+    marks: set[tuple[str, int]] = set()
+
+    def marking(row: tuple) -> tuple:
+        values = dict(zip(columns, row))
+        marks.update((w.view, e) for w in windows if (e := w.epoch(values)) is not None)
+        return row
+
+    rows = (marking(tuple(row)) for row in rows) if windows else (tuple(row) for row in rows)
+    yield write_task(tables, stage, columns, batches_of(rows), task), marks
