@@ -45,14 +45,16 @@ class App:
     def deploy(self, path: str | Path = ":memory:", *, strict: bool = True,
                partitions: int = DEFAULT_PARTITIONS, engine: str = "duckdb",
                spark_master: str | None = None, busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
-               quiet: bool = False, queue_policy: str = "in-place", maintainer: bool = False):
+               quiet: bool = False, queue_policy: str = "in-place", maintainer: bool = False,
+               spark_conf: dict[str, str] | None = None):
         """Create (or reopen) the store at ``path`` with this plan's tables, indexes and views.
 
         ``path``: a SQLite file, ``":memory:"``, or a PostgreSQL database's URI
         (``postgresql://user:password@host:port/dbname``; docs/api.md, the PostgreSQL store).
 
         ``engine`` runs view builds, periodic refreshes and checks: ``duckdb`` (embedded),
-        ``spark`` (``spark_master``, default ``local[*]``), or ``store`` (the store itself).
+        ``spark`` (``spark_master``, default ``local[*]``; ``spark_conf``: ``spark.*``
+        settings for the session), or ``store`` (the store itself).
         ``busy_timeout``: seconds a write waits while another connection (a load, a refresh,
         a repair, another process) holds the store's write lock, before ``StoreBusy``.
         Processes may deploy the same new store at once: one installs the plan.
@@ -68,7 +70,8 @@ class App:
 
         return Deployment(self._plan_for(partitions), str(path), strict=strict, engine=engine,
                           spark_master=spark_master, busy_timeout=busy_timeout, quiet=quiet,
-                          queue_policy=queue_policy, maintainer=maintainer)
+                          queue_policy=queue_policy, maintainer=maintainer,
+                          spark_conf=spark_conf)
 
     def _plan_for(self, partitions: int) -> Plan:
         """The plan for ``partitions`` staging partitions (made once)."""

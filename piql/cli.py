@@ -263,6 +263,8 @@ def _store(command: argparse.ArgumentParser) -> None:
                          help="engine for view builds, refreshes and checks (default: duckdb)")
     command.add_argument("--spark-master", metavar="URL", default=None,
                          help="Spark master for --engine spark (default: local[*])")
+    command.add_argument("--spark-conf", metavar="KEY=VALUE", action="append", default=[],
+                         help="a spark.* setting for --engine spark (repeatable)")
     command.add_argument("--busy-timeout", type=float, default=None, metavar="SECONDS",
                          help="how long a write waits while another process holds the "
                               "store's write lock (default: 30)")
@@ -341,7 +343,19 @@ def _deployment(args: argparse.Namespace, plan: Plan | None = None):
     timeout = DEFAULT_BUSY_TIMEOUT if args.busy_timeout is None else args.busy_timeout
     return Deployment(plan or _load(args), args.db, engine=args.engine,
                       spark_master=args.spark_master, busy_timeout=timeout,
-                      quiet=getattr(args, "quiet", False))
+                      quiet=getattr(args, "quiet", False), spark_conf=_spark_conf(args))
+
+
+def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
+    """``--spark-conf key=value`` settings, as a dict (InputError for one without ``=``)."""
+    settings = {}
+    for setting in getattr(args, "spark_conf", []):
+        key, equals, value = setting.partition("=")
+        if not equals or not key.strip():
+            raise InputError(f"--spark-conf {setting!r}: expected KEY=VALUE, for example "
+                             "spark.executor.memory=4g")
+        settings[key.strip()] = value
+    return settings
 
 
 def _deploy(args: argparse.Namespace) -> int:
@@ -384,7 +398,7 @@ def _migrate(args: argparse.Namespace) -> int:
     timeout = DEFAULT_BUSY_TIMEOUT if args.busy_timeout is None else args.busy_timeout
     migration = migrate(args.db, plan, dry_run=args.dry_run, force=args.force,
                         engine=args.engine, spark_master=args.spark_master,
-                        busy_timeout=timeout)
+                        busy_timeout=timeout, spark_conf=_spark_conf(args))
     if args.dry_run:
         sys.stdout.write(migration.dry_run())
         return EXIT_UNBOUNDED if migration.diff.unsupported or migration.diff.unbounded \

@@ -179,3 +179,22 @@ def store_url(new_store) -> str:
     """One fresh store for the test, of each kind in turn (a SQLite file, a PostgreSQL
     URI)."""
     return new_store()
+
+
+# Spark with two executors in JVMs (and Python workers) of their own, as on a cluster:
+# what the Spark tests run on (about 20 s to start).
+SPARK_CLUSTER = "local-cluster[2,1,1024]"
+
+
+@pytest.fixture(scope="module")
+def spark_cluster() -> str:
+    """The master URL of a ``local-cluster`` Spark session started for the module, shared by
+    its tests (deploy with ``engine="spark", spark_master=spark_cluster``) and stopped at
+    its end. A session another module left running is stopped first: one JVM per process
+    runs Spark at a time."""
+    from piql.engines.spark_engine import spark_session, stop_sessions
+
+    stop_sessions()
+    spark_session(SPARK_CLUSTER)
+    yield SPARK_CLUSTER
+    stop_sessions()

@@ -620,3 +620,16 @@ def test_an_unreachable_postgresql_uri_exits_2_without_its_password(capsys, tmp_
                        "countTags", "tag=a")
     assert code == 2 and "cannot open the store" in err and "Traceback" not in err
     assert "s3cret" not in err and "piql:***@" in err
+
+
+def test_spark_settings_and_masters_are_checked_before_spark_starts(capsys, tmp_path):
+    """``--spark-conf`` takes KEY=VALUE; a SQLite store on a remote master is one clear
+    sentence (its executors could not open the file), exit 2, no traceback."""
+    db = tmp_path / "app.db"
+    code, _, err = run(capsys, "check", PAPER_SCHEMA, PAPER_QUERIES, "--db", db,
+                       "--engine", "spark", "--spark-conf", "spark.executor.memory")
+    assert code == 2 and "--spark-conf 'spark.executor.memory': expected KEY=VALUE" in err
+    code, _, err = run(capsys, "check", PAPER_SCHEMA, PAPER_QUERIES, "--db", db, "--engine",
+                       "spark", "--spark-master", "spark://head:7077",
+                       "--spark-conf", "spark.executor.memory=2g")
+    assert code == 2 and "only a local Spark master" in err and "Traceback" not in err

@@ -8,24 +8,33 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+import tempfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from piql.engines.base import Engine, Reader, Share, TableData
 from piql.errors import PiqlError
 from piql.sqlgen import identifier
 
-_SESSIONS: dict[str, Any] = {}
+_SESSIONS: dict[tuple, Any] = {}
 
 
 class EngineError(PiqlError):
     """An engine could not start or run."""
 
 
-def spark_session(master: str = "local[*]"):
-    """The process's Spark session for ``master``, started once."""
-    if master in _SESSIONS:
-        return _SESSIONS[master]
+def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = None):
+    """The process's Spark session for ``master`` and ``conf`` (``spark.*`` settings
+    passed through to the builder), started once.
+
+    Executors run this very Python (``spark.pyspark.python``, unless ``conf`` or
+    ``PYSPARK_PYTHON`` says otherwise): its packages (piql, psycopg) are what their tasks
+    import. Spark's own logs stay quiet on the driver and on the executors."""
+    settings = dict(conf or {})
+    found = (master, tuple(sorted(settings.items())))
+    if found in _SESSIONS:
+        return _SESSIONS[found]
     if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
         raise EngineError("the Spark engine needs Java 17 (a JDK or JRE): install one, for "
                           "example `apt-get install openjdk-17-jre-headless`, or set JAVA_HOME; "
@@ -34,19 +43,61 @@ def spark_session(master: str = "local[*]"):
         from pyspark.sql import SparkSession
     except ImportError:
         raise EngineError("the Spark engine needs pyspark: pip install 'piql[spark]'") from None
-    log_config = Path(__file__).with_name("log4j2.properties")
-    session = (SparkSession.builder.master(master).appName("piql")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "8")
-               # SQL semantics: an integer overflow is an error, never a wrapped value
-               # (the default since Spark 4; said here so no site configuration turns it off)
-               .config("spark.sql.ansi.enabled", "true")
-               .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
-               .getOrCreate())
+    log_config = f"-Dlog4j2.configurationFile=file:{Path(__file__).with_name('log4j2.properties')}"
+    defaults = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "8",
+        # SQL semantics: an integer overflow is an error, never a wrapped value (the
+        # default since Spark 4; said here so no site configuration turns it off)
+        "spark.sql.ansi.enabled": "true",
+        "spark.driver.extraJavaOptions": log_config,
+        "spark.executor.extraJavaOptions": log_config,
+        "spark.pyspark.python": os.environ.get("PYSPARK_PYTHON") or sys.executable,
+        # the driver's own Python workers (a data source's planning) too
+        "spark.pyspark.driver.python": sys.executable,
+    }
+    # the JVM starts Python workers for the driver too (a data source's planning), with
+    # the Python of its environment
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_PYTHON", defaults["spark.pyspark.python"])
+    configured = defaults | settings
+    _launch_quietly(configured)
+    builder = SparkSession.builder.master(master).appName("piql")
+    for key, value in configured.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
-    _SESSIONS[master] = session
+    _SESSIONS[found] = session
     return session
+
+
+def log_file() -> Path:
+    """Where the JVM's own output goes (its start-up notices, Spark's error logs): a file,
+    so that a piql command prints nothing but its own lines; errors still reach Python as
+    exceptions."""
+    return Path(tempfile.gettempdir()) / f"piql-spark-{os.getpid()}.log"
+
+
+def _launch_quietly(settings: Mapping[str, str]) -> None:
+    """Start the JVM once per process with its standard output and error in
+    :func:`log_file` (PySpark would let it write to the terminal)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+    with open(log_file(), "ab") as log:  # the JVM keeps its own descriptor
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+def stop_sessions() -> None:
+    """Stop every Spark session this process started (the next use starts a new one)."""
+    for session in _SESSIONS.values():
+        session.stop()
+    _SESSIONS.clear()
 
 
 def _spark_type(arrow_type):
@@ -66,9 +117,10 @@ class SparkEngine(Engine):
     name = "spark"
     dialect = "spark"
 
-    def __init__(self, master: str = "local[*]") -> None:
+    def __init__(self, master: str = "local[*]", conf: Mapping[str, str] | None = None) -> None:
         self.master = master
-        self.session = spark_session(master)
+        self.session = spark_session(master, conf)
+
 
     def register(self, data: TableData) -> None:
         frame = self.session.createDataFrame(data.arrow())

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from piql.catalog import Table
 from piql.engines import ENGINES, make_engine
@@ -33,7 +33,7 @@ from piql.runtime.engine_bridge import view_rows
 from piql.runtime.epochs import epoch_windows, mark_epochs
 from piql.runtime.errors import (
     BoundExceeded, ConstraintError, DeploymentClosed, DeploymentError, ParameterError,
-    StoreOverflow, StoreRefused, UnboundedQuery, UnknownName,
+    StoreOverflow, StoreRefused, UnboundedQuery, UnknownName, sum_overflow,
 )
 from piql.runtime.evaluate import finish
 from piql.runtime.executor import execute
@@ -58,7 +58,7 @@ class Deployment:
                  engine: str = "duckdb", spark_master: str | None = None,
                  busy_timeout: float = DEFAULT_BUSY_TIMEOUT, quiet: bool = False,
                  queue_policy: QueuePolicy | str = QueuePolicy.IN_PLACE,
-                 maintainer: bool = False) -> None:
+                 maintainer: bool = False, spark_conf: Mapping[str, str] | None = None) -> None:
         if not busy_timeout >= 0:
             raise DeploymentError("busy_timeout must be zero or more seconds")
         if engine not in ENGINES + ("store",):
@@ -66,6 +66,8 @@ class Deployment:
                                   f"{', '.join(ENGINES)} or store")
         self.engine_name = engine
         self.spark_master = spark_master
+        self.spark_conf = dict(spark_conf or {})  # spark.* settings for the session
+        self._spark_jobs = None  # runtime.spark_jobs.SparkJobs, made on first use
         self.progress = Progress(quiet)  # status lines of long steps, on a terminal
         self._engine: Engine | None = None
         self.background: BackgroundMaintainer | None = None  # start_maintainer()'s thread
@@ -174,9 +176,30 @@ class Deployment:
         if self.engine_name == "store":
             return None
         if self._engine is None:
-            with self.progress.step(f"starting {self.engine_name}"):
-                self._engine = make_engine(self.engine_name, spark_master=self.spark_master)
+            doing = "starting DuckDB" if self.engine_name == "duckdb" else \
+                f"starting Spark ({self.spark_master or 'local[*]'})"
+            if self.engine_name == "spark":  # before starting a session for nothing
+                from piql.runtime.spark_jobs import require_reachable
+
+                require_reachable(self.store, self.spark_master or "local[*]")
+            with self.progress.step(doing):
+                self._engine = make_engine(self.engine_name, spark_master=self.spark_master,
+                                           spark_conf=self.spark_conf)
         return self._engine
+
+    def spark_jobs(self):
+        """Builds, checks and repairs in Spark's executors (``runtime.spark_jobs``), when
+        the engine is Spark and its tasks can open the store; else None."""
+        engine = self.engine()
+        tables = self.store.tables() if engine is not None and engine.name == "spark" else None
+        if tables is None:
+            return None
+        if self._spark_jobs is None:
+            from piql.runtime.spark_jobs import SparkJobs
+
+            self._spark_jobs = SparkJobs(engine, self.store, tables,  # type: ignore[arg-type]
+                                         self.epoch_windows)
+        return self._spark_jobs
 
     def recomputed(self, view: ViewDef) -> list[tuple]:
         """``view`` computed from base data by the engine (or by the store for engine
@@ -189,12 +212,19 @@ class Deployment:
         except StoreOverflow:
             rows = None
         if rows is None or not all(map(sqlvalues.fits, (v for row in rows for v in row))):
-            raise ConstraintError(f"a SUM of {view.name} leaves the store's integer range "
-                                  "(-2**63 .. 2**63-1), where SQL's SUM overflows too")
+            raise sum_overflow(view.name)
         return rows
 
-    def _rebuild(self, view: ViewDef) -> None:
-        """Replace ``view``'s rows by its recomputation (inside the caller's transaction)."""
+    def _rebuild(self, view: ViewDef, in_tasks: bool = False) -> None:
+        """Replace ``view``'s rows by its recomputation (inside the caller's transaction);
+        ``in_tasks``: by Spark's tasks from the committed data, when the engine is Spark (a
+        bulk load's rows are not committed yet: they are read through the driver)."""
+        jobs = self.spark_jobs() if in_tasks and not view.exact_sums else None
+        if jobs is not None:
+            jobs.rebuild(view)
+            if view.maintenance is MaintenanceMode.ASYNC:
+                self.maintainer.queue.forget(view)
+            return
         rows = self.recomputed(view)
         self.store.replace_rows(view.name, rows)
         self._repaired(view, rows)
@@ -212,7 +242,7 @@ class Deployment:
                     if view.kind in (ViewKind.IMV, ViewKind.STAGING) and (
                             wanted is None or any(view.reads(t) for t in wanted)):
                         with self.progress.step(f"building view {view.name}"):
-                            self._rebuild(view)
+                            self._rebuild(view, in_tasks=True)
                         built.append(view.name)
             self.store.analyze(built)
         return built
@@ -632,7 +662,8 @@ class Deployment:
         asynchronous views' queue is drained first."""
         self.drain()
         with self.lock:
-            return check_views(self.store, self.views, self.recomputed, repair, self._repaired)
+            return check_views(self.store, self.views, self.recomputed, repair, self._repaired,
+                               self.spark_jobs())
 
     def _repaired(self, view: ViewDef, rows: list[tuple]) -> None:
         """A staging view rebuilt or repaired: the time windows it feeds must catch up on

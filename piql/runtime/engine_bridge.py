@@ -4,6 +4,10 @@ Engines are leaves: they take named tables and SQL in their dialect, and know no
 stores or plans. Each job here copies the tables it reads from the store into the engine
 (in batches, as Arrow), runs SQL rendered for the engine by sqlglot, and returns rows in
 the store's column order; the caller writes them back in one transaction.
+
+On Spark, view builds, checks and repairs go through ``runtime.spark_jobs`` instead, whose
+tasks read and write the store themselves; these jobs remain for DuckDB, for an in-memory
+store, and for rows a bulk load has not committed yet.
 """
 from __future__ import annotations
 

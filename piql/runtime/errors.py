@@ -16,6 +16,12 @@ class ConstraintError(RuntimeErrorBase):
     """A write would break a key or CARDINALITY constraint."""
 
 
+def sum_overflow(view: str) -> ConstraintError:
+    """The error of a view whose recomputed SUM leaves the 64-bit range (as SQL's would)."""
+    return ConstraintError(f"a SUM of {view} leaves the store's integer range "
+                           "(-2**63 .. 2**63-1), where SQL's SUM overflows too")
+
+
 class StoreRefused(ConstraintError):
     """The database refused a write through a constraint of its own (the message is its);
     ``duplicate``: a unique key of the database's (the primary key) refused it."""

@@ -96,10 +96,12 @@ def table_sizes(store: Store, record: PlanRecord) -> dict[str, int]:
 
 def migrate(location: str, plan: Plan, *, dry_run: bool = False, force: bool = False,
             engine: str = "duckdb", spark_master: str | None = None,
-            busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> Migration:
+            busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+            spark_conf: dict[str, str] | None = None) -> Migration:
     """Migrate the store at ``location`` to ``plan`` (unless ``dry_run``): new views are
-    built from the rows there by ``engine`` ("duckdb", "spark", or "store": the store's
-    own SQL), as bulk loads build them; ``force`` as in :func:`apply`. The migration
+    built from the rows there by ``engine`` ("duckdb", "spark" with ``spark_master`` and
+    ``spark_conf``, or "store": the store's own SQL), as bulk loads build them; ``force``
+    as in :func:`apply`. The migration
     returned says what was (or would be) done."""
     store = open_store(location, busy_timeout)
     started: list[Engine] = []
@@ -108,7 +110,7 @@ def migrate(location: str, plan: Plan, *, dry_run: bool = False, force: bool = F
         if engine == "store" or view.exact_sums:  # exact sums: the store sums exactly
             return recompute(store, view, partition_of)
         if not started:
-            started.append(make_engine(engine, spark_master=spark_master))
+            started.append(make_engine(engine, spark_master=spark_master, spark_conf=spark_conf))
         return view_rows(started[0], store, view, partition_of)
 
     try:

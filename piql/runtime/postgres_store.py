@@ -65,11 +65,14 @@ from piql.runtime import exact_sums
 from piql.runtime.errors import (
     DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
 )
-from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, IS_NULL, Counter, TableShape, Values
+from piql.runtime.store import (
+    DEFAULT_BUSY_TIMEOUT, IS_NULL, TASK_COLUMN, Counter, TableShape, Values,
+)
 
 try:
     import psycopg
     from psycopg import errors as pg_errors
+    from psycopg import sql as pg_sql
     from psycopg.adapt import Dumper
     from psycopg.types.numeric import NumericLoader
     from psycopg_pool import ConnectionPool, PoolTimeout
@@ -139,6 +142,12 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _adapt(connection: psycopg.Connection) -> None:
+    """Booleans written as 0/1, NUMERIC read as SQLite reads it: on every connection."""
+    connection.adapters.register_dumper(bool, _BoolAsInteger)
+    connection.adapters.register_loader("numeric", _Number)
+
+
 class PostgresStore:
     """A PostgreSQL database (a libpq URI) and the tables piql keeps in it: the
     :class:`~piql.runtime.store.Store` protocol over a pool of connections."""
@@ -194,8 +203,7 @@ class PostgresStore:
                                   "create it first, or deploy into public")
 
     def _configure(self, connection: psycopg.Connection) -> None:
-        connection.adapters.register_dumper(bool, _BoolAsInteger)
-        connection.adapters.register_loader("numeric", _Number)
+        _adapt(connection)
         # every execute says whether to prepare: bounded work is, set-oriented work not
         connection.prepared_max = 1024
         # lock_timeout 0 would mean "wait forever": a zero busy timeout waits 1 ms
@@ -696,6 +704,34 @@ class PostgresStore:
         self.counter.writes += 1
 
     # -- engines -------------------------------------------------------------
+    def tables(self) -> "PostgresTables":
+        """The store's tables as an engine's tasks read and write them (any machine that
+        reaches the database)."""
+        return PostgresTables(self.url)
+
+    def export_snapshot(self) -> str | None:
+        """The snapshot of this thread's transaction, for other connections to read the same
+        state (``pg_export_snapshot``; valid while the transaction lasts); None outside one."""
+        if getattr(self._local, "connection", None) is None:
+            return None
+        return self._run("SELECT pg_export_snapshot()", prepare=False)[0][0]
+
+    def replace_from(self, table: str, staged: str) -> int:
+        """Replace every row of ``table`` by the rows tasks wrote into the staging table
+        ``staged`` (:meth:`PostgresTables.create_stage`) and drop it, inside the server
+        and this transaction: no row passes through this process. How many rows."""
+        columns = ", ".join(_quote(c) for c in self.shapes[table].columns)
+        self._run(f"DELETE FROM {_quote(table)}", prepare=False)
+        with self._connection() as connection:
+            try:
+                count = connection.execute(
+                    f"INSERT INTO {_quote(table)} ({columns}) SELECT {columns} FROM "
+                    f"{_quote(staged)}", prepare=False).rowcount
+                connection.execute(f"DROP TABLE {_quote(staged)}", prepare=False)
+            except psycopg.Error as err:
+                raise self.refused(err) from None
+        return count
+
     def reader(self):
         """A reader opening a connection of its own per call, for an engine's tasks. It is
         a closure that refers to nothing of piql (Spark ships it to executors by value)."""
@@ -721,6 +757,85 @@ class PostgresStore:
             return [tuple(plain(v) for v in row) for row in rows]
 
         return read
+
+
+class PostgresTables:
+    """A PostgreSQL store's tables as an engine's task reads and writes them: by URI, each
+    call on a connection of its own (a task runs in another process, maybe on another
+    machine), in batches of bounded size."""
+
+    local_only = False  # any machine that reaches the database
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    @property
+    def location(self) -> str:
+        return self.url
+
+    def _connect(self, autocommit: bool) -> psycopg.Connection:
+        connection = psycopg.connect(self.url, autocommit=autocommit)
+        _adapt(connection)
+        return connection
+
+    def columns(self, table: str) -> list[tuple[str, str]]:
+        """The table's columns and their types, in order (the database's catalog)."""
+        with self._connect(autocommit=True) as connection:
+            return connection.execute(
+                "SELECT column_name, data_type FROM information_schema.columns WHERE "
+                "table_schema = current_schema() AND table_name = %s ORDER BY ordinal_position",
+                [table]).fetchall()
+
+    def read(self, table: str, columns: Sequence[str], key: Sequence[str], part: int,
+             parts: int, batch_rows: int, snapshot: str | None = None) -> Iterator[list[tuple]]:
+        """The rows of ``table`` whose ``key`` hashes to ``part`` of ``parts``, ``batch_rows``
+        at a time through a server-side cursor; in the exported ``snapshot`` when given (so
+        every task reads the same state as the transaction that exported it)."""
+        hashed = ", ".join(_quote(c) for c in key or columns)
+        statement = (f"SELECT {', '.join(_quote(c) for c in columns)} FROM {_quote(table)} "
+                     f"WHERE abs(mod(hashtextextended(ROW({hashed})::text, 0), %s)) = %s")
+        with self._connect(autocommit=False) as connection:
+            if snapshot:
+                connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                connection.execute(pg_sql.SQL("SET TRANSACTION SNAPSHOT {}").format(
+                    pg_sql.Literal(snapshot)))
+            with connection.cursor(name="piql_read") as cursor:
+                cursor.execute(statement, [parts, part])
+                while batch := cursor.fetchmany(batch_rows):
+                    yield batch
+            connection.rollback()
+
+    def create_stage(self, name: str, like: str, columns: Sequence[str]) -> None:
+        """A staging table for tasks to write ``like``'s rows into (committed now, so every
+        task's connection sees it; UNLOGGED: it lives for one job)."""
+        with self._connect(autocommit=True) as connection:
+            connection.execute(f"CREATE UNLOGGED TABLE {_quote(name)} (LIKE {_quote(like)}, "
+                               f"{_quote(TASK_COLUMN)} integer)")
+
+    def write(self, table: str, columns: Sequence[str], batches: Iterable[Sequence[Sequence[Any]]],
+              task: int | None = None) -> int:
+        """COPY the rows of ``batches`` into ``table``, in one transaction; into a staging
+        table when ``task`` is given, replacing what an earlier attempt of that task wrote
+        (Spark may run a task twice). How many rows."""
+        names = list(columns) + ([TASK_COLUMN] if task is not None else [])
+        count = 0
+        with self._connect(autocommit=False) as connection:
+            if task is not None:
+                connection.execute(f"DELETE FROM {_quote(table)} WHERE {_quote(TASK_COLUMN)} = %s",
+                                   [task])
+            with connection.cursor() as cursor, cursor.copy(
+                    f"COPY {_quote(table)} ({', '.join(_quote(c) for c in names)}) "
+                    "FROM STDIN") as copy:
+                for batch in batches:
+                    for row in batch:
+                        copy.write_row(row if task is None else (*row, task))
+                    count += len(batch)
+        return count
+
+    def drop(self, name: str) -> None:
+        """Drop a staging table (nothing if it is gone)."""
+        with self._connect(autocommit=True) as connection:
+            connection.execute(f"DROP TABLE IF EXISTS {_quote(name)}")
 
 
 def _identical(key: Mapping[str, Any]) -> tuple[str, list[Any]]:

@@ -15,7 +15,9 @@ make whole is one statement (:meth:`SQLiteStore.write_row`).
 """
 from __future__ import annotations
 
+import os
 import sqlite3
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +30,9 @@ from piql.runtime import exact_sums
 from piql.runtime.errors import (
     DeploymentError, StoreBusy, StoreOverflow, StoreRefused, UnreadableDatabase,
 )
-from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, IS_NULL, Counter, TableShape, Values
+from piql.runtime.store import (
+    DEFAULT_BUSY_TIMEOUT, IS_NULL, TASK_COLUMN, Counter, TableShape, Values,
+)
 from piql.sqlgen import default_clause
 
 if TYPE_CHECKING:  # an engine's type; importing the engines would load pyarrow
@@ -498,6 +502,33 @@ class SQLiteStore:
         self.counter.writes += 1
 
     # -- engines -------------------------------------------------------------
+    def tables(self) -> SQLiteTables | None:
+        """The file's tables as an engine's tasks on this machine read and write them (None
+        in memory: no other connection can open it)."""
+        return None if self.path == ":memory:" else SQLiteTables(self.path, self.busy_timeout)
+
+    def export_snapshot(self) -> str | None:
+        return None  # each task reads the latest commit (WAL: never waiting for the writer)
+
+    def replace_from(self, table: str, staged: str) -> int:
+        """Replace every row of ``table`` by the rows tasks wrote into ``staged`` (a file
+        of its own beside the store, :meth:`SQLiteTables.create_stage`: this connection may
+        hold the write lock, which tasks would wait for), copied batch by batch; the file
+        is removed."""
+        columns = self.shapes[table].columns
+        self.connection.execute(f"DELETE FROM {_quote(table)}")
+        insert = (f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in columns)}) "
+                  f"VALUES ({', '.join('?' for _ in columns)})")
+        count = 0
+        tables = SQLiteTables(self.path)
+        try:
+            for batch in tables.staged_rows(staged, columns):
+                self.connection.executemany(insert, batch)
+                count += len(batch)
+        finally:
+            tables.drop(staged)
+        return count
+
     def reader(self) -> Reader | None:
         """A reader with a read-only connection of its own per call, for an engine's tasks
         (None for an in-memory store, which no other connection can open). It is a closure
@@ -518,6 +549,124 @@ class SQLiteStore:
                 connection.close()
 
         return read
+
+
+class SQLiteTables:
+    """A SQLite store's tables as an engine's tasks read and write them: each call on a
+    connection of its own, in bounded batches. Only processes on this machine can open the
+    file; a staging table is a file of its own beside the store, so tasks can write it
+    while the driver holds the store's write lock."""
+
+    local_only = True
+
+    def __init__(self, path: str, busy_timeout: float = DEFAULT_BUSY_TIMEOUT) -> None:
+        self.path = str(Path(path).resolve())
+        # tasks writing one staging file take turns: wait for each other, generously
+        self.busy_timeout = max(busy_timeout, 600.0)
+
+    @property
+    def location(self) -> str:
+        return self.path
+
+    def stage_file(self, name: str) -> str:
+        return f"{self.path}.{name}"
+
+    def _open(self, path: str, read_only: bool = False) -> sqlite3.Connection:
+        try:
+            if read_only:
+                return sqlite3.connect(f"{Path(path).as_uri()}?mode=ro", uri=True,
+                                       timeout=self.busy_timeout)
+            return sqlite3.connect(path, timeout=self.busy_timeout, isolation_level=None)
+        except sqlite3.Error as err:
+            raise DeploymentError(f"{path}: cannot open the store: {err} (a SQLite store is "
+                                  "read and written by tasks on this machine only)") from None
+
+    def columns(self, table: str) -> list[tuple[str, str]]:
+        connection = self._open(self.path, read_only=True)
+        try:
+            return [(name, declared) for _, name, declared, *_ in
+                    connection.execute("SELECT * FROM pragma_table_info(?)", [table])]
+        finally:
+            connection.close()
+
+    def read(self, table: str, columns: Sequence[str], key: Sequence[str], part: int,
+             parts: int, batch_rows: int, snapshot: str | None = None) -> Iterator[list[tuple]]:
+        """The rows whose ``key`` hashes to ``part`` of ``parts`` (a CRC of the key's values),
+        ``batch_rows`` at a time; ``snapshot`` is ignored (each task reads the latest commit)."""
+        connection = self._open(self.path, read_only=True)
+        try:
+            connection.execute(CASE_SENSITIVE_LIKE)
+            connection.create_function("piql_part", -1, _part_of(parts), deterministic=True)
+            hashed = ", ".join(_quote(c) for c in key or columns)
+            cursor = connection.execute(
+                f"SELECT {', '.join(_quote(c) for c in columns)} FROM {_quote(table)} "
+                f"WHERE piql_part({hashed}) = ?", [part])
+            while batch := cursor.fetchmany(batch_rows):
+                yield batch
+        finally:
+            connection.close()
+
+    def create_stage(self, name: str, like: str, columns: Sequence[str]) -> None:
+        connection = self._open(self.stage_file(name))
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute(f"CREATE TABLE {_quote(name)} "
+                               f"({', '.join(_quote(c) for c in (*columns, TASK_COLUMN))})")
+        finally:
+            connection.close()
+
+    def write(self, table: str, columns: Sequence[str], batches: Iterable[Sequence[Sequence[Any]]],
+              task: int | None = None) -> int:
+        """Insert the rows (executemany per batch) in one transaction: into the store's
+        ``table``, or, with ``task``, into the staging file ``table`` (replacing what an
+        earlier attempt of that task wrote)."""
+        connection = self._open(self.path if task is None else self.stage_file(table))
+        names = list(columns) + ([TASK_COLUMN] if task is not None else [])
+        insert = (f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in names)}) "
+                  f"VALUES ({', '.join('?' for _ in names)})")
+        count = 0
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            if task is not None:
+                connection.execute(f"DELETE FROM {_quote(table)} WHERE {TASK_COLUMN} = ?", [task])
+            for batch in batches:
+                connection.executemany(insert, batch if task is None else
+                                       [(*row, task) for row in batch])
+                count += len(batch)
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+        finally:
+            connection.close()
+        return count
+
+    def staged_rows(self, name: str, columns: Sequence[str],
+                    batch_rows: int = 65_536) -> Iterator[list[tuple]]:
+        """The rows tasks wrote into the staging file ``name``, batch by batch."""
+        connection = self._open(self.stage_file(name), read_only=True)
+        try:
+            cursor = connection.execute(
+                f"SELECT {', '.join(_quote(c) for c in columns)} FROM {_quote(name)}")
+            while batch := cursor.fetchmany(batch_rows):
+                yield batch
+        finally:
+            connection.close()
+
+    def drop(self, name: str) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.remove(self.stage_file(name) + suffix)
+            except FileNotFoundError:
+                pass
+
+
+def _part_of(parts: int):
+    """SQLite's partition function of a row's key values: a CRC of their representation."""
+    def part(*values: Any) -> int:
+        return zlib.crc32(repr(values).encode()) % parts
+    return part
 
 
 class ReadOnlyDatabase:

@@ -64,6 +64,10 @@ class _IsNull:
 
 IS_NULL = _IsNull()
 
+# The column of a staging table (``Tables.create_stage``) naming the engine task that wrote
+# each row: a task run again replaces its own rows, never another's.
+TASK_COLUMN = "_piql_task"
+
 Values = Sequence[Any] | Mapping[str, Any]
 
 
@@ -270,8 +274,46 @@ class Store(Protocol):
         """A picklable reader with a connection of its own, for an engine's tasks (None
         when the store cannot be opened twice, like an in-memory database)."""
 
+    def tables(self) -> "Tables | None":
+        """The store's tables as an engine's tasks read and write them, each task on a
+        connection of its own (None when no other connection can open the store)."""
+
+    def export_snapshot(self) -> str | None:
+        """An identifier of this transaction's snapshot other connections can read in, or
+        None (a store without exported snapshots: each task reads the latest commit)."""
+
+    def replace_from(self, table: str, staged: str) -> int:
+        """Replace every row of ``table`` by those tasks wrote into ``staged``, and drop
+        ``staged`` (in this transaction where the store can); how many."""
+
     def close(self) -> None:
         """Release the store's connections."""
+
+
+class Tables(Protocol):
+    """A store's tables for an engine's tasks (``spark_source``): what each task can do over
+    a connection of its own, in bounded batches. Picklable: a task gets a copy."""
+
+    local_only: bool  # only processes on this machine can open the store (a SQLite file)
+    location: str  # what a task opens: a URI with its password, or a file's absolute path
+
+    def columns(self, table: str) -> list[tuple[str, str]]:
+        """(column, declared type) of ``table``, in order."""
+
+    def read(self, table: str, columns: Sequence[str], key: Sequence[str], part: int,
+             parts: int, batch_rows: int, snapshot: str | None = None) -> Iterator[list[tuple]]:
+        """The rows whose ``key`` (all columns when empty) hashes to ``part`` of ``parts``."""
+
+    def create_stage(self, name: str, like: str, columns: Sequence[str]) -> None:
+        """A staging table for ``like``'s rows, visible to every task at once."""
+
+    def write(self, table: str, columns: Sequence[str], batches: Iterable[Sequence[Sequence[Any]]],
+              task: int | None = None) -> int:
+        """Insert the rows of ``batches`` in one transaction (a task's rows of a staging
+        table replace its earlier attempt's); how many."""
+
+    def drop(self, name: str) -> None:
+        """Drop a staging table."""
 
 
 def is_url(location: str) -> bool:
