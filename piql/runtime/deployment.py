@@ -28,8 +28,8 @@ from piql.planner.views import ViewDef, ViewKind
 from piql.query_block import MaintenanceMode, QueryBlock
 from piql.runtime import bulk_load, install, sqlvalues
 from piql.runtime.check import CheckReport, check_views, recompute
-from piql.runtime.engine_bridge import view_rows
-from piql.runtime.epochs import epoch_windows, mark_epochs
+from piql.runtime.engine_bridge import view_batches
+from piql.runtime.epochs import epoch_marks, epoch_windows, mark_epochs
 from piql.runtime.errors import (
     BoundExceeded, ConstraintError, DeploymentClosed, DeploymentError, ParameterError,
     StoreOverflow, StoreRefused, UnboundedQuery, UnknownName,
@@ -196,22 +196,45 @@ class Deployment:
         """``view`` computed from base data by the engine (or by the store for engine
         "store"). A view with exact sums of REAL values is computed by the store, which
         reads its rows once more to sum them exactly (``exact_sums``)."""
+        return [row for batch in self._recomputed_batches(view) for row in batch]
+
+    def _recomputed_batches(self, view: ViewDef) -> Iterator[list[tuple]]:
+        """The same, batch by batch as the engine answers (one batch for the store). The
+        store is read now, not as the batches are taken, so that the caller may write the
+        batches into the store as they come."""
         engine = None if view.exact_sums else self.engine()
         try:
-            rows = recompute(self.store, view, partition_of) if engine is None else \
-                view_rows(engine, self.store, view, partition_of)
+            batches = iter([recompute(self.store, view, partition_of)]) if engine is None \
+                else view_batches(engine, self.store, view, partition_of)
         except StoreOverflow:
-            rows = None
-        if rows is None or not all(map(sqlvalues.fits, (v for row in rows for v in row))):
-            raise ConstraintError(f"a SUM of {view.name} leaves the store's integer range "
-                                  "(-2**63 .. 2**63-1), where SQL's SUM overflows too")
-        return rows
+            batches = None
+        return self._fitting(view, batches)
+
+    @staticmethod
+    def _fitting(view: ViewDef, batches: Iterator[list[tuple]] | None) -> Iterator[list[tuple]]:
+        """``batches`` checked against the store's integer range (None: overflowed)."""
+        for rows in batches or [None]:
+            if rows is None or not all(map(sqlvalues.fits, (v for row in rows for v in row))):
+                raise ConstraintError(f"a SUM of {view.name} leaves the store's integer range "
+                                      "(-2**63 .. 2**63-1), where SQL's SUM overflows too")
+            yield rows
 
     def _rebuild(self, view: ViewDef) -> None:
-        """Replace ``view``'s rows by its recomputation (inside the caller's transaction)."""
-        rows = self.recomputed(view)
-        self.store.replace_rows(view.name, rows)
-        self._repaired(view, rows)
+        """Replace ``view``'s rows by its recomputation (inside the caller's transaction),
+        streamed batch by batch into the store; the epochs its rows fall in are gathered
+        on the way and marked after."""
+        windows = self.epoch_windows.get(view.name, [])
+        names = [c.name for c in view.columns]
+        marks: set[tuple[str, int]] = set()
+        batches = self._recomputed_batches(view)  # reads the store before the write starts
+
+        def rows() -> Iterator[tuple]:
+            for batch in batches:
+                marks.update(epoch_marks(windows, (dict(zip(names, row)) for row in batch)))
+                yield from batch
+
+        self.store.replace_rows(view.name, rows())
+        self.store.mark_epochs(marks)
         if view.maintenance is MaintenanceMode.ASYNC:
             self.maintainer.queue.forget(view)
 
@@ -349,38 +372,37 @@ class Deployment:
     # -- bulk load -----------------------------------------------------------
     def load(self, table: str, /, rows: Iterable[dict[str, Any] | Sequence[Any]] | None = None, *,
              path: str | Path | None = None) -> int:
-        """Load many base rows at once (dicts, tuples in column order, or a CSV/Parquet file),
-        check keys and CARDINALITY constraints in bulk, and rebuild the views from the data
-        in one pass. All or nothing."""
+        """Load many base rows at once (dicts, tuples in column order, or CSV/Parquet: a
+        file, a directory of them or a glob), check keys and CARDINALITY constraints in
+        bulk, and rebuild the views from the data in one pass. The rows stream into the
+        store batch by batch (never the whole file in memory). All or nothing."""
         self._open()
         definition = self._table(table)
         with self.progress.step(f"loading {definition.name}" + (f" from {path}" if path else "")):
-            records = list(read_rows(definition, rows, path))
+            records = read_rows(definition, rows, path)  # a stream, read once by the load
             engine = self.engine()
             with self.lock:
-                bulk_load.load(self.store, definition, records, self.views, engine,
-                               self.epoch_windows, self._rebuild)
-        return len(records)
+                return bulk_load.load(self.store, definition, records, self.views, engine,
+                                      self.epoch_windows, self._rebuild)
 
     def load_many(self, loads: Sequence[tuple[str, Any]] | dict[str, Any]) -> list[int]:
         """Several bulk loads as one: ``(table, source)`` pairs in order (parents first),
-        each source a CSV or Parquet path or an iterable of rows. All or nothing: one
-        refused row leaves every table as it was. Returns the rows loaded per pair."""
+        each source a CSV or Parquet path (a file, a directory or a glob) or an iterable of
+        rows. All or nothing: one refused row leaves every table as it was. Returns the
+        rows loaded per pair."""
         self._open()
         pairs = list(loads.items()) if isinstance(loads, dict) else list(loads)
         batches = []
         for table, source in pairs:
             definition = self._table(table)
             is_path = isinstance(source, (str, Path))
-            with self.progress.step(f"reading {source}" if is_path else f"reading {table}"):
-                batches.append((definition, list(read_rows(
-                    definition, None if is_path else source, source if is_path else None))))
+            batches.append((definition, read_rows(
+                definition, None if is_path else source, source if is_path else None)))
         with self.progress.step(f"loading {', '.join(t.name for t, _ in batches)}"):
             engine = self.engine()
             with self.lock:
-                bulk_load.load_tables(self.store, batches, self.views, engine,
-                                      self.epoch_windows, self._rebuild)
-        return [len(records) for _, records in batches]
+                return bulk_load.load_tables(self.store, batches, self.views, engine,
+                                             self.epoch_windows, self._rebuild)
 
     # -- periodic views and checks ------------------------------------------
     def refresh(self, now_ms: int | None = None) -> list[RefreshReport]:

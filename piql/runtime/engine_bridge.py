@@ -3,11 +3,13 @@
 Engines are leaves: they take named tables and SQL in their dialect, and know nothing of
 stores or plans. Each job here copies the tables it reads from the store into the engine
 (in batches, as Arrow), runs SQL rendered for the engine by sqlglot, and returns rows in
-the store's column order; the caller writes them back in one transaction.
+the store's column order (batch by batch, for a view build); the caller writes them back
+in one transaction.
 """
 from __future__ import annotations
 
 import itertools
+from typing import Iterator
 
 from piql import sqlgen
 from piql.engines.base import BATCH_ROWS, Engine, TableData
@@ -39,6 +41,14 @@ def tables_read(block: QueryBlock) -> list[str]:
 
 def view_rows(engine: Engine, store: Store, view: ViewDef, partition_of) -> list[tuple]:
     """A maintained view computed from base data by the engine, as the store keeps it."""
+    return [row for batch in view_batches(engine, store, view, partition_of) for row in batch]
+
+
+def view_batches(engine: Engine, store: Store, view: ViewDef,
+                 partition_of) -> Iterator[list[tuple]]:
+    """The same, batch by batch as the engine answers (a view build holds one batch of
+    Python rows at a time). The tables are exported now, the rows computed as they are
+    taken: the caller may then write them to the store while it reads them."""
     export(store, engine, tables_read(view.definition))
-    rows = engine.query(sqlgen.block_sql(view.definition, engine.dialect))
-    return stored_rows(store, view, rows, partition_of)
+    batches = engine.query_batches(sqlgen.block_sql(view.definition, engine.dialect))
+    return (stored_rows(store, view, rows, partition_of) for rows in batches)
