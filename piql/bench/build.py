@@ -134,21 +134,25 @@ def measure(work: Path, data: Path, engine: str, store: str) -> dict[str, Any]:
     if jvm is not None:
         jvm.start()
     seconds: dict[str, float] = {}
+    peaks: dict[str, float] = {}  # the Python process's peak RSS after each step
     started = time.perf_counter()
     documents = db.load("Documents", path=data / "documents.parquet")
     tags = db.load("Tags", path=data / "tags")
     seconds["load"] = time.perf_counter() - started
+    peaks["load"] = _peak_mb()
     started = time.perf_counter()
     db.build_views()
     seconds["build"] = time.perf_counter() - started
+    peaks["build"] = _peak_mb()
     started = time.perf_counter()
     report = db.refresh(now_ms=tags)[0]
     seconds["refresh"] = time.perf_counter() - started
+    peaks["refresh"] = _peak_mb()
     started = time.perf_counter()
     check = db.check()
     seconds["check"] = time.perf_counter() - started
+    peaks["check"] = _peak_mb()
     db.close()
-    python_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     return {"engine": engine, "tags_rows": tags, "documents_rows": documents,
             "rows_loaded": tags + documents, "engine_start_seconds": start_seconds,
             "seconds": seconds, "load_rows_per_second": (tags + documents) / seconds["load"],
@@ -156,8 +160,12 @@ def measure(work: Path, data: Path, engine: str, store: str) -> dict[str, Any]:
             "max_partition_reads": report.max_partition_reads,
             "per_partition_bound": report.per_partition_bound, "refresh_partitions": report.partitions,
             "consistent": check.consistent,
-            "peak_rss_python_mb": round(python_peak, 1),
+            "peak_rss_python_mb": peaks["check"], "peak_rss_python_mb_after": peaks,
             "peak_rss_jvm_mb": None if jvm is None else round(jvm.stop(), 1)}
+
+
+def _peak_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # KiB on Linux
 
 
 class _JvmPeak:
@@ -244,10 +252,13 @@ def summary(document: dict) -> str:
 
     rows = [(r["engine"], f"{r['tags_rows']:,}", f"{r['load_rows_per_second']:,.0f}",
              *(f"{r['seconds'][k]:.1f}" for k in ("load", "build", "refresh", "check")),
-             r["max_partition_reads"], r["peak_rss_python_mb"], r["peak_rss_jvm_mb"] or "-",
+             r["max_partition_reads"],
+             " / ".join(str(r["peak_rss_python_mb_after"][k]) for k in ("load", "build", "check")),
+             r["peak_rss_jvm_mb"] or "-",
              "yes" if r["consistent"] else "NO") for r in document["results"]]
     lines = [table.render(["engine", "Tags rows", "load rows/s", "load s", "build s",
-                           "refresh s", "check s", "max tuples/partition", "Python MB",
+                           "refresh s", "check s", "max tuples/partition",
+                           "Python peak MB after load / build / check",
                            "JVM MB", "consistent"], rows)]
     for engine, grew in document["growth"].items():
         lines.append(f"{engine}: data x{grew['data']:.0f}, driver peak RSS "

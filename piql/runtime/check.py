@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Protocol
 
 from sqlglot import exp
 
@@ -75,11 +75,19 @@ def stored_rows(store: Store, view: ViewDef, rows: Iterable[tuple],
             total = groups.get(tuple(values[c] for c in plain), {}).get(column)
             values[column] = None if total is None else rounded(total, f"{view.name}.{column}")
             values[hidden] = None if total is None else show(total)
-        if view.kind == ViewKind.STAGING:
-            values["partition"] = partition_of(view, values)
-        values.setdefault("_all", 0)
-        result.append(plain_row(tuple(values[c] for c in shape.columns)))
+        result.append(plain_row(tuple(stored_values(view, values, partition_of)[c]
+                                      for c in shape.columns)))
     return result
+
+
+def stored_values(view: ViewDef, values: dict[str, Any],
+                  partition_of: Callable[[ViewDef, dict], int]) -> dict[str, Any]:
+    """A recomputed row's values with the columns only the store keeps: the staging
+    partition (piql's own hash, as on write) and ``_all``."""
+    if view.kind == ViewKind.STAGING:
+        values["partition"] = partition_of(view, values)
+    values.setdefault("_all", 0)
+    return values
 
 
 def plain_row(row: tuple) -> tuple:
@@ -141,19 +149,39 @@ def empty_group(view: ViewDef, values: dict[str, Any]) -> bool:
     return count is not None and values.get(count) == 0
 
 
+class Differ(Protocol):
+    """Checks and repairs a view where its data is (an engine's executors): only the
+    differences come back."""
+
+    def differences(self, view: ViewDef) -> tuple[tuple, tuple]:
+        """(missing, extra) rows of the stored ``view``, as :func:`differences` says."""
+
+    def rebuild(self, view: ViewDef) -> int:
+        """Replace ``view``'s rows by its recomputation (its epochs marked)."""
+
+
 def check_views(store: Store, views: tuple[ViewDef, ...],
                 recomputed: Callable[[ViewDef], list[tuple]], repair: bool = False,
-                repaired: Callable[[ViewDef, list[tuple]], None] | None = None) -> CheckReport:
-    """Diff every maintained view against ``recomputed(view)`` (by SQLite or an engine).
+                repaired: Callable[[ViewDef, list[tuple]], None] | None = None,
+                differ: Differ | None = None) -> CheckReport:
+    """Diff every maintained view against ``recomputed(view)`` (by SQLite or an engine), or
+    with ``differ`` where it can (a view without exact sums, which the store computes).
 
     Everything is read in one transaction of the store, so the recomputation, the stored
     rows and the repair see the same snapshot whatever other processes write meanwhile: a
-    read transaction for a check, the write lock for a repair (writers wait for it).
+    read transaction for a check, the write lock for a repair (writers wait for it; an
+    engine's tasks read the transaction's exported snapshot where the store has them).
     ``repaired`` is told of every view replaced, with its new rows."""
     checks = []
     with store.transaction() if repair else store.snapshot():
         for view in views:
             if view.kind not in (ViewKind.IMV, ViewKind.STAGING):
+                continue
+            if differ is not None and not view.exact_sums:
+                missing, extra = differ.differences(view)
+                if repair and (missing or extra):
+                    differ.rebuild(view)
+                checks.append(ViewCheck(view.name, missing, extra, repair and bool(missing or extra)))
                 continue
             expected = recomputed(view)
             actual = store.all_rows(view.name)

@@ -28,7 +28,7 @@ from piql.planner.views import ViewDef, ViewKind
 from piql.query_block import MaintenanceMode, QueryBlock
 from piql.runtime import bulk_load, install, sqlvalues
 from piql.runtime.check import CheckReport, check_views, recompute
-from piql.runtime.engine_bridge import view_batches
+from piql.runtime.engine_bridge import EngineDiffer, view_batches
 from piql.runtime.epochs import epoch_marks, epoch_windows, mark_epochs
 from piql.runtime.errors import (
     BoundExceeded, ConstraintError, DeploymentClosed, DeploymentError, ParameterError,
@@ -440,7 +440,15 @@ class Deployment:
         asynchronous views' queue is drained first."""
         self.drain()
         with self.lock:
-            return check_views(self.store, self.views, self.recomputed, repair, self._repaired)
+            return check_views(self.store, self.views, self.recomputed, repair, self._repaired,
+                               self._differ())
+
+    def _differ(self) -> EngineDiffer | None:
+        """DuckDB diffs in its own tables: Python holds the differences, not the views."""
+        engine = self.engine()
+        if engine is None or engine.name != "duckdb":
+            return None
+        return EngineDiffer(engine, self.store, partition_of, self._rebuild)
 
     def _repaired(self, view: ViewDef, rows: list[tuple]) -> None:
         """A staging view rebuilt or repaired: the time windows it feeds must catch up on
