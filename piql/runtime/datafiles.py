@@ -65,7 +65,7 @@ def data_files(path: str | Path) -> list[Path]:
     found = sorted(p for p in path.iterdir() if p.is_file() and p.name[0] not in "_."
                    and p.suffix.lower() in (".csv", ".parquet"))
     if not found:
-        raise DataFileError(f"{path}: is a directory with no CSV or Parquet file in it")
+        raise DataFileError(f"{path}: is a directory, not a CSV or Parquet file, and holds none")
     return _one_format(path, found)
 
 
