@@ -128,6 +128,15 @@ def build_parser() -> argparse.ArgumentParser:
     refresh_bench.add_argument("--repeat", type=int, default=5, help="refreshes per point")
     refresh_bench.add_argument("--out", default="bench-results", help="output directory")
     refresh_bench.set_defaults(run=_bench_refresh)
+    build_bench = benches.add_parser("build", help="bulk load + view build + refresh + check vs "
+                                     "data size, with the driver's peak memory")
+    build_bench.add_argument("--engines", default="duckdb,spark", help="comma separated")
+    build_bench.add_argument("--sizes", default="100000,1000000",
+                             help="Tags rows, comma separated (default ten times apart)")
+    build_bench.add_argument("--quick", action="store_true",
+                             help="small sizes (2000,20000), for a smoke test")
+    build_bench.add_argument("--out", default="bench-results", help="output directory")
+    build_bench.set_defaults(run=_bench_build)
     twotags = benches.add_parser("twotags", help="twoTags on demand vs through its IMV, and tag "
                                                  "inserts with and without maintenance (§8.1)")
     twotags.add_argument("--scales", default="1000,10000,100000",
@@ -588,6 +597,22 @@ def _bench_refresh(args: argparse.Namespace) -> int:
                          _numbers(args.partitions, "--partitions"), args.repeat, Path(args.out))
     print(bench.summary(document))
     print(f"\nwrote {Path(args.out) / 'refresh.json'} and {Path(args.out) / 'refresh.png'}")
+    return EXIT_OK
+
+
+def _bench_build(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from piql.bench import build as bench
+
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    unknown = [e for e in engines if e not in ("duckdb", "spark", "store")]
+    if unknown:
+        raise InputError(f"--engines: unknown engine {unknown[0]!r} (duckdb, spark, store)")
+    sizes = list(bench.QUICK_SIZES) if args.quick else _numbers(args.sizes, "--sizes")
+    document = bench.run(engines, sizes, Path(args.out))
+    print(bench.summary(document))
+    print(f"\nwrote {Path(args.out) / 'build.json'} and {Path(args.out) / 'build.png'}")
     return EXIT_OK
 
 

@@ -39,13 +39,22 @@ class TableData:
     types: tuple[str, ...]
     rows: Iterable[tuple]
 
+    def schema(self) -> pa.Schema:
+        """The Arrow schema, typed from the declared types."""
+        return pa.schema([pa.field(c, _arrow_type(t)) for c, t in zip(self.columns, self.types)])
+
     def arrow(self) -> pa.Table:
         """An Arrow table typed from the declared types (empty tables keep their schema)."""
-        schema = pa.schema([pa.field(c, _arrow_type(t)) for c, t in zip(self.columns, self.types)])
-        batches = [pa.RecordBatch.from_arrays(
-            [pa.array([row[i] for row in chunk], type=f.type) for i, f in enumerate(schema)],
-            schema=schema) for chunk in _chunks(self.rows, BATCH_ROWS)]
-        return pa.Table.from_batches(batches, schema=schema)
+        return pa.Table.from_batches(list(self.batches()), schema=self.schema())
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The rows as Arrow record batches of :data:`BATCH_ROWS`, made as they are read:
+        one batch of Python tuples in memory at a time."""
+        schema = self.schema()
+        for chunk in _chunks(self.rows, BATCH_ROWS):
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([row[i] for row in chunk], type=f.type) for i, f in enumerate(schema)],
+                schema=schema)
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,11 @@ class Engine(ABC):
     @abstractmethod
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         """Run one SELECT in this engine's dialect."""
+
+    def query_batches(self, sql: str) -> Iterator[list[tuple[Any, ...]]]:
+        """Run one SELECT, its rows in batches as the engine produces them. The default
+        is one batch of every row; an engine that can stream its results overrides it."""
+        yield self.query(sql)
 
     @abstractmethod
     def define(self, name: str, sql: str) -> None:

@@ -1,12 +1,17 @@
 """DuckDB, embedded: the default engine. Partitions of a periodic refresh run as one
-parallel query (DuckDB parallelizes the per-partition window over its threads)."""
+parallel query (DuckDB parallelizes the per-partition window over its threads).
+
+Tables come in as a stream of Arrow record batches and are copied into DuckDB's own
+(compressed, columnar) tables, and results go out in batches: Python holds
+one batch at a time, never a whole table."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 import duckdb
+import pyarrow as pa
 
-from piql.engines.base import Engine, TableData
+from piql.engines.base import BATCH_ROWS, Engine, TableData
 from piql.sqlgen import identifier
 
 
@@ -16,18 +21,36 @@ class DuckDBEngine(Engine):
 
     def __init__(self) -> None:
         self.connection = duckdb.connect()
-        self._registered: dict[str, object] = {}
 
     def register(self, data: TableData) -> None:
-        table = data.arrow()
-        self._registered[data.name] = table  # keep the Arrow data alive while registered
-        self.connection.register(data.name, table)
+        # batch by batch on the caller's thread (a stream handed to DuckDB would be read
+        # from DuckDB's threads, where the store's transaction is not)
+        name, incoming = identifier(data.name, "duckdb"), "_piql_incoming"
+        self.connection.register(incoming, pa.Table.from_batches([], schema=data.schema()))
+        try:
+            self.connection.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM {incoming}")
+            for batch in data.batches():
+                self.connection.register(incoming, batch)
+                self.connection.execute(f"INSERT INTO {name} SELECT * FROM {incoming}")
+        finally:
+            self.connection.unregister(incoming)
 
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         return self.connection.execute(sql).fetchall()
 
+    def query_batches(self, sql: str) -> Iterator[list[tuple[Any, ...]]]:
+        cursor = self.connection.cursor()  # its own: the caller may query meanwhile
+        try:
+            cursor.execute(sql)
+            while batch := cursor.fetchmany(BATCH_ROWS):
+                yield batch
+        finally:
+            cursor.close()
+
     def define(self, name: str, sql: str) -> None:
-        self.connection.execute(f"CREATE OR REPLACE TEMP VIEW {identifier(name, 'duckdb')} AS {sql}")
+        # not TEMP: a temporary object is its connection's only, and query_batches reads
+        # through a cursor (a connection of its own to the same database)
+        self.connection.execute(f"CREATE OR REPLACE VIEW {identifier(name, 'duckdb')} AS {sql}")
 
     def close(self) -> None:
         self.connection.close()

@@ -5,10 +5,15 @@ FOREIGN KEY checks run as set-oriented SQL on the batch and the table (the CARDI
 count on the engine, when there is one); the batch is inserted, the epochs it reaches
 through the time windows' joins are marked, and every maintained view reading the table
 is rebuilt from the data, all in one transaction: all or nothing.
+
+The rows stream: they go from their source (a file read batch by batch, or any iterable)
+straight into the scratch table, so a load holds one batch of Python rows at a time, not
+the file; every check is then SQL over the whole scratch table, and a refusal (in the
+last batch too) rolls everything back.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from sqlglot import exp
 
@@ -25,22 +30,25 @@ from piql.runtime.errors import ConstraintError, StoreRefused
 from piql.runtime.store import Store
 
 
-def load(store: Store, table: Table, records: list[tuple], views: tuple[ViewDef, ...],
+def load(store: Store, table: Table, records: Iterable[tuple], views: tuple[ViewDef, ...],
          engine: Engine | None, epoch_windows: dict[str, list[EpochWindow]],
-         rebuild: Callable[[ViewDef], None]) -> None:
-    """Check and insert ``records`` (complete rows of ``table``) and ``rebuild`` every
-    maintained view that reads the table, in one transaction of ``store``."""
-    load_tables(store, [(table, records)], views, engine, epoch_windows, rebuild)
+         rebuild: Callable[[ViewDef], None]) -> int:
+    """Check and insert ``records`` (complete rows of ``table``, read once) and ``rebuild``
+    every maintained view that reads the table, in one transaction of ``store``; how many
+    rows were loaded."""
+    return load_tables(store, [(table, records)], views, engine, epoch_windows, rebuild)[0]
 
 
-def load_tables(store: Store, batches: Sequence[tuple[Table, list[tuple]]],
+def load_tables(store: Store, batches: Sequence[tuple[Table, Iterable[tuple]]],
                 views: tuple[ViewDef, ...], engine: Engine | None,
                 epoch_windows: dict[str, list[EpochWindow]],
-                rebuild: Callable[[ViewDef], None]) -> None:
+                rebuild: Callable[[ViewDef], None]) -> list[int]:
     """Load every batch, in order (parents before the children their foreign keys name),
     then rebuild each maintained view reading any of the tables once: all in one
-    transaction, so a batch refused leaves every table as it was."""
+    transaction, so a batch refused leaves every table as it was. Returns the rows loaded
+    per batch."""
     staged: list[str] = []
+    counts: list[int] = []
     current = ""
     try:
         with store.transaction():
@@ -51,7 +59,9 @@ def load_tables(store: Store, batches: Sequence[tuple[Table, list[tuple]]],
                     store.drop_staged(name)
                 else:
                     staged.append(name)
-                _load_batch(store, table, records, name, views, engine, epoch_windows)
+                counted = _Counted(records)
+                _load_batch(store, table, counted, name, views, engine, epoch_windows)
+                counts.append(counted.count)
             loaded = [table.name for table, _ in batches]
             for view in views:
                 if view.kind in (ViewKind.IMV, ViewKind.STAGING) and \
@@ -62,9 +72,23 @@ def load_tables(store: Store, batches: Sequence[tuple[Table, list[tuple]]],
     finally:
         for name in staged:
             store.drop_staged(name)
+    return counts
 
 
-def _load_batch(store: Store, table: Table, records: list[tuple], staged: str,
+class _Counted:
+    """An iterable of rows that counts the rows taken from it (the batch streams into the
+    store, so its length is known only once it has been read)."""
+
+    def __init__(self, rows: Iterable[tuple]) -> None:
+        self.rows, self.count = rows, 0
+
+    def __iter__(self) -> Iterator[tuple]:
+        for row in self.rows:
+            self.count += 1
+            yield row
+
+
+def _load_batch(store: Store, table: Table, records: Iterable[tuple], staged: str,
                 views: tuple[ViewDef, ...], engine: Engine | None,
                 epoch_windows: dict[str, list[EpochWindow]]) -> None:
     store.stage(staged, table.name, records)

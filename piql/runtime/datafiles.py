@@ -1,4 +1,10 @@
-"""Reading the files ``load`` takes: CSV with a header row, or Parquet.
+"""Reading the files ``load`` takes: CSV with a header row, or Parquet; one file, a
+directory of them (a Spark-style output directory: files starting with ``_`` or ``.`` are
+left out) or a glob pattern.
+
+Rows are read as a stream: a CSV row at a time, Parquet one record batch of
+:data:`BATCH_ROWS` at a time, so a load holds a batch, never the whole file, as Python
+objects.
 
 Rows come out as dicts keyed by the file's column names, typed from the
 table's declared column types for CSV (Parquet carries its own types). A file
@@ -11,6 +17,7 @@ is read by pyarrow, in record batches.
 from __future__ import annotations
 
 import csv
+import glob
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -22,15 +29,50 @@ from piql.sql_types import base_name, from_text
 BATCH_ROWS = 65_536  # Parquet rows decoded at a time
 
 
+GLOB_CHARACTERS = frozenset("*?[")
+
+
 def read_file(table: Table, path: str | Path) -> Iterator[dict[str, Any]]:
-    """The rows of a CSV or Parquet file for ``table`` (a ``.parquet`` suffix means Parquet)."""
+    """The rows of the CSV or Parquet file(s) at ``path`` for ``table`` (a ``.parquet``
+    suffix means Parquet), file after file."""
+    return _chained(table, data_files(path))
+
+
+def _chained(table: Table, found: list[Path]) -> Iterator[dict[str, Any]]:
+    for file in found:
+        yield from (_parquet_rows if is_parquet(file) else _csv_rows)(table, file)
+
+
+def is_parquet(path: Path) -> bool:
+    return path.suffix.lower() == ".parquet"
+
+
+def data_files(path: str | Path) -> list[Path]:
+    """The files a load reads: ``path`` itself, the data files of a directory (sorted,
+    not those starting with ``_`` or ``.``: Spark's markers), or the files a glob pattern
+    matches (sorted); all CSV or all Parquet. A directory named ``*.parquet`` is one
+    Parquet dataset."""
     path = Path(path)
-    parquet = path.suffix.lower() == ".parquet"
     if not path.exists():
+        if GLOB_CHARACTERS & set(str(path)):
+            found = sorted(Path(p) for p in glob.glob(str(path)) if Path(p).is_file())
+            if not found:
+                raise DataFileError(f"{path}: no file matches")
+            return _one_format(path, found)
         raise DataFileError(f"{path}: no such file")
-    if path.is_dir() and not parquet:
-        raise DataFileError(f"{path}: is a directory, not a CSV or Parquet file")
-    return _parquet_rows(table, path) if parquet else _csv_rows(table, path)
+    if not path.is_dir() or is_parquet(path):
+        return [path]
+    found = sorted(p for p in path.iterdir() if p.is_file() and p.name[0] not in "_."
+                   and p.suffix.lower() in (".csv", ".parquet"))
+    if not found:
+        raise DataFileError(f"{path}: is a directory, not a CSV or Parquet file, and holds none")
+    return _one_format(path, found)
+
+
+def _one_format(path: Path, found: list[Path]) -> list[Path]:
+    if len({is_parquet(p) for p in found}) > 1:
+        raise DataFileError(f"{path}: holds both CSV and Parquet files; load one kind at a time")
+    return found
 
 
 def _csv_rows(table: Table, path: Path) -> Iterator[dict[str, Any]]:

@@ -29,8 +29,8 @@ from piql.runtime import bulk_load, install, sessions, sqlvalues
 from piql.runtime.adapt import AdaptReport, Mode, adapt
 from piql.runtime.aggregates import Overlay, OverlayReport, overlay_for
 from piql.runtime.check import CheckReport, check_views, recompute
-from piql.runtime.engine_bridge import view_rows
-from piql.runtime.epochs import epoch_windows, mark_epochs
+from piql.runtime.engine_bridge import EngineDiffer, view_batches
+from piql.runtime.epochs import epoch_marks, epoch_windows, mark_epochs
 from piql.runtime.errors import (
     BoundExceeded, ConstraintError, DeploymentClosed, DeploymentError, ParameterError,
     StoreOverflow, StoreRefused, UnboundedQuery, UnknownName, sum_overflow,
@@ -205,29 +205,50 @@ class Deployment:
         """``view`` computed from base data by the engine (or by the store for engine
         "store"). A view with exact sums of REAL values is computed by the store, which
         reads its rows once more to sum them exactly (``exact_sums``)."""
+        return [row for batch in self._recomputed_batches(view) for row in batch]
+
+    def _recomputed_batches(self, view: ViewDef) -> Iterator[list[tuple]]:
+        """The same, batch by batch as the engine answers (one batch for the store). The
+        store is read now, not as the batches are taken, so that the caller may write the
+        batches into the store as they come."""
         engine = None if view.exact_sums else self.engine()
         try:
-            rows = recompute(self.store, view, partition_of) if engine is None else \
-                view_rows(engine, self.store, view, partition_of)
+            batches = iter([recompute(self.store, view, partition_of)]) if engine is None \
+                else view_batches(engine, self.store, view, partition_of)
         except StoreOverflow:
-            rows = None
-        if rows is None or not all(map(sqlvalues.fits, (v for row in rows for v in row))):
-            raise sum_overflow(view.name)
-        return rows
+            batches = None
+        return self._fitting(view, batches)
+
+    @staticmethod
+    def _fitting(view: ViewDef, batches: Iterator[list[tuple]] | None) -> Iterator[list[tuple]]:
+        """``batches`` checked against the store's integer range (None: overflowed)."""
+        for rows in batches or [None]:
+            if rows is None or not all(map(sqlvalues.fits, (v for row in rows for v in row))):
+                raise sum_overflow(view.name)
+            yield rows
 
     def _rebuild(self, view: ViewDef, in_tasks: bool = False) -> None:
-        """Replace ``view``'s rows by its recomputation (inside the caller's transaction);
-        ``in_tasks``: by Spark's tasks from the committed data, when the engine is Spark (a
-        bulk load's rows are not committed yet: they are read through the driver)."""
+        """Replace ``view``'s rows by its recomputation (inside the caller's transaction),
+        streamed batch by batch into the store; the epochs its rows fall in are gathered
+        on the way and marked after. ``in_tasks``: by Spark's tasks from the committed
+        data, when the engine is Spark (a bulk load's rows are not committed yet: they are
+        read through the driver)."""
         jobs = self.spark_jobs() if in_tasks and not view.exact_sums else None
         if jobs is not None:
             jobs.rebuild(view)
-            if view.maintenance is MaintenanceMode.ASYNC:
-                self.maintainer.queue.forget(view)
-            return
-        rows = self.recomputed(view)
-        self.store.replace_rows(view.name, rows)
-        self._repaired(view, rows)
+        else:
+            windows = self.epoch_windows.get(view.name, [])
+            names = [c.name for c in view.columns]
+            marks: set[tuple[str, int]] = set()
+            batches = self._recomputed_batches(view)  # reads the store before writing
+
+            def rows() -> Iterator[tuple]:
+                for batch in batches:
+                    marks.update(epoch_marks(windows, (dict(zip(names, r)) for r in batch)))
+                    yield from batch
+
+            self.store.replace_rows(view.name, rows())
+            self.store.mark_epochs(marks)
         if view.maintenance is MaintenanceMode.ASYNC:
             self.maintainer.queue.forget(view)
 
@@ -541,21 +562,22 @@ class Deployment:
     # -- bulk load -----------------------------------------------------------
     def load(self, table: str, /, rows: Iterable[dict[str, Any] | Sequence[Any]] | None = None, *,
              path: str | Path | None = None) -> int:
-        """Load many base rows at once (dicts, tuples in column order, or a CSV/Parquet file),
-        check keys and CARDINALITY constraints in bulk, and rebuild the views from the data
-        in one pass. All or nothing."""
+        """Load many base rows at once (dicts, tuples in column order, or CSV/Parquet: a
+        file, a directory of them or a glob), check keys and CARDINALITY constraints in
+        bulk, and rebuild the views from the data in one pass. The rows stream into the
+        store batch by batch (never the whole file in memory). All or nothing."""
         self._open()
         definition = self._table(table)
         with self.progress.step(f"loading {definition.name}" + (f" from {path}" if path else "")):
-            records = list(read_rows(definition, rows, path))
+            records = read_rows(definition, rows, path)  # a stream, read once by the load
             engine = self.engine()
             built: list[str] = []
             with self.lock:
-                bulk_load.load(self.store, definition, records, self.views, engine,
-                               self.epoch_windows, self._rebuilding(built))
+                count = bulk_load.load(self.store, definition, records, self.views, engine,
+                                       self.epoch_windows, self._rebuilding(built))
                 self.store.analyze([definition.name, *built])  # statistics for the planner
                 self._bypassed([definition])
-        return len(records)
+        return count
 
     def _bypassed(self, tables: list[Table]) -> None:
         """Producer rows loaded in bulk were not pushed: those feeds start again all pull."""
@@ -569,26 +591,26 @@ class Deployment:
 
     def load_many(self, loads: Sequence[tuple[str, Any]] | dict[str, Any]) -> list[int]:
         """Several bulk loads as one: ``(table, source)`` pairs in order (parents first),
-        each source a CSV or Parquet path or an iterable of rows. All or nothing: one
-        refused row leaves every table as it was. Returns the rows loaded per pair."""
+        each source a CSV or Parquet path (a file, a directory or a glob) or an iterable of
+        rows. All or nothing: one refused row leaves every table as it was. Returns the
+        rows loaded per pair."""
         self._open()
         pairs = list(loads.items()) if isinstance(loads, dict) else list(loads)
         batches = []
         for table, source in pairs:
             definition = self._table(table)
             is_path = isinstance(source, (str, Path))
-            with self.progress.step(f"reading {source}" if is_path else f"reading {table}"):
-                batches.append((definition, list(read_rows(
-                    definition, None if is_path else source, source if is_path else None))))
+            batches.append((definition, read_rows(
+                definition, None if is_path else source, source if is_path else None)))
         with self.progress.step(f"loading {', '.join(t.name for t, _ in batches)}"):
             engine = self.engine()
             built: list[str] = []
             with self.lock:
-                bulk_load.load_tables(self.store, batches, self.views, engine,
-                                      self.epoch_windows, self._rebuilding(built))
+                counts = bulk_load.load_tables(self.store, batches, self.views, engine,
+                                               self.epoch_windows, self._rebuilding(built))
                 self.store.analyze([t.name for t, _ in batches] + built)
                 self._bypassed([t for t, _ in batches])
-        return [len(records) for _, records in batches]
+        return counts
 
     # -- periodic views and checks ------------------------------------------
     def refresh(self, now_ms: int | None = None) -> list[RefreshReport]:
@@ -663,7 +685,14 @@ class Deployment:
         self.drain()
         with self.lock:
             return check_views(self.store, self.views, self.recomputed, repair, self._repaired,
-                               self.spark_jobs())
+                               self.spark_jobs() or self._differ())
+
+    def _differ(self) -> EngineDiffer | None:
+        """DuckDB diffs in its own tables: Python holds the differences, not the views."""
+        engine = self.engine()
+        if engine is None or engine.name != "duckdb":
+            return None
+        return EngineDiffer(engine, self.store, partition_of, self._rebuild)
 
     def _repaired(self, view: ViewDef, rows: list[tuple]) -> None:
         """A staging view rebuilt or repaired: the time windows it feeds must catch up on

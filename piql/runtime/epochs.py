@@ -8,7 +8,7 @@ in the store (``Store.mark_epochs``); a refresh reads and clears them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from piql.planner.trigger_rules import time_windows
 from piql.planner.views import ViewDef
@@ -37,5 +37,10 @@ def epoch_windows(views: Iterable[ViewDef]) -> dict[str, list[EpochWindow]]:
 def mark_epochs(store: Store, windows: list[EpochWindow], rows: Iterable[dict[str, Any]]) -> None:
     """Record the epochs staging rows fall in, for the next refresh. Bookkeeping beside the
     write (one keyed upsert per window), so it is outside the counted operations."""
-    store.mark_epochs((w.view, e) for row in rows for w in windows
-                      if (e := w.epoch(row)) is not None)
+    store.mark_epochs(epoch_marks(windows, rows))
+
+
+def epoch_marks(windows: list[EpochWindow],
+                rows: Iterable[dict[str, Any]]) -> Iterator[tuple[str, int]]:
+    """(view, epoch) for every window and row that falls in an epoch of it."""
+    return ((w.view, e) for row in rows for w in windows if (e := w.epoch(row)) is not None)

@@ -517,11 +517,21 @@ class PostgresStore:
     def read_table(self, table: str, batch_rows: int) -> Iterator[list[tuple]]:
         shape = self.shapes[table]
         order = ", ".join(self._order(shape, c, False) for c in shape.key)
-        rows = self._run(f"SELECT {', '.join(_quote(c) for c in shape.columns)} FROM "
-                         f"{_quote(table)}" + (f" ORDER BY {order}" if order else ""),
-                         prepare=False)
-        for start in range(0, len(rows), batch_rows):
-            yield rows[start:start + batch_rows]
+        statement = (f"SELECT {', '.join(_quote(c) for c in shape.columns)} FROM "
+                     f"{_quote(table)}" + (f" ORDER BY {order}" if order else ""))
+        with self._connection() as connection:
+            batch: list[tuple] = []
+            try:
+                # streamed (libpq's chunked mode): a batch of rows in memory, not the table
+                for row in connection.cursor().stream(statement, size=min(batch_rows, 10_000)):
+                    batch.append(row)
+                    if len(batch) == batch_rows:
+                        yield batch
+                        batch = []
+            except psycopg.Error as err:
+                raise self.refused(err) from None
+            if batch:
+                yield batch
 
     def sql(self, statement: str, values: Values = ()) -> list[tuple]:
         """Set-oriented SQL in PostgreSQL's dialect (``%(name)s`` placeholders, as sqlgen

@@ -381,11 +381,10 @@ class SQLiteStore:
         self.connection.execute(f"DELETE FROM {_quote(table)}"
                                 + (f" WHERE {condition}" if condition else ""),
                                 list((where or {}).values()))
-        rows = list(rows)
-        self.connection.executemany(
+        cursor = self.connection.executemany(  # rows stream in: one batch in memory at a time
             f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in shape.columns)}) "
             f"VALUES ({', '.join('?' for _ in shape.columns)})", rows)
-        return len(rows)
+        return max(cursor.rowcount, 0)
 
     def stage(self, name: str, like: str, rows: Iterable[Sequence[Any]]) -> None:
         """A TEMP table (this connection's only) with ``like``'s columns, holding ``rows``."""
