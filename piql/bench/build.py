@@ -24,23 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from piql.bench.common import machine, progress, pyplot, save_figure, write_json
+from piql.bench.refresh import QUERIES as REFRESH_QUERIES, SCHEMA
 
-SCHEMA = """
-CREATE TABLE Documents (docId BIGINT, timestamp BIGINT, text VARCHAR, PRIMARY KEY (docId));
-CREATE TABLE Tags (docId BIGINT, tag VARCHAR, timestamp BIGINT TEMPORAL,
-                   PRIMARY KEY (docId, tag),
-                   FOREIGN KEY (docId) REFERENCES Documents (docId))
-  WITH CARDINALITY (tag, 10);
-"""
+# the refresh benchmark's paper schema and periodic view, with an IMV to build beside it
 QUERIES = """
 -- name: countTags
 -- view: docsPerTag
 SELECT COUNT(*) FROM Tags WHERE tag = <tag>
-
--- name: popularTags
--- periodic: 1 min
-SELECT tag, COUNT(*) FROM (SELECT * FROM Tags ORDER BY timestamp DESC LIMIT 5000) GROUP BY tag
-"""
+""" + REFRESH_QUERIES
 TAGS_PER_DOC = 4
 SPARK_MASTER = "local-cluster[2,1,1024]"
 DEFAULT_SIZES = (100_000, 1_000_000)
