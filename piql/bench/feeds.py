@@ -136,13 +136,19 @@ def trace(settings: Settings, load: Workload, ratio: float, length: int,
             for n in range(length)]
 
 
+def _traces(settings: Settings, load: Workload, ratio: float,
+            seed: str) -> tuple[list, list]:
+    """A warm-up trace and the measured one after it, from one generator seeded ``seed``."""
+    rng = random.Random(seed)
+    return (trace(settings, load, ratio, settings.trace, rng),
+            trace(settings, load, ratio, settings.trace, rng))
+
+
 def run_strategy(settings: Settings, load: Workload, ratio: float, strategy: str,
                  store: str = ":memory:") -> dict[str, Any]:
     """One strategy on the seeded trace of ``ratio`` in a fresh ``store``: its figures."""
     app = piql.loads(schema(settings), queries(settings))
-    rng = random.Random(f"{settings.seed}/{ratio}")
-    warmup = trace(settings, load, ratio, settings.trace, rng)
-    measured = trace(settings, load, ratio, settings.trace, rng)
+    warmup, measured = _traces(settings, load, ratio, f"{settings.seed}/{ratio}")
     with app.deploy(store, strict=True, quiet=True) as db:
         db.load("follows", [{"follower": a, "followee": b} for a, b in load.edges])
         db.load("posts", [dict(zip(("postId", "author", "createdAt", "body"), p))
@@ -165,9 +171,7 @@ def run_aggregate(settings: Settings, load: Workload, ratio: float, strategy: st
                   store: str = ":memory:") -> dict[str, Any]:
     """The neighbourhood aggregate under one overlay strategy on the seeded trace."""
     app = piql.loads(schema(settings), queries(settings))
-    rng = random.Random(f"{settings.seed}/aggregate/{ratio}")
-    warmup = trace(settings, load, ratio, settings.trace, rng)
-    measured = trace(settings, load, ratio, settings.trace, rng)
+    warmup, measured = _traces(settings, load, ratio, f"{settings.seed}/aggregate/{ratio}")
     mode, sharing = AGGREGATES[strategy]
     with app.deploy(store, strict=True, quiet=True) as db:
         db.load("follows", [{"follower": a, "followee": b} for a, b in load.edges])
