@@ -136,8 +136,7 @@ def plan_diff(old: PlanRecord, new: PlanRecord) -> PlanDiff:
     steps = (_table_steps(old, new) + _constraint_steps(old, new)
              + _index_steps(old, new, {v.name for v in dropped})
              + [Step(StepKind.DROP_VIEW, v.name, view=v) for v in dropped]
-             + [Step(StepKind.RENAME_VIEW, name, view=new.view(name), renamed_from=source)
-                for name, source in renamed.items()]
+             + _rename_steps(new, renamed)
              + _index_steps(old, new, None)
              + [Step(StepKind.BUILD_VIEW, v.name, view=v) for v in new.views
                 if v.name not in renamed and v.name not in kept]
@@ -150,6 +149,29 @@ def plan_diff(old: PlanRecord, new: PlanRecord) -> PlanDiff:
     unbounded = tuple(name for name, _ in new.queries
                       if name.lower() not in now and name in old.bounded)
     return PlanDiff(tuple(ordered), tuple(kept), unbounded)
+
+
+def _rename_steps(new: PlanRecord, renamed: dict[str, str]) -> list[Step]:
+    """The renames ({new name: old name}) in an order in which no view is renamed to a name
+    another still has: a rename to another's old name waits for it, and views swapping
+    names (a cycle) go through a temporary name."""
+    pending = dict(renamed)
+    steps: list[Step] = []
+    parked: list[Step] = []
+    while pending:
+        taken = {source.lower() for source in pending.values()}
+        free = [name for name in pending if name.lower() not in taken]
+        for name in free:
+            steps.append(Step(StepKind.RENAME_VIEW, name, view=new.view(name),
+                              renamed_from=pending.pop(name)))
+        if not free:  # every name wanted is still taken: park one view, freeing its name
+            name = next(iter(pending))
+            temporary = f"_piql_renaming_{len(parked)}"
+            steps.append(Step(StepKind.RENAME_VIEW, temporary, view=new.view(name),
+                              renamed_from=pending.pop(name)))
+            parked.append(Step(StepKind.RENAME_VIEW, name, view=new.view(name),
+                               renamed_from=temporary))
+    return steps + parked
 
 
 def _match_views(old: PlanRecord, new: PlanRecord) -> tuple[dict[str, str], list[str]]:

@@ -197,7 +197,8 @@ def _apply(store: Store, step: Step, plan: Plan, shapes: dict, rows: Rows) -> No
         _epochs(store, step)
         if step.renamed_from is not None:
             store.shapes.pop(step.renamed_from, None)
-            store.register(shapes[step.name])
+            if step.name in shapes:  # not a name it is parked under (views swapping names)
+                store.register(shapes[step.name])
     elif step.kind == StepKind.CREATE_INDEX:
         spec = next(i for i in plan.indexes + plan.check_indexes if i.name == step.name)
         store.create_index(spec.name, spec.table, spec.parts, unique=spec.unique)

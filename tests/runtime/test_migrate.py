@@ -254,3 +254,24 @@ def test_a_temporal_column_unmarked_migrates_without_touching_rows(tmp_path):
     db.close()
     assert migrated(location, MINE + SAVES) == [StepKind.SET_TEMPORAL]
     reopened(location, MINE + SAVES).close()
+
+
+def test_views_swapping_names_keep_their_rows_through_a_temporary_name(new_store):
+    """Two views swap names in one release: one is parked under a temporary name, so no
+    rename meets a name still taken, and each keeps its rows under its new name."""
+    schema = "CREATE TABLE t (id BIGINT, a BIGINT, b BIGINT, PRIMARY KEY (id));"
+    named = ("-- name: byA\n-- view: {}\nSELECT COUNT(*) FROM t WHERE a = <x>\n\n"
+             "-- name: byB\n-- view: {}\nSELECT COUNT(*) FROM t WHERE b = <x>\n")
+    location = new_store()
+    with piql.loads(schema, named.format("v1", "v2")).deploy(location, engine="store") as db:
+        for i in range(10):
+            db.insert("t", id=i, a=i % 2, b=i % 3)
+    swapped = piql.loads(schema, named.format("v2", "v1"))
+    steps = swapped.migrate(location, engine="store").diff.steps
+    assert [s.kind for s in steps if s.kind != StepKind.REPLACE_TRIGGERS] == \
+        [StepKind.RENAME_VIEW] * 3 and not [s for s in steps if s.kind == StepKind.BUILD_VIEW]
+    with swapped.deploy(location, engine="store") as db:
+        db.insert("t", id=10, a=1, b=1)
+        assert db.query("byA", x=1).rows == ((6,),) and db.query("byB", x=1).rows == ((4,),)
+        assert db.check().consistent
+        assert swapped.migrate(location, engine="store").diff.empty  # a no-op the second time
