@@ -102,9 +102,10 @@ class Concurrent(threading.Thread):
 
     def write(self, db, row: tuple, number: int) -> None:
         """Write one row; one the new plan's constraints refuse is noted in ``refused``
-        (its bookmark, if that was refused too)."""
+        (its bookmark, if that was refused too, until a later row adds it)."""
         try:
             write(db, [row], number)
+            self.refused.discard(row[:2])  # a later row may add the bookmark one refused
         except ConstraintError:
             if db.store.get("bookmarks", {"userId": row[0], "url": row[1]}) is None:
                 self.refused.add(row[:2])
