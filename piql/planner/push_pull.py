@@ -374,10 +374,26 @@ def partition(costs: Mapping[Node, NodeCost], edges: Iterable[tuple[Node, Node]]
             flow.add_edge(node, sink, capacity=weight)
     # Edmonds-Karp: networkx's default preflow-push fails on float capacities far apart in
     # magnitude (a denormal beside ordinary rates raised StopIteration inside networkx)
-    _, (reachable, _) = networkx.minimum_cut(flow, source, sink, flow_func=edmonds_karp)
-    pull = frozenset(n for n in graph.nodes if n in reachable)
+    residual = edmonds_karp(flow, source, sink)
+    pull = frozenset(n for n in _reachable(residual, source) if n in graph.nodes)
     push = frozenset(graph.nodes) - pull
     return Partition(push, pull, partition_cost(costs, push, pull))
+
+
+def _reachable(residual: "networkx.DiGraph", source: object) -> set:
+    """The nodes reachable from ``source`` over residual edges with capacity left. Float
+    flows leave a saturated edge a rounding error short of its capacity, so "left" is
+    relative to the largest capacity; networkx's own cut reads the sink's side instead,
+    where such an error moved nodes across and gave a cut above the minimum."""
+    eps = 1e-9 * residual.graph["inf"]
+    seen, stack = {source}, [source]
+    while stack:
+        node = stack.pop()
+        for _, nxt, data in residual.out_edges(node, data=True):
+            if nxt not in seen and data["capacity"] - data["flow"] > eps:
+                seen.add(nxt)
+                stack.append(nxt)
+    return seen
 
 
 def partition_cost(costs: Mapping[Node, NodeCost], push: Iterable[Node],

@@ -209,6 +209,11 @@ def overlays(draw):
 @example(({0: NodeCost(19.0, 1.606527384068606), 1: NodeCost(48.0, 0.0),  # a denormal rate:
            2: NodeCost(1.0, 1.5693269322019194),  # networkx's preflow-push failed on it
            3: NodeCost(0.0, 1.1754307236197331e-278)}, [(1, 3), (0, 1), (0, 2), (0, 3)]), set())
+@example(({0: NodeCost(35.0, 1.8303141155694984), 1: NodeCost(0.0, 0.0),  # a float flow a
+           2: NodeCost(0.0, 0.0), 3: NodeCost(0.0, 0.0),  # rounding error short of a saturated
+           4: NodeCost(1.0, 0.0),  # edge's capacity: networkx's cut put 4 and 5 on push
+           5: NodeCost(1.4649741704700645, 2.0227691989982652)},
+          [(0, 5), (0, 1), (0, 2), (0, 3), (0, 4), (4, 5)]), {1})
 def test_the_min_cut_partition_is_consistent_and_optimal(overlay, must_push):
     """Theorem 4.1 checked by brute force over every partition without an edge from a pull
     node to a push node (and with the forced nodes push)."""
