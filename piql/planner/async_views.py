@@ -5,19 +5,29 @@ its checks, the base row and one bounded enqueue of the changed row (keyed by it
 key, coalesced by ``planner.update_queues``), and a maintainer applies the rules later.
 
 A rule applied later sees the base tables as they are then, not as they were at the write.
-That is only right when the rule reads nothing but the written row (its delta has no plan
-and reads no other view): a single-table selection or aggregate. A join view's delta
-would read the other tables' later rows and count a pair twice (once from each side's
-queued change), so such views stay synchronous, with a warning, until deltas can be
-evaluated as of the queue (docs/async.md). A view some synchronous view's rules read
-stays synchronous too, so no synchronous rule reads a stale view.
+A rule that reads nothing but the written row (its delta has no plan): a single-table
+selection or aggregate, does not care. A join view's rules read other rows, so they run
+*as of the queue* (``runtime.as_of``): the views hold the join of the *applied* state, the
+base tables without their queued changes, and a rule reads that state. For the tables such
+rules read (:func:`as_of_tables`), the queue holds inserts only: a queued row is one the
+views have not seen, so the applied state is the table minus its queued rows, and a read
+skips a row found queued (one lookup of the queue per row read: :func:`as_of_bound`).
+A delete (or an update's delete half) of a row the views have seen runs the async views'
+delete rules in the writing transaction, as of the queue; of a queued row it cancels or
+rewrites the queued insert. Draining a row's insert then reads the others' applied rows,
+whatever the order, so a pair of rows both queued is counted once: by whichever is
+drained second. A rule whose plan stops after a LIMIT cannot skip rows (the next ones
+are not read), and a rule reading another view reads it as it is now: their views stay
+synchronous. A view some synchronous view's rules read stays synchronous too, so no
+synchronous rule reads a stale view.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from piql.diagnostics import Diagnostic
-from piql.planner.views import ViewDef, ViewKind
+from piql.planner.physical import PhysicalPlan
+from piql.planner.views import DeltaRule, ViewDef, ViewKind
 from piql.query_block import MaintenanceMode, NamedQuery
 
 
@@ -60,10 +70,43 @@ def _not_deferrable(view: ViewDef) -> str | None:
     if view.kind != ViewKind.IMV:
         return f"it is a {view.kind} view, kept by its refresh"
     for rule in view.rules:
-        if rule.plan is not None or rule.views:
-            return (f"its rule {rule.name} reads more than the written {rule.table} row, and "
-                    "a later run would read those rows as they are then")
+        if rule.views:
+            return (f"its rule {rule.name} reads the view {rule.views[0]}, and a later run "
+                    "would read it as it is then")
+        if rule.plan is not None and _stops(rule.plan):
+            return (f"its rule {rule.name} reads rows up to a LIMIT, which cannot skip the "
+                    "rows still queued")
     return None
+
+
+def _stops(plan: PhysicalPlan) -> bool:
+    return any(_stops(b) for b in plan.branches) or any(
+        a.stop_after is not None or (a.subplan is not None and _stops(a.subplan))
+        for a in plan.accesses)
+
+
+def _tables(plan: PhysicalPlan) -> set[str]:
+    found = {t for b in plan.branches for t in _tables(b)}
+    for access in plan.accesses:
+        if access.table:
+            found.add(access.table)
+        if access.subplan is not None:
+            found |= _tables(access.subplan)
+    return found
+
+
+def as_of_tables(views: tuple[ViewDef, ...]) -> frozenset[str]:
+    """The tables the asynchronous views' rules read beyond the written row: read as of
+    the queue, so their queued changes are inserts only (module docstring)."""
+    return frozenset(t for view in views if view.maintenance is MaintenanceMode.ASYNC
+                     for rule in view.rules if rule.plan is not None
+                     for t in _tables(rule.plan))
+
+
+def as_of_bound(rule: DeltaRule) -> int:
+    """The bound of an asynchronous view's rule run as of the queue: its own, plus one
+    lookup of the queue per row its plan reads (at most one per read it counts)."""
+    return rule.ops_bound + (rule.read_ops if rule.plan is not None else 0)
 
 
 def _keep_read_views_sync(views: tuple[ViewDef, ...], modes: dict[str, MaintenanceMode],
@@ -93,5 +136,5 @@ def _note(view: ViewDef, query: NamedQuery, modes: dict[str, MaintenanceMode],
     return Diagnostic(
         "async", "warning", f"view {view.name} stays synchronous although -- maintenance: async "
         f"asks otherwise: {reason}",
-        "piql defers only views whose rules read the written row alone (docs/async.md)",
+        "piql defers views whose rules read base tables without a LIMIT (docs/async.md)",
         query.location)

@@ -13,7 +13,10 @@ one transaction (``runtime.writes``):
 - every delta rule of every view the write reaches (their bounds are Phase 3's); for an
   asynchronous view (``-- maintenance: async``) one bounded enqueue of the changed row
   instead, whatever the number of such views, and its rules run when the queue is
-  drained (``deferred``).
+  drained (``deferred``). Where those rules join (``planner.async_views``): a delete of
+  a row the views have seen runs the async views' delete rules in the transaction
+  (``settled``), after one lookup of the queue; and a rule run as of the queue also looks
+  up the queue once per row it reads (``as_of_bound``).
 
 A check reads a key prefix: where the table's primary key does not lead with the
 constraint's columns, piql keeps an index that does (:func:`check_indexes`), named by
@@ -24,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from piql.catalog import Catalog, Table
+from piql.planner.async_views import as_of_bound, as_of_tables
 from piql.planner.key_expressions import declared_spec
 from piql.planner.naming import Names
 from piql.planner.physical import IndexPurpose, IndexSpec
@@ -46,18 +50,27 @@ class WriteBound:
     rules: tuple[tuple[str, int], ...]  # (delta rule, its ops bound), in the transaction
     deferred: tuple[tuple[str, int], ...] = ()  # asynchronous views' rules, run on drain
     enqueues: int = 0  # ops of the enqueue for asynchronous views
+    # asynchronous views' rules the write runs itself, as of the queue (a delete of a row
+    # their joins have seen), with their bounds as of the queue
+    settled: tuple[tuple[str, int], ...] = ()
+    as_of_reads: int = 0  # the queue lookups of the deferred and settled rules' reads
+
+    @property
+    def asynchronous(self) -> bool:
+        """Does the write leave rules of asynchronous views to the queue?"""
+        return bool(self.deferred or self.settled)
 
     @property
     def ops_bound(self) -> int:
         """The operations of the writing transaction."""
         return (self.key_check + self.cardinality_checks + self.unique_checks
                 + self.foreign_key_checks + self.base_write + self.index_upkeep
-                + sum(bound for _, bound in self.rules) + self.enqueues)
+                + sum(bound for _, bound in self.rules + self.settled) + self.enqueues)
 
     @property
     def sync_ops_bound(self) -> int:
         """The bound were every view maintained in the writing transaction."""
-        return self.ops_bound - self.enqueues + self.drain_bound
+        return self.ops_bound - self.enqueues + self.drain_bound - self.as_of_reads
 
     @property
     def drain_bound(self) -> int:
@@ -73,7 +86,8 @@ class WriteBound:
             self.foreign_key_checks + other.foreign_key_checks,
             self.base_write + other.base_write, self.index_upkeep + other.index_upkeep,
             self.rules + other.rules, self.deferred + other.deferred,
-            self.enqueues + other.enqueues)
+            self.enqueues + other.enqueues, self.settled + other.settled,
+            self.as_of_reads + other.as_of_reads)
 
 
 def check_indexes(catalog: Catalog, query_indexes: tuple[IndexSpec, ...],
@@ -118,6 +132,7 @@ def write_bounds(catalog: Catalog, views: tuple[ViewDef, ...],
     """The bound of an insert, a delete and an update of every table, given every view
     the plan maintains and every index the store keeps (queries' and checks')."""
     found = []
+    as_of = {t.lower() for t in as_of_tables(views)}
     for table in catalog.tables:
         upkeep = sum(1 for i in indexes if i.table == table.name)
         children = sum(1 for child in catalog.tables for fk in child.foreign_keys
@@ -125,9 +140,9 @@ def write_bounds(catalog: Catalog, views: tuple[ViewDef, ...],
         insert = WriteBound(
             table.name, WriteEvent.INSERT, 1, sum(c.limit for c in table.cardinalities),
             len(table.unique_keys), len(table.foreign_keys), 1, upkeep,
-            *_rules(views, table, WriteEvent.INSERT))
+            *_rules(views, table, WriteEvent.INSERT, as_of))
         delete = WriteBound(table.name, WriteEvent.DELETE, 1, 0, 0, children, 1, upkeep,
-                            *_rules(views, table, WriteEvent.DELETE))
+                            *_rules(views, table, WriteEvent.DELETE, as_of))
         found += [insert, delete, delete + insert]
     return tuple(found)
 
@@ -135,16 +150,30 @@ def write_bounds(catalog: Catalog, views: tuple[ViewDef, ...],
 # Enqueueing a changed row: look up its key's queued entry, delete it, write the coalesced
 # one (runtime.update_queue).
 ENQUEUE_OPS = 3
+# A delete of a row of a table read as of the queue first looks up whether it is queued.
+PENDING_CHECK_OPS = 1
+
+Bounds = tuple[tuple[str, int], ...]
 
 
-def _rules(views: tuple[ViewDef, ...], table: Table, event: WriteEvent
-           ) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...], int]:
-    """The rules a write runs in its transaction, those it defers, and its enqueue ops."""
+def _rules(views: tuple[ViewDef, ...], table: Table, event: WriteEvent, as_of: set[str]
+           ) -> tuple[Bounds, Bounds, int, Bounds, int]:
+    """The rules a write runs in its transaction, those it defers, its enqueue ops, the
+    asynchronous rules it runs itself (a delete of a table read as of the queue) and the
+    queue lookups of the asynchronous rules' reads."""
     now: list[tuple[str, int]] = []
     later: list[tuple[str, int]] = []
+    extra = 0
     for view in views:
         for rule in view.rules:
             if rule.table.lower() == table.name.lower() and rule.event == event:
-                deferred = view.maintenance is MaintenanceMode.ASYNC
-                (later if deferred else now).append((rule.name, rule.ops_bound))
-    return tuple(now), tuple(later), ENQUEUE_OPS if later else 0
+                if view.maintenance is MaintenanceMode.ASYNC:
+                    later.append((rule.name, as_of_bound(rule)))
+                    extra += as_of_bound(rule) - rule.ops_bound
+                else:
+                    now.append((rule.name, rule.ops_bound))
+    if not later:
+        return tuple(now), (), 0, (), 0
+    if event == WriteEvent.DELETE and table.name.lower() in as_of:
+        return tuple(now), (), PENDING_CHECK_OPS + ENQUEUE_OPS, tuple(later), extra
+    return tuple(now), tuple(later), ENQUEUE_OPS, (), extra

@@ -27,7 +27,7 @@ def to_dict(report: Plan | Findings) -> dict[str, Any]:
         "views": [view.to_json() for view in plan.views] if plan else [],
         "writes": [{"table": w.table, "event": w.event, "ops_bound": w.ops_bound}
                    | ({"sync_ops_bound": w.sync_ops_bound, "drain_ops_bound": w.drain_bound}
-                      if w.deferred else {})
+                      if w.asynchronous else {})
                    for w in plan.writes] if plan else [],
         "summary": found.summary,
         "schema_diagnostics": [diagnostic(d) for d in found.schema],

@@ -45,10 +45,12 @@ def write_lines(plan: Plan, tables: list[str]) -> list[str]:
         if not bounds:
             continue
         name = bounds[0].table
-        if not any(w.deferred for w in bounds):
+        if not any(w.asynchronous for w in bounds):
             lines.append(f"write to {name}: ops <= {_events(bounds, 'ops_bound')}")
             continue
-        lines += [f"write to {name} (async views: one enqueue): ops <= "
+        how = "one enqueue; a seen row's delete runs their rules" if any(
+            w.settled for w in bounds) else "one enqueue"
+        lines += [f"write to {name} (async views: {how}): ops <= "
                   f"{_events(bounds, 'ops_bound')}",
                   f"write to {name} (every view sync): ops <= {_events(bounds, 'sync_ops_bound')}",
                   f"drain of one {name} change: ops <= {_events(bounds, 'drain_bound')}"]

@@ -233,6 +233,10 @@ class Deployment:
         on the way and marked after. ``in_tasks``: by Spark's tasks from the committed
         data, when the engine is Spark (a bulk load's rows are not committed yet: they are
         read through the driver)."""
+        if view.maintenance is MaintenanceMode.ASYNC:
+            # the queue first, in this transaction: the views not rebuilt get its changes,
+            # and none is applied again to one rebuilt from tables that already hold it
+            drain(self.maintainer, self.maintainer.queue, lambda work: work())
         jobs = self.spark_jobs() if in_tasks and not view.exact_sums else None
         if jobs is not None:
             jobs.rebuild(view)
@@ -249,8 +253,6 @@ class Deployment:
 
             self.store.replace_rows(view.name, rows())
             self.store.mark_epochs(marks)
-        if view.maintenance is MaintenanceMode.ASYNC:
-            self.maintainer.queue.forget(view)
 
     def build_views(self, tables: Iterable[str] | None = None) -> list[str]:
         """Recompute every maintained view reading ``tables`` (all when None) in one pass."""

@@ -44,7 +44,6 @@ from piql.planner.application import Plan
 from piql.planner.update_queues import (
     ObservedRates, QueuePolicy, Rates, RowChange, is_slow_updater, net_change,
 )
-from piql.planner.views import ViewDef
 from piql.query_block import MaintenanceMode
 from piql.runtime.store import Store, TableShape
 
@@ -110,9 +109,15 @@ class StoreQueue:
 
     def __init__(self, store: Store, policy: QueuePolicy = QueuePolicy.IN_PLACE,
                  clock: Callable[[], int] = time.time_ns, rates: Optional[Rates] = None,
-                 cost_ns: Optional[int] = None) -> None:
+                 cost_ns: Optional[int] = None, tables: Iterable[Table] = (),
+                 as_of: frozenset[str] = frozenset()) -> None:
         self.store = store
         self.policy = policy
+        self.tables = {t.name.lower(): t for t in tables}
+        # the tables read as of the queue (``runtime.as_of``, lower case): their entries
+        # are inserts only, always coalesced by key (even under APPEND), so a row's entry
+        # is found by its key
+        self.as_of = as_of
         self.clock = clock
         self.observed = ObservedRates()  # per key, this process's writes (§4.2)
         self.rates: Rates = rates if rates is not None else self.observed  # per ns
@@ -138,7 +143,7 @@ class StoreQueue:
         (``planner.write_bounds.ENQUEUE_OPS``)."""
         row = after if after is not None else before
         assert row is not None
-        row_key = _encode([row[c] for c in table.primary_key])
+        row_key = key_text([row[c] for c in table.primary_key])
         now, residents = self._now(), self.residents
         # an update is two calls in one transaction: its delete half (before and after),
         # which queues the whole change, and its insert half (the same after, next)
@@ -147,7 +152,7 @@ class StoreQueue:
         if second_half:
             return  # the delete half queued the whole update: (before, after)
         self.observed.arrive((table.name, row_key), now)
-        if not self.policy.lossy:  # one entry per change
+        if not self.policy.lossy and table.name.lower() not in self.as_of:  # one per change
             self._write(QueuedChange(table.name, f"{row_key}@{now}", RowChange(
                 _values(table, before), _values(table, after)), now, now, now, 1))
             self.residents += 1
@@ -173,8 +178,14 @@ class StoreQueue:
                                  1 if queued is None else queued.updates + 1))
 
     def new_transaction(self) -> None:
-        """A write transaction begins: no update's delete half is pending."""
+        """A write transaction begins (or a write queued no delete half): no update's
+        delete half is pending."""
         self._replacing = None
+
+    def holds(self, table: str, key: list[Any]) -> bool:
+        """Is a change of the ``table`` row with primary key values ``key`` queued? One
+        lookup (of a table read as of the queue, whose entries are keyed by row)."""
+        return self.store.get(QUEUE_TABLE, {"base": table, "row_key": key_text(key)}) is not None
 
     def _slow(self, key: tuple[str, str], now: int, residents: int) -> bool:
         """§5.3's test with this process's statistics (the key's rate per ns) and the
@@ -196,17 +207,19 @@ class StoreQueue:
         return [_decode(r) for r in self.store.sql(self._select(policy or self.policy, limit))]
 
     def claim(self, limit: int, policy: Optional[QueuePolicy] = None) -> list[QueuedChange]:
-        """Inside a write transaction: take the first ``limit`` entries in service order
-        out of the queue. On PostgreSQL the rows are claimed ``FOR UPDATE SKIP LOCKED``, so
-        concurrent maintainers never take one entry twice; on SQLite the transaction holds
-        the single write lock. Rolled back with the transaction, the entries are back."""
+        """Inside a write transaction: claim the first ``limit`` entries in service order,
+        each to be applied, then removed (:meth:`remove`): until then it is still queued,
+        so rules run as of the queue skip its row. On PostgreSQL the rows are claimed
+        ``FOR UPDATE SKIP LOCKED``, so concurrent maintainers never take one entry twice;
+        on SQLite the transaction holds the single write lock. Rolled back with the
+        transaction, the entries are back."""
         locking = " FOR UPDATE SKIP LOCKED" if self.store.dialect == "postgres" else ""
-        entries = [_decode(r) for r in self.store.sql(
+        return [_decode(r) for r in self.store.sql(
             self._select(policy or self.policy, limit) + locking)]
-        for entry in entries:
-            self.store.delete(QUEUE_TABLE, {"base": entry.base, "row_key": entry.row_key})
-        self.residents = len(self) if entries else 0
-        return entries
+
+    def remove(self, entry: QueuedChange) -> None:
+        """Take an applied entry out of the queue."""
+        self.store.delete(QUEUE_TABLE, {"base": entry.base, "row_key": entry.row_key})
 
     def _select(self, policy: QueuePolicy, limit: int) -> str:
         q = self._q
@@ -245,15 +258,6 @@ class StoreQueue:
             ages[min(len(ages) - 1, int(0.99 * len(ages)))] if ages else 0.0, per_key,
             self.dequeued, self.dequeued / (self.draining_ns / 1e9) if self.draining_ns else 0.0)
 
-    def forget(self, view: ViewDef) -> None:
-        """``view`` was rebuilt from the base tables (a bulk load, ``build_views``), which
-        already hold every queued change of the tables it reads: drop those entries, so a
-        drain does not apply them twice. Every asynchronous view reading such a table is
-        rebuilt in the same transaction (each reads one table, ``planner.async_views``)."""
-        for relation in view.definition.relations:
-            if relation.table:
-                self.store.replace_rows(QUEUE_TABLE, [], {"base": relation.table})
-
     def _q(self, name: str) -> str:
         from piql import sqlgen
 
@@ -287,11 +291,14 @@ def drain(maintainer: "Maintainer", queue: StoreQueue,
 def _apply_batch(maintainer: "Maintainer", queue: StoreQueue, size: int,
                  policy: Optional[QueuePolicy]) -> int:
     entries = queue.claim(size, policy)
-    for entry in entries:
+    for entry in entries:  # one after the other: each applied as of the ones after it
         table = maintainer.catalog.table(entry.base)
         assert table is not None, entry.base
         maintainer.apply_deferred(table, _row(table, entry.change.before),
                                   _row(table, entry.change.after))
+        queue.remove(entry)
+    if entries:
+        queue.residents = len(queue)
     return len(entries)
 
 # -- rows as text ---------------------------------------------------------------------
@@ -302,6 +309,23 @@ def _values(table: Table, row: Optional[dict[str, Any]]) -> Optional[tuple[Any, 
 
 def _row(table: Table, values: Optional[tuple[Any, ...]]) -> Optional[dict[str, Any]]:
     return None if values is None else dict(zip(table.column_names, values))
+
+
+def key_text(values: list[Any]) -> str:
+    """A row's primary key as the queue's ``row_key``: the same for the values a writer
+    gives and those the store reads back (an integral number is an int, whatever its type)."""
+    return _encode([_canonical(v) for v in values]) or ""
+
+
+def _canonical(value: Any) -> Any:
+    if not isinstance(value, (float, Decimal)):
+        return value
+    try:
+        if value == int(value):
+            return int(value)
+    except (OverflowError, ValueError, ArithmeticError):
+        return value  # NaN, an infinity: as it is
+    return (Decimal(repr(value)) if isinstance(value, float) else value).normalize()
 
 
 def _encode(values: Optional[Any]) -> Optional[str]:

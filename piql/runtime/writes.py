@@ -13,7 +13,10 @@ lists, the bound, the referencing foreign keys), not on every write.
 
 The rules of asynchronous views (``-- maintenance: async``) are not run by the write: it
 enqueues the changed row (``runtime.update_queue``), and :meth:`Maintainer.apply_deferred`
-runs them when the queue is drained.
+runs them when the queue is drained. Their rules that read base tables run as of the
+queue (``runtime.as_of``); a delete of a row of a table they read, which the views have
+seen, runs the asynchronous views' delete rules in its own transaction, as of the queue
+(``planner.async_views``).
 """
 from __future__ import annotations
 
@@ -21,12 +24,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from piql.catalog import CardinalityConstraint, Catalog, ForeignKey, Table
+from piql.planner.async_views import as_of_bound, as_of_tables
 from piql.planner.triggers_sqlite import PLAN_MOVED
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.planner.write_bounds import WriteBound
 from piql.query_block import Aggregate, MaintenanceMode
 from piql.runtime.errors import BoundExceeded, ConstraintError, StoreRefused
 from piql.runtime.evaluate import aggregate, holds, value
+from piql.runtime.executor import execute
+from piql.runtime.as_of import AsOfQueue
 from piql.runtime import sessions
 from piql.runtime.delta_statements import DeltaStatements
 from piql.runtime.epochs import EpochWindow, mark_epochs
@@ -58,14 +64,17 @@ class RuleStep:
     count_column: str | None  # an aggregate view's COUNT(*) column
     sums: dict[str, str]  # SUM column -> the column counting its non-NULL values
     exact: dict[str, str]  # REAL SUM column -> its hidden exact-sum column
+    bound: int  # the rule's bound as it runs: as of the queue for an asynchronous view's
 
     @classmethod
     def of(cls, view: ViewDef, rule: DeltaRule) -> "RuleStep":
         aggregated = rule.action in (RuleAction.ADD, RuleAction.SUBTRACT)
+        deferred = view.maintenance is MaintenanceMode.ASYNC
         return cls(view, rule, tuple(i.name for i in rule.delta.select),
                    tuple(c.name for c in view.key),
                    _count_column(view) if aggregated else None,
-                   _sum_counts(view) if aggregated else {}, dict(view.exact_sums))
+                   _sum_counts(view) if aggregated else {}, dict(view.exact_sums),
+                   as_of_bound(rule) if deferred else rule.ops_bound)
 
 
 @dataclass(frozen=True)
@@ -121,6 +130,7 @@ class Maintainer:
     # table -> the report of each of its inserts, for the tables the database writes alone
     at_once_reports: dict[str, WriteReport] = field(init=False)
     queue: StoreQueue | None = field(init=False)  # of the asynchronous views, if any
+    as_of: AsOfQueue | None = field(init=False)  # the store as of the queue, for their joins
 
     def __post_init__(self) -> None:
         self.statements = DeltaStatements(self.store)
@@ -138,7 +148,9 @@ class Maintainer:
                                tuple((r.name, r.ops_bound, r.ops_bound) for r in p.in_database))
             for (table, event), p in self.programs.items() if p.at_once}
         deferring = any(p.deferred for p in self.programs.values())
-        self.queue = StoreQueue(self.store) if deferring else None
+        self.queue = StoreQueue(self.store, tables=self.catalog.tables, as_of=frozenset(
+            t.lower() for t in as_of_tables(self.views))) if deferring else None
+        self.as_of = AsOfQueue(self.store, self.queue) if self.queue is not None else None
 
     # -- the two primitive writes ---------------------------------------------
     def insert(self, table: Table, row: dict[str, Any]) -> WriteReport:
@@ -199,22 +211,36 @@ class Maintainer:
         measured = marked + [self._apply(step, *self._delta(step.rule, row))
                              for step in program.deltas]
         if program.deferred:
-            # an update's delete half queues the whole change, so a queued insert of the row
-            # is not cancelled on the way (its entry keeps its place and its first arrival);
-            # the insert half then coalesces into the same net change
-            self.queue.enqueue(table, row, replacing)
+            measured += self._defer_delete(table, program, row, replacing)
         return self._report(table, program, start, measured)
+
+    def _defer_delete(self, table: Table, program: WriteProgram, row: dict[str, Any],
+                      replacing: dict[str, Any] | None) -> list[tuple[str, int, int]]:
+        """The asynchronous views' share of a delete. A row of a table their joins read
+        (as of the queue), which they have seen (not queued): their delete rules run now,
+        as of the queue, and an update's new row is queued by its insert half. Otherwise
+        the change is queued: an update's delete half queues the whole change, so a
+        queued insert of the row is not cancelled on the way (its entry keeps its place
+        and its first arrival), and the insert half coalesces into the same net change."""
+        assert self.queue is not None
+        if table.name.lower() in self.queue.as_of and not self.queue.holds(
+                table.name, [row[c] for c in table.primary_key]):
+            self.queue.new_transaction()  # no delete half pending: the insert half queues
+            return [self._apply(step, *self._delta(step.rule, row, as_of=True))
+                    for step in program.deferred]
+        self.queue.enqueue(table, row, replacing)
+        return []
 
     def apply_deferred(self, table: Table, before: dict[str, Any] | None,
                        after: dict[str, Any] | None) -> list[tuple[str, int, int]]:
-        """Run the asynchronous views' rules for one queued net change of a ``table`` row:
-        the delete's with the first old row, then the insert's with the last new one. The
-        rules read the written row alone (``planner.async_views``), so the base tables'
-        state since does not matter."""
+        """Run the asynchronous views' rules for one queued net change of a ``table`` row
+        (still queued): the delete's with the first old row, then the insert's with the last
+        new one. Rules reading other rows read them as of the queue (``runtime.as_of``):
+        as the views have seen them."""
         measured = []
         for event, row in ((WriteEvent.DELETE, before), (WriteEvent.INSERT, after)):
             if row is not None:
-                measured += [self._apply(step, *self._delta(step.rule, row))
+                measured += [self._apply(step, *self._delta(step.rule, row, as_of=True))
                              for step in self.programs[(table.name, event)].deferred]
         return measured
 
@@ -279,15 +305,18 @@ class Maintainer:
         """Run the time windows' epoch-mark rules for one written tuple."""
         return [self._apply(step, *self._delta(step.rule, row)) for step in program.marks]
 
-    def _delta(self, rule: DeltaRule, row: dict[str, Any]) -> tuple[list[tuple], int]:
+    def _delta(self, rule: DeltaRule, row: dict[str, Any], as_of: bool = False
+               ) -> tuple[list[tuple], int]:
         """The view rows (or aggregate updates) one written tuple produces, and the reads
-        it took to find them."""
+        it took to find them; ``as_of``: reading the base tables as of the queue."""
         start = self.store.counter.ops
         if not all(holds(g, {}, row) for g in rule.guards):
             return [], 0
         if rule.plan is None:
             rows = [tuple(aggregate(i.expr, [{}], row) if isinstance(i.expr, Aggregate)
                           else value(i.expr, {}, row) for i in rule.delta.select)]
+        elif as_of:
+            rows = execute(self.as_of, rule.plan, row)  # type: ignore[arg-type]
         else:
             rows = self.statements.rows(rule, row)
         return rows, self.store.counter.ops - start
@@ -321,10 +350,10 @@ class Maintainer:
                 self.store.add(view.name, key_values or {"_all": 0}, deltas,
                                step.count_column, step.sums, step.exact)
         measured = reads + self.store.counter.ops - start
-        if self.strict and measured > rule.ops_bound:
+        if self.strict and measured > step.bound:
             raise BoundExceeded(f"rule {rule.name} did {measured} operations; its bound is "
-                                f"{rule.ops_bound}")
-        return rule.name, measured, rule.ops_bound
+                                f"{step.bound}")
+        return rule.name, measured, step.bound
 
     def _report(self, table: Table, program: WriteProgram, start: int,
                 measured: list[tuple[str, int, int]]) -> WriteReport:

@@ -93,15 +93,18 @@ def test_lint_says_the_view_is_async_and_shows_both_bounds():
     assert "sync_ops_bound" not in next(w for w in writes if w["table"] == "likes")
 
 
-def test_a_join_view_stays_sync_with_a_warning():
+def test_a_join_view_is_async_and_its_deletes_run_as_of_the_queue():
     plan = social("twoTags")
-    assert view(plan, "twoTags_view").maintenance is MaintenanceMode.SYNC
-    (note,) = [d for q in plan.queries for d in q.diagnostics if d.code == "async"]
-    assert note.severity == "warning"
-    assert "twoTags_view stays synchronous" in note.message
-    assert "reads more than the written" in note.message
-    assert all(not w.deferred for w in plan.writes)
-    assert plan.writes == social().writes
+    assert view(plan, "twoTags_view").maintenance is MaintenanceMode.ASYNC
+    insert, delete = bound(plan, "post_tags", WriteEvent.INSERT), bound(plan, "post_tags",
+                                                                        WriteEvent.DELETE)
+    # an insert defers its rules, each bound plus one queue lookup per row it reads
+    assert insert.deferred and not insert.settled and insert.enqueues == ENQUEUE_OPS
+    assert insert.drain_bound == sum(r.ops_bound + r.read_ops for r in view(
+        plan, "twoTags_view").rules if r.table == "post_tags" and r.event == WriteEvent.INSERT)
+    # a delete of a row the view has seen runs its delete rules in the write, as of the queue
+    assert delete.settled and not delete.deferred and delete.drain_bound == 0
+    assert insert.sync_ops_bound == bound(social(), "post_tags", WriteEvent.INSERT).ops_bound
 
 
 def test_a_periodic_query_stays_sync():
@@ -129,7 +132,7 @@ def test_a_load_wide_default_makes_every_query_without_the_line_async():
     plan = piql.loads(SCHEMA, marked, maintenance="async").plan
     assert view(plan, "followerCount_view").maintenance is MaintenanceMode.ASYNC
     assert view(plan, "likeCount_view").maintenance is MaintenanceMode.SYNC  # its line wins
-    assert view(plan, "twoTags_view").maintenance is MaintenanceMode.SYNC  # a join
+    assert view(plan, "twoTags_view").maintenance is MaintenanceMode.ASYNC  # a join
     assert view(piql.loads(SCHEMA, QUERIES).plan, "followerCount_view").maintenance \
         is MaintenanceMode.SYNC
     with pytest.raises(InputError, match="maintenance must be 'sync' or 'async'"):
