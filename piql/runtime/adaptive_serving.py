@@ -67,7 +67,9 @@ class AdaptiveServing:
             return self._overlay_read(overlay, served, params)
         result = served.serve(params)  # the query's own plan, which checks the values
         if feed is not None:
-            feed.rates.read(params[feed.layout.param])
+            consumer = params[feed.layout.param]
+            feed.rates.read(consumer)
+            feed.rates.read_ops.measure(consumer, result.ops, None, False)  # every edge pulled
         if overlay is not None:
             overlay.rates.read(params[overlay.param])
         return result
