@@ -27,6 +27,7 @@ from piql.planner.push_pull import (
     Costs, Decision, Edge, Rates as DecisionRates, latency_constrained, min_cost_feeds,
 )
 from piql.runtime.feeds import CONSUMER, PRODUCER, Feed
+from piql.runtime.foreign_writes import guard_feed
 
 
 class Mode(StrEnum):
@@ -61,7 +62,8 @@ def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mod
     each in its own ``transaction``."""
     store = feed.store
     start = store.counter.ops
-    transaction(feed.activate)
+    if not feed.active:
+        transaction(lambda: (feed.activate(), guard_feed(store, feed.layout)))
     edges, current = _edges(feed, mode)
     costs = decision_costs(feed)
     met = None
