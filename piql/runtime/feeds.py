@@ -152,7 +152,8 @@ class Feed:
         self.layout = layout
         self.store = store
         self.cap = cap
-        self.rates = Rates(FEED_OPS_PER_EDGE, layout.k, layout.k + 1, capacity, half_life)
+        # H before any push is measured: an edge's row of the push table, then its upkeep
+        self.rates = Rates(1 + FEED_OPS_PER_EDGE, layout.k, layout.k + 1, capacity, half_life)
         self.active = False
         self.stale: set[Hashable] = set()  # consumers whose last read fell back to pull
         a = layout.plan.push.adjacency
