@@ -2,13 +2,17 @@
 under a read budget, on the same seeded workload (Feeding Frenzy §5).
 
 The workload: ``users`` users; each follows a Zipf-distributed number of others (at most
-``max_follows``, the CARDINALITY bound), chosen by a Zipf popularity (so in-degrees are
-Zipf too); each user writes posts at a Zipf rate and reads its feed at a Zipf rate (the
+``max_follows``, the CARDINALITY bound), a share ``within`` of them inside its community
+(``community`` consecutive ids) by Zipf popularity there, the rest by global Zipf
+popularity (so in-degrees are Zipf too, and neighbourhoods overlap as in EAGr's social
+graphs); each user writes posts at a Zipf rate and reads its feed at a Zipf rate (the
 two ranks independent). A trace of ``trace`` operations draws a write with probability
 1 / (1 + ratio) and a read otherwise, so ``ratio`` is reads per write overall: the sweep
 of Feeding Frenzy's query:event ratio (its Figures 4 and 6). Before the measured trace, a
-warm-up as long runs all-pull so the deployment measures rates, H and L; then
-``db.adapt(mode=...)`` decides, and the trace is measured.
+warm-up (``warmup`` operations, default as long) runs all-pull so the deployment
+measures rates, H and L; then ``db.adapt(mode=...)`` decides, and the trace is measured.
+The latency strategy adapts halfway through its warm-up too: its second decision sees
+the read costs its first produced (the budget is in measured ops).
 
 Figures per strategy and ratio: total operations of the measured trace (piql's counted
 operations: reads, writes, pushes; machine-independent), read operations p50/p99, read
