@@ -8,6 +8,8 @@ import pytest
 from piql import App
 from piql.planner.naming import key_index_name
 from tests.conftest import plan_text
+from tests.runtime.test_migrate import migrated
+from tests.runtime.test_migrate_schema import layout
 from tests.runtime.test_null_keys import assert_answers_match
 
 SCHEMA = """CREATE TABLE questions (id BIGINT PRIMARY KEY, title VARCHAR, asked BIGINT {null});
@@ -88,3 +90,20 @@ def test_writes_keep_either_layout_equal_to_sql(plan, store_url):
     db.load("tags", [(4, "c")])
     assert_answers_match(db, CHOICES)
     assert db.check().consistent
+
+
+def test_a_store_migrated_to_the_clustered_layout_is_laid_out_as_a_fresh_one(new_store):
+    """A plan whose view changes layout (its ordering column now NOT NULL) is another plan:
+    ``piql migrate`` rebuilds the view as a fresh deployment lays it out."""
+    location = new_store()
+    db = App(NULLABLE).deploy(location, engine="store")
+    db.insert("questions", id=1, title="q", asked=4)
+    db.insert("tags", qid=1, tag="a")
+    db.close()
+    migrated(location, QUERIES, SCHEMA.format(null="NOT NULL"))
+    fresh = new_store()
+    App(NOT_NULL).deploy(fresh, engine="store").close()
+    assert layout(location) == layout(fresh)
+    db = App(NOT_NULL).deploy(location, engine="store")
+    assert not db.installed and db.check().consistent
+    assert list(db.query("newestTagged", tag="a").rows) == [(1, 4)]
