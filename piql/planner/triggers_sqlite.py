@@ -172,7 +172,7 @@ def _summed_values(view: ViewDef, action: RuleAction) -> list[tuple[str, str]]:
             zero = None if column not in counted else \
                 f"{signed('piql_d', counted[column], action, d)} = 0"
             values += [(c, nulled(zero, v)) for c, v in _sum_values(view, column, "NULL",
-                                                                     "NULL", action)]
+                                                                     action)]
         else:
             values.append((column, value))
     return values
@@ -192,7 +192,7 @@ def _summed_sets(view: ViewDef, action: RuleAction) -> list[str]:
             f"{signed('piql_d', counted[column], action, d)} = 0"
         total = f"{target}.{quote(hidden.get(column, column), d)}"
         sets += [f"{quote(c, d)} = {nulled(zero, v)}"
-                 for c, v in _sum_values(view, column, total, total, action)]
+                 for c, v in _sum_values(view, column, total, action)]
     return sets
 
 
@@ -201,10 +201,11 @@ def _sums(view: ViewDef) -> list[str]:
             if isinstance(c.source, Aggregate) and c.source.func == "SUM"]
 
 
-def _sum_values(view: ViewDef, column: str, total: str, exact: str,
+def _sum_values(view: ViewDef, column: str, total: str,
                 action: RuleAction) -> list[tuple[str, str]]:
-    """(column, value) of a SUM after adding the delta row's value to ``total`` (an exact
-    sum: to the hidden column's ``exact`` text, the visible column its rounding)."""
+    """(column, value) of a SUM after adding the delta row's value to ``total``, the view
+    row's current sum (of an exact sum: the hidden column's text, and the visible column
+    is the new exact sum rounded)."""
     d = TriggerDialect.SQLITE
     delta = f"piql_d.{quote(column, d)}"
     sign = "1" if action == RuleAction.ADD else "-1"
@@ -212,5 +213,5 @@ def _sum_values(view: ViewDef, column: str, total: str, exact: str,
     hidden = dict(view.exact_sums).get(column)
     if hidden is None:
         return [(column, f"{SUM_ADD}({total}, {delta}, {sign}, {what})")]
-    added = f"{EXACT_ADD}({exact}, {delta}, {sign})"
+    added = f"{EXACT_ADD}({total}, {delta}, {sign})"
     return [(column, f"{EXACT_REAL}({added}, {what})"), (hidden, added)]
