@@ -21,6 +21,7 @@ from piql.runtime.adapt import AdaptReport, Mode, adapt
 from piql.runtime.aggregates import Overlay, OverlayReport, overlay_for
 from piql.runtime.errors import BoundExceeded, ParameterError, UnknownName
 from piql.runtime.feeds import Feed, feed_layout
+from piql.runtime.foreign_writes import bypassed, guard_overlay
 from piql.runtime.serving import Result, Served
 from piql.runtime.store import Store
 from piql.runtime.writes import Maintainer, WriteReport
@@ -62,12 +63,17 @@ class AdaptiveServing:
             feed.rates.read(params[feed.layout.param])
             return self._feed_read(feed, served, params)
         if overlay is not None and overlay.active:
-            served.check(params)
-            overlay.rates.read(params[overlay.param])
-            return self._overlay_read(overlay, served, params)
+            start = self.store.counter.ops
+            if not bypassed(self.store, overlay):  # else another client wrote: the plan's
+                served.check(params)
+                overlay.rates.read(params[overlay.param])
+                return self._overlay_read(overlay, served, params,
+                                          self.store.counter.ops - start)
         result = served.serve(params)  # the query's own plan, which checks the values
         if feed is not None:
-            feed.rates.read(params[feed.layout.param])
+            consumer = params[feed.layout.param]
+            feed.rates.read(consumer)
+            feed.rates.read_ops.measure(consumer, result.ops, None, False)  # every edge pulled
         if overlay is not None:
             overlay.rates.read(params[overlay.param])
         return result
@@ -87,11 +93,13 @@ class AdaptiveServing:
                                 f"(push and pull) is {feed.read_bound}")
         return Result(served.columns, tuple(rows), ops, feed.read_bound)
 
-    def _overlay_read(self, overlay: Overlay, served: Served,
-                      params: dict[str, Any]) -> Result:
+    def _overlay_read(self, overlay: Overlay, served: Served, params: dict[str, Any],
+                      checked: int) -> Result:
         """A neighbourhood aggregate read through its overlay: at most one read per
-        writer of the neighbourhood, within the pull plan's bound."""
+        writer of the neighbourhood, within the pull plan's bound (``checked``: the ops
+        of the look for other clients' writes, before)."""
         rows, ops = self._measured(lambda: overlay.read(params))
+        ops += checked
         if self.strict() and ops > served.bound:
             raise served.exceeded(ops)
         return Result(served.columns, tuple(rows), ops, served.bound)
@@ -202,8 +210,10 @@ class AdaptiveServing:
         start = self.store.counter.ops
 
         def step() -> None:
-            if not overlay.active or overlay.sharing != sharing:
+            if not overlay.active or overlay.sharing != sharing \
+                    or bypassed(self.store, overlay):
                 overlay.rebuild(sharing)
+                guard_overlay(self.store, overlay)
             overlay.apply(overlay.decide(mode))
 
         self.transaction(step)
