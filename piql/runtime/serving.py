@@ -191,6 +191,9 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
         return plain
 
     answer, text = statement.answer, statement.text_parameters
+    counting = statement.counting  # UNIQUE: counts when the lean statement returns no row
+    count = None if counting is None else (counting.answer, counting.binder,
+                                           store.prepared(counting.sql))
 
     def serve(params: dict[str, Any]) -> Result:
         check(params)
@@ -200,6 +203,9 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
             return interpret(params)  # read as text: only text is the same
         try:
             rows, ops = answer(run(arguments(params)))
+            if ops is None:
+                assert count is not None
+                rows, ops = count[0](count[2](count[1](params)))
         except StoreOverflow:
             return interpret(params)
         if ops > bound and strict():
