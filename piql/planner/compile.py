@@ -396,11 +396,12 @@ class _Compiler(Expressions):
         if tail is not None:
             per_row = 1 + (tail.path == AccessPath.INDEX and not tail.covering)
             query = query.order_by(*(self._local_order(o, ref) for o in block.order_by))
-            query = query.limit(_number(tail.stop_after))  # type: ignore[arg-type]
+        if block.limit is not None:  # LIMIT 0 returns nothing: the counting statement counts
+            query = query.limit(_number(block.limit))
         sql, order = self._render(query)
         return replace(counting, sql=sql, parameters=tuple(self.bound[n] for n in order),
                        ops_source=OpsSource.UNIQUE, fetches=False, reads=tuple(self.reads),
-                       hit=(hit, per_row), counting=counting, limit=block.limit,
+                       hit=(hit, per_row), counting=counting, limit=None,
                        text_parameters=tuple(self.text_params))
 
     def _lean_tail(self, query: exp.Select, access: Access, table: TableLayout, ref: Ref,

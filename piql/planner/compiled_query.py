@@ -157,6 +157,16 @@ class CompiledQuery:
             return None
         return 2 if self.fetches else 1
 
+    @property
+    def found_ops(self) -> tuple[int, int] | None:
+        """When the answer is the fetched rows as they come and, if any came, the
+        operations are ``first + per_row * len(rows)`` (``OpsSource.UNIQUE`` with nothing
+        to convert): ``(first, per_row)``; no row means :attr:`counting` counts. Else None."""
+        if self.ops_source is not OpsSource.UNIQUE or self.integral or self.ratios or \
+                self.limit is not None:
+            return None
+        return self.hit
+
     def answer(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int | None]:
         """The answer's rows and the operations the plan's interpreter would count; None
         when the rows do not tell (``OpsSource.UNIQUE`` with no row: run :attr:`counting`,
