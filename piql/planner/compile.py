@@ -44,6 +44,12 @@ operations once per query (when some outer tuple reaches it). :meth:`CompiledQue
   of the first access comes back once, ending with whether it survives every lookup and
   residual predicate, and the operations its probes cost; the answer keeps the survivors
   (then the LIMIT), the operations are their sum (at least one: the first probe).
+- ``unique``: the first access reads at most one row, the later ones are full-key lookups
+  and at most one last ordered stop-after whose k rows the answer keeps: the query's own
+  join (inner joins, SQLite's CROSS JOIN keeping the order), with nothing added. A row
+  back means every probe found its rows, so the operations follow from the plan; no row
+  back leaves them open, and the ``per_row`` / ``column`` statement of the same plan
+  (:attr:`CompiledQuery.counting`) counts that execution.
 - ``column``: the general shape: one CTE per access level, each a LEFT JOIN of the level
   before's surviving tuples, so a probe that finds nothing still yields one row to count.
   Every returned row ends with (position, ops); a single row with a NULL position is the
