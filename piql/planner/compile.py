@@ -385,7 +385,7 @@ class _Compiler(Expressions):
         for access in plan.accesses[1:]:
             table = self.layout.table(access.table or "")
             if access is tail:
-                query = self._lean_tail(query, access, table, ref, joined, needed)
+                query, marker = self._lean_tail(query, access, table, ref, joined, needed)
             else:
                 hit += 1
                 target = self._table_ref(access, table, access.alias)
@@ -401,19 +401,23 @@ class _Compiler(Expressions):
         per_row = 0
         if tail is not None:
             per_row = 1 + (tail.path == AccessPath.INDEX and not tail.covering)
+            query = query.select(exp.alias_(marker, _ident("_found")))
             query = query.order_by(*(self._local_order(o, ref) for o in block.order_by))
         if block.limit is not None:  # LIMIT 0 returns nothing: the counting statement counts
             query = query.limit(_number(block.limit))
         sql, order = self._render(query)
         return replace(counting, sql=sql, parameters=tuple(self.bound[n] for n in order),
                        ops_source=OpsSource.UNIQUE, fetches=False, reads=tuple(self.reads),
-                       hit=(hit, per_row), counting=counting, limit=None,
+                       hit=(hit, per_row), tail=tail is not None, counting=counting,
+                       limit=None,
                        text_parameters=tuple(self.text_params))
 
     def _lean_tail(self, query: exp.Select, access: Access, table: TableLayout, ref: Ref,
                    joined: dict[str, tuple[str, dict[str, str]]],
-                   needed: dict[str, list[str]]) -> exp.Select:
-        """The per-probe stop-after of the one outer tuple: at most k rows read in order."""
+                   needed: dict[str, list[str]]) -> tuple[exp.Select, exp.Expression]:
+        """The per-probe stop-after of the one outer tuple: at most k rows read in order,
+        LEFT joined (a probe finding nothing still returns the tuple, NULL-extended, so
+        that it is counted), and the column that is NULL then."""
         alias = access.alias
         if self.sqlite:
             inner = self.fresh(f"{PREFIX}q")
@@ -430,11 +434,12 @@ class _Compiler(Expressions):
             probe = exp.Tuple(expressions=[_col(k, alias) for k in keys]) if len(keys) > 1 \
                 else _col(keys[0], alias)
             return query.join(target, on=exp.In(this=probe, query=exp.Subquery(this=chosen)),
-                              join_type="CROSS")
+                              join_type="LEFT"), _col(keys[0], alias)
         lateral = self.fresh(f"{PREFIX}j")
         own = {c: self.fresh("_c") for c in needed.get(alias, [])}
-        picked = [exp.alias_(_col(c, alias), _ident(n)) for c, n in own.items()] or [
-            exp.alias_(_number(1), _ident(self.fresh("_c")))]
+        marker = self.fresh("_m")
+        picked = [exp.alias_(_col(c, alias), _ident(n)) for c, n in own.items()]
+        picked.append(exp.alias_(_number(1), _ident(marker)))
         inner_query = exp.select(*picked).from_(self._table_ref(access, table, alias))
         inner_query = inner_query.where(exp.and_(*self._probe_conditions(access, alias, ref)))
         inner_query = inner_query.order_by(*self._scan_order(access, table, alias)).limit(
@@ -442,7 +447,7 @@ class _Compiler(Expressions):
         joined[alias] = (lateral, own)
         return query.join(exp.Lateral(this=exp.Subquery(this=inner_query), view=False,
                                       outer=False, alias=exp.TableAlias(this=_ident(lateral))),
-                          join_type="CROSS")
+                          on=exp.true(), join_type="LEFT"), _col(marker, lateral)
 
     # -- the general shape: one CTE per access level -------------------------
     def _chain(self, plan: PhysicalPlan, prefix: str) -> _Chain:

@@ -123,6 +123,7 @@ class CompiledQuery:
     # UNIQUE: the operations of a returned row (its one tuple's probes, then each row of a
     # last stop-after), and the statement that counts them when no row comes back
     hit: tuple[int, int] = (0, 0)
+    tail: bool = False  # UNIQUE: each row ends with the stop-after's marker (NULL: none found)
     counting: "CompiledQuery | None" = None
 
     # How to bind and read, decided once: the runtime calls these on every execution.
@@ -163,7 +164,7 @@ class CompiledQuery:
         operations are ``first + per_row * len(rows)`` (``OpsSource.UNIQUE`` with nothing
         to convert): ``(first, per_row)``; no row means :attr:`counting` counts. Else None."""
         if self.ops_source is not OpsSource.UNIQUE or self.integral or self.ratios or \
-                self.limit is not None:
+                self.limit is not None or self.tail:
             return None
         return self.hit
 
@@ -204,6 +205,10 @@ class CompiledQuery:
             return [], None
         rows = fetched if isinstance(fetched, list) else list(fetched)
         first, per_row = self.hit
+        if self.tail:  # the one tuple survived; its stop-after found nothing: one read
+            if rows[0][-1] is None:
+                return self._finished([]), first + 1
+            rows = [row[:-1] for row in rows]
         ops = first + per_row * len(rows)
         return self._finished(rows[:self.limit] if self.limit is not None else rows), ops
 

@@ -136,9 +136,12 @@ def test_one_row_then_k_in_order_is_flat():
     statement = compiled("newest_of_name")
     assert statement.ops_source == OpsSource.UNIQUE and "WITH" not in statement.sql
     # the user's probe, then each post read from the author index and fetched
-    assert statement.answer([(1, "a"), (2, "b")]) == ([(1, "a"), (2, "b")], 1 + 2 * 2)
+    assert statement.answer([(1, "a", 1), (2, "b", 2)]) == ([(1, "a"), (2, "b")], 1 + 2 * 2)
+    # the user found, no post: the stop-after's probe counts one, no counting statement
+    assert statement.answer([(None, None, None)]) == ([], 1 + 1)
+    assert statement.answer([]) == ([], None)  # no such user: the counting statement tells
     postgres = compiled("newest_of_name", "postgres")
-    assert "CROSS JOIN LATERAL" in postgres.sql and "LIMIT 3" in postgres.sql
+    assert "LEFT JOIN LATERAL" in postgres.sql and "LIMIT 3" in postgres.sql
 
 
 def test_grouped_single_access_returns_what_it_read_beside_each_group():
