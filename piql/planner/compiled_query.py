@@ -160,11 +160,12 @@ class CompiledQuery:
 
     @property
     def found_ops(self) -> tuple[int, int] | None:
-        """When the answer is the fetched rows as they come and, if any came, the
-        operations are ``first + per_row * len(rows)`` (``OpsSource.UNIQUE`` with nothing
-        to convert): ``(first, per_row)``; no row means :attr:`counting` counts. Else None."""
+        """When the answer is the fetched rows as they come (without the stop-after's
+        marker, :attr:`tail`) and, if any came, the operations are ``first + per_row *
+        len(rows)`` (``OpsSource.UNIQUE`` with nothing to convert): ``(first, per_row)``;
+        no row means :attr:`counting` counts. Else None."""
         if self.ops_source is not OpsSource.UNIQUE or self.integral or self.ratios or \
-                self.limit is not None or self.tail:
+                self.limit is not None:
             return None
         return self.hit
 

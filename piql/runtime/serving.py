@@ -233,13 +233,16 @@ def _unique(query: QueryPlan, statement: CompiledQuery, found: tuple[int, int],
     counting = statement.counting
     count_arguments, count_run = counting.binder, store.prepared(counting.sql)
     first, per_row = found
+    tail = statement.tail
 
     def unique(params: dict[str, Any]) -> Result:
         check(params)
         try:
             rows = run(arguments(params))
             if rows:
-                ops = first + per_row * len(rows)
+                if tail:  # each row ends with the stop-after's marker: NULL, none found
+                    rows = [row[:-1] for row in rows] if rows[0][-1] is not None else []
+                ops = first + per_row * len(rows) if rows else first + 1
             else:
                 rows, ops = counting.answer(count_run(count_arguments(params)))
         except StoreOverflow:
