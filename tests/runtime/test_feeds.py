@@ -9,6 +9,7 @@ import pytest
 
 from piql import App
 from piql.planner.push_pull import Decision
+from piql.runtime.adapt import latency_target
 from piql.runtime.errors import ParameterError, UnknownName
 from tests.conftest import plan_text
 from tests.runtime.workload import assert_ordered_match, ordered_oracle
@@ -197,3 +198,56 @@ def test_periodic_adapt_and_reopening(tmp_path):
     again.load("posts", [{"postId": 9, "author": 2, "createdAt": 9, "body": "b"}])
     assert again.rows("feed_push") == []  # a bulk load bypassed pushes: all pull again
     assert [r[0] for r in again.query("feed", me=1).rows] == [9, 4, 3]
+
+
+def test_the_latency_mode_budgets_measured_read_ops(new_store):
+    """Consumer 1 follows 6 producers writing far more than it reads (MinCost pulls
+    every edge). Pulled, a read costs 6 edge rows + 6 x 3 rows = 24 measured ops. With j
+    edges pushed: 6 edge rows + j push-edge rows + the state + 3 feed rows + (6 - j) x 3
+    = 28 - 2j. The decision model alone (L - 1 = 2 per pull edge, 4 for the pushed
+    feed) thinks the pulled read costs 12; the measured read tells it 12 more per read
+    (the offset fed back), so a budget of 20 measured ops needs j = 4 pushes, and the
+    reads then measure 20. A budget of 25 is slack: every extra push goes back (served
+    by the feed, a read of no push edge also scans its push edges: 1 op more)."""
+    db = App(PLAN).deploy(new_store(), strict=True)
+    for producer in range(2, 8):
+        db.insert("follows", follower=1, followee=producer)
+    for key in range(60):
+        db.insert("posts", postId=key, author=2 + key % 6, createdAt=key, body="b")
+    for _ in range(5):
+        assert db.query("feed", me=1).ops == 24
+    (report,) = db.adapt("feed", mode="latency", budget=20, percentile=1.0)
+    assert report.to_push == 4 and report.met
+    assert db.query("feed", me=1).ops == 20
+    (again,) = db.adapt("feed", mode="latency", budget=20, percentile=1.0)
+    assert again.to_push == again.to_pull == 0 and again.met  # the loop is stable
+    (slack,) = db.adapt("feed", mode="latency", budget=25, percentile=1.0)
+    assert slack.to_pull == 4 and slack.push_edges == 0 and slack.met
+    assert db.query("feed", me=1).ops == 25  # the pull plan's 24 and the empty push-edge scan
+    (still,) = db.adapt("feed", mode="latency", budget=25, percentile=1.0)
+    assert still.push_edges == 0 and still.met  # measured 25: within budget, stable
+    # 16 at best (every edge pushed) > 15: reported unmet, and nothing is pushed for it
+    (tight,) = db.adapt("feed", mode="latency", budget=15, percentile=1.0)
+    assert tight.push_edges == 0 and tight.met is False
+    (best,) = db.adapt("feed", mode="latency", budget=17, percentile=1.0)
+    assert best.push_edges == 6 and best.met  # predicted 17 (offset 13 + 4): within 17
+    assert db.query("feed", me=1).ops == 16
+    assert_answers(db)
+
+
+def test_the_latency_target_follows_the_measured_reads_over_budget():
+    """The greedy weights consumers by estimated rates; the reads since the last adapt
+    say how many really went over budget. 4 reads of 200 (2 %) over a budget of 20 where
+    1 % is allowed: the greedy next allows 1 % x 1 % / 2 % = 0.5 % (percentile 0.995).
+    50 reads cannot show 1 in 100: the target stands. 100 reads none over: back to 0.99."""
+    db = App(PLAN).deploy(":memory:")
+    feed = db.feeds["feed"]
+    recent = feed.rates.read_ops.recent
+    recent.extend([10] * 196 + [50] * 4)
+    assert latency_target(feed, 20, 0.99) == pytest.approx(0.995)
+    assert not recent  # the next adapt judges the reads of this one's decisions
+    recent.extend([10] * 50)
+    assert latency_target(feed, 20, 0.99) == pytest.approx(0.995)
+    recent.extend([10] * 50)
+    assert latency_target(feed, 20, 0.99) == pytest.approx(0.99)
+    assert latency_target(feed, 20, 1.0) == 1.0  # every read within budget: nothing to scale
