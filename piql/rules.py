@@ -156,8 +156,9 @@ RULES: tuple[Rule, ...] = (
          "With -- maintenance: async, a write to a table the query's view reads does its "
          "checks, the row and one bounded enqueue of the changed row; the view's delta rules "
          "run when the update queue is drained, so answers may lag the writes. As info it says "
-         "the view is asynchronous; as a warning, why it stays synchronous: piql defers only "
-         "views whose rules read the written row alone (docs/async.md).",
+         "the view is asynchronous; as a warning, why it stays synchronous: a rule reading another "
+         "view or stopping after a LIMIT, a staging or periodic view, or a view a synchronous "
+         "query needs (a join view runs its rules as of the queue, docs/async.md).",
          "-- name: followerCount\n-- maintenance: async\n"
          "SELECT COUNT(*) FROM follows WHERE followee = <userId>;",
          "Nothing to fix; call db.drain() before reads that must see every write."),
