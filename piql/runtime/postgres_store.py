@@ -742,6 +742,23 @@ class PostgresStore:
                 raise self.refused(err) from None
         return count
 
+    def append_from(self, table: str, staged: str) -> int:
+        """Insert every row tasks wrote into the staging table ``staged`` into ``table``,
+        inside the server and this transaction, past the triggers (a bulk load, which
+        rebuilds the views set-oriented); ``staged`` stays (the caller drops it after
+        the transaction). How many rows."""
+        columns = ", ".join(_quote(c) for c in self.shapes[table].columns)
+        self._run(f"SELECT set_config('{BULK}', 'on', true)", prepare=False)
+        with self._connection() as connection:
+            try:
+                count = connection.execute(
+                    f"INSERT INTO {_quote(table)} ({columns}) SELECT {columns} FROM "
+                    f"{_quote(staged)}", prepare=False).rowcount
+            except psycopg.Error as err:
+                raise self.refused(err) from None
+        self._run(f"SELECT set_config('{BULK}', 'off', true)", prepare=False)
+        return count
+
     def reader(self):
         """A reader opening a connection of its own per call, for an engine's tasks. It is
         a closure that refers to nothing of piql (Spark ships it to executors by value)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from contextlib import contextmanager
 import secrets
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.types import StructType
@@ -62,10 +62,20 @@ class SparkJobs:
         self.last_writes: list[TaskWrite] = []  # the latest write's task reports
 
     # -- reading ------------------------------------------------------------------------
-    def read(self, name: str, snapshot: str | None) -> DataFrame:
-        """A table or view of the store, read by :attr:`partitions` tasks."""
-        shape = self.store.shapes[name]
-        options = read_options(self.tables.location, name, shape.columns, self._types(name),
+    def read(self, name: str, snapshot: str | None,
+             added: Mapping[str, Sequence[str]] | None = None) -> DataFrame:
+        """A table or view of the store, read by :attr:`partitions` tasks; with the rows of
+        the staging tables ``added[name]`` (a bulk load's rows, which the driver's
+        transaction holds uncommitted in ``name`` itself), read as committed."""
+        frame = self.read_as(name, name, snapshot)
+        for stage in (added or {}).get(name, ()):
+            frame = frame.unionByName(self.read_as(stage, name, None))
+        return frame
+
+    def read_as(self, table: str, like: str, snapshot: str | None) -> DataFrame:
+        """``table``, which has (at least) the columns of ``like``, read as ``like``."""
+        shape = self.store.shapes[like]
+        options = read_options(self.tables.location, table, shape.columns, self._types(like),
                                shape.key, self.partitions, snapshot)
         return self.session.read.format("piql").options(**options).load()
 
@@ -76,10 +86,13 @@ class SparkJobs:
         declared = dict(self.tables.columns(name))
         return tuple(declared.get(c, "") for c in shape.columns)
 
-    def view_frame(self, view: ViewDef, snapshot: str | None) -> DataFrame:
-        """``view`` recomputed from the base tables, as the store keeps its rows."""
+    def view_frame(self, view: ViewDef, snapshot: str | None,
+                   added: Mapping[str, Sequence[str]] | None = None) -> DataFrame:
+        """``view`` recomputed from the base tables (with the ``added`` staging tables'
+        rows, see :meth:`read`), as the store keeps its rows."""
         for name in dict.fromkeys(tables_read(view.definition)):
-            self.read(name, snapshot).createOrReplaceTempView(sqlgen.identifier(name, "spark"))
+            self.read(name, snapshot, added).createOrReplaceTempView(
+                sqlgen.identifier(name, "spark"))
         result = self.session.sql(sqlgen.block_sql(view.definition, "spark"))
         columns = self.store.shapes[view.name].columns
         schema = spark_schema(columns, self._types(view.name))
@@ -93,24 +106,35 @@ class SparkJobs:
         """Replace ``table``'s rows by ``frame``'s: the tasks write a staging table, the
         driver swaps it in (inside its transaction). How many rows, and the epochs of
         ``windows`` they fall in (each task reports its own, as it writes)."""
-        stage = f"{STAGE_PREFIX}{secrets.token_hex(8)}"
         columns = tuple(frame.columns)
-        self.tables.create_stage(stage, table, columns)
-        try:
-            done = frame.rdd.mapPartitionsWithIndex(functools.partial(
-                _write_rows, self.tables, stage, columns, tuple(windows))).collect()
-        except BaseException:
-            self.tables.drop(stage)
-            raise
+        stage, done = self.stage(table, columns, frame.rdd, functools.partial(
+            _write_rows, tables=self.tables, columns=columns, windows=tuple(windows)))
         self.last_writes = [report for report, _ in done]
         # swapped and dropped in the driver's transaction (another connection's DROP
         # would wait for the transaction, which waits for it)
         return self.store.replace_from(table, stage), {m for _, marks in done for m in marks}
 
-    def rebuild(self, view: ViewDef) -> int:
+    def stage(self, like: str, columns: Sequence[str], rdd: Any, task: Any) -> tuple[str, list]:
+        """A new staging table with ``like``'s ``columns``, written by the tasks of ``rdd``:
+        each partition's rows go through ``task(stage, index, rows)``, which writes them
+        and returns its reports. The table's name and every task's reports (the table is
+        dropped if a task fails)."""
+        stage = f"{STAGE_PREFIX}{secrets.token_hex(8)}"
+        self.tables.create_stage(stage, like, columns)
+        try:
+            done = rdd.mapPartitionsWithIndex(functools.partial(task, stage)).collect()
+        except BaseException:
+            self.tables.drop(stage)
+            raise
+        return stage, done
+
+    def rebuild(self, view: ViewDef, snapshot: str | None = None,
+                added: Mapping[str, Sequence[str]] | None = None) -> int:
         """Recompute ``view`` and replace its rows; the epochs of the time windows it feeds
-        are marked for the next refresh. How many rows."""
-        frame = self.view_frame(view, self.store.export_snapshot())
+        are marked for the next refresh. How many rows. ``snapshot`` and ``added``: the
+        state to read, when the caller's transaction has written (a bulk load); default
+        the state the caller's transaction sees now."""
+        frame = self.view_frame(view, snapshot or self.store.export_snapshot(), added)
         with _sql_overflow(view):
             written, marks = self.write(frame, view.name, self.epoch_windows.get(view.name, ()))
         self.store.mark_epochs(marks)
@@ -172,9 +196,9 @@ def _stored_rows(view: ViewDef, names: tuple[str, ...], schema: StructType,
             yield convert(stored[c] for c in columns)
 
 
-def _write_rows(tables: Tables, stage: str, columns: tuple[str, ...],
-                windows: tuple[EpochWindow, ...], task: int,
-                rows: Iterator[tuple]) -> Iterator[tuple[TaskWrite, set[tuple[str, int]]]]:
+def _write_rows(stage: str, task: int, rows: Iterator[tuple], *, tables: Tables,
+                columns: tuple[str, ...], windows: tuple[EpochWindow, ...]
+                ) -> Iterator[tuple[TaskWrite, set[tuple[str, int]]]]:
     """One task's rows into the staging table, batch by batch; its report to the driver,
     with the epochs of ``windows`` its rows are in."""
     marks: set[tuple[str, int]] = set()
