@@ -654,9 +654,12 @@ class Deployment:
             for view in self.views:
                 if view.kind == ViewKind.PERIODIC and view.refresh is not None:
                     engine = self.engine()
+                    # on Spark the results are ranked and written by the tasks
+                    jobs = self.spark_jobs() if engine is not None and engine.name == "spark" \
+                        else None
                     with self.progress.step(f"refreshing {view.name}"):
                         reports.append(refresh_view(self.store, view.refresh, now_ms,
-                                                    self.strict, engine))
+                                                    self.strict, engine, jobs))
         return reports
 
     def run_refresh_every(self, seconds: float) -> RefreshSchedule:

@@ -726,12 +726,15 @@ class PostgresStore:
             return None
         return self._run("SELECT pg_export_snapshot()", prepare=False)[0][0]
 
-    def replace_from(self, table: str, staged: str) -> int:
+    def replace_from(self, table: str, staged: str,
+                     where: Mapping[str, Any] | None = None) -> int:
         """Replace every row of ``table`` by the rows tasks wrote into the staging table
         ``staged`` (:meth:`PostgresTables.create_stage`) and drop it, inside the server
         and this transaction: no row passes through this process. How many rows."""
         columns = ", ".join(_quote(c) for c in self.shapes[table].columns)
-        self._run(f"DELETE FROM {_quote(table)}", prepare=False)
+        condition = " AND ".join(f"{_quote(c)} = %s" for c in where or {})
+        self._run(f"DELETE FROM {_quote(table)}" + (f" WHERE {condition}" if condition else ""),
+                  list((where or {}).values()), prepare=False)
         with self._connection() as connection:
             try:
                 count = connection.execute(

@@ -18,6 +18,7 @@ import secrets
 from typing import Any, Iterator, Mapping, Sequence
 
 from pyspark.sql import DataFrame, functions as F
+from sqlglot import exp
 from pyspark.sql.types import StructType
 
 from piql import sqlgen
@@ -32,8 +33,11 @@ from piql.runtime.spark_source import (
     TaskWrite, batches_of, converter, read_options, register, spark_schema, write_task,
 )
 from piql.runtime.store import Store, Tables
+from piql.sql_types import TypeFamily, family
 
 STAGE_PREFIX = "_piql_stage_"
+# Spark's error classes for a SUM (or its cast to BIGINT) outside the range
+OVERFLOWS = ("ARITHMETIC_OVERFLOW", "CAST_OVERFLOW", "NUMERIC_VALUE_OUT_OF_RANGE")
 
 
 def require_reachable(store: Store, master: str) -> None:
@@ -54,7 +58,7 @@ class SparkJobs:
     def __init__(self, engine: SparkEngine, store: Store, tables: Tables,
                  epoch_windows: dict[str, list[EpochWindow]], partitions: int | None = None):
         require_reachable(store, engine.master)
-        self.session = engine.session
+        self.engine, self.session = engine, engine.session
         self.store, self.tables, self.epoch_windows = store, tables, epoch_windows
         # one read task per core by default
         self.partitions = partitions or max(2, self.session.sparkContext.defaultParallelism)
@@ -75,11 +79,11 @@ class SparkJobs:
     def read_as(self, table: str, like: str, snapshot: str | None) -> DataFrame:
         """``table``, which has (at least) the columns of ``like``, read as ``like``."""
         shape = self.store.shapes[like]
-        options = read_options(self.tables.location, table, shape.columns, self._types(like),
+        options = read_options(self.tables.location, table, shape.columns, self.view_types(like),
                                shape.key, self.partitions, snapshot)
         return self.session.read.format("piql").options(**options).load()
 
-    def _types(self, name: str) -> tuple[str, ...]:
+    def view_types(self, name: str) -> tuple[str, ...]:
         shape = self.store.shapes[name]
         if shape.types:
             return shape.types
@@ -93,26 +97,28 @@ class SparkJobs:
         for name in dict.fromkeys(tables_read(view.definition)):
             self.read(name, snapshot, added).createOrReplaceTempView(
                 sqlgen.identifier(name, "spark"))
-        result = self.session.sql(sqlgen.block_sql(view.definition, "spark"))
+        result = self.session.sql(sqlgen.render(exact_sums(view), "spark"))
         columns = self.store.shapes[view.name].columns
-        schema = spark_schema(columns, self._types(view.name))
+        schema = spark_schema(columns, self.view_types(view.name))
         names = tuple(i.name for i in view.definition.select)
         stored = result.rdd.mapPartitions(functools.partial(_stored_rows, view, names, schema))
         return self.session.createDataFrame(stored, schema)
 
     # -- writing ------------------------------------------------------------------------
-    def write(self, frame: DataFrame, table: str,
-              windows: Sequence[EpochWindow] = ()) -> tuple[int, set[tuple[str, int]]]:
-        """Replace ``table``'s rows by ``frame``'s: the tasks write a staging table, the
-        driver swaps it in (inside its transaction). How many rows, and the epochs of
-        ``windows`` they fall in (each task reports its own, as it writes)."""
+    def write(self, frame: DataFrame, table: str, windows: Sequence[EpochWindow] = (),
+              where: Mapping[str, Any] | None = None) -> tuple[int, set[tuple[str, int]]]:
+        """Replace ``table``'s rows (those holding the ``where`` values, when given) by
+        ``frame``'s: the tasks write a staging table, the driver swaps it in (inside its
+        transaction). How many rows, and the epochs of ``windows`` they fall in (each task
+        reports its own, as it writes)."""
         columns = tuple(frame.columns)
         stage, done = self.stage(table, columns, frame.rdd, functools.partial(
             _write_rows, tables=self.tables, columns=columns, windows=tuple(windows)))
         self.last_writes = [report for report, _ in done]
         # swapped and dropped in the driver's transaction (another connection's DROP
         # would wait for the transaction, which waits for it)
-        return self.store.replace_from(table, stage), {m for _, marks in done for m in marks}
+        return self.store.replace_from(table, stage, where), \
+            {m for _, marks in done for m in marks}
 
     def stage(self, like: str, columns: Sequence[str], rdd: Any, task: Any) -> tuple[str, list]:
         """A new staging table with ``like``'s ``columns``, written by the tasks of ``rdd``:
@@ -150,13 +156,30 @@ class SparkJobs:
         return differences(missing, extra)
 
 
+def exact_sums(view: ViewDef) -> exp.Select:
+    """``view``'s definition as Spark runs it: a SUM of integers summed as DECIMAL(38, 0)
+    and cast back to BIGINT, SQL's exact SUM, whose only error is a total outside 64
+    bits (Spark's own BIGINT SUM fails as soon as a running total leaves the range, which
+    depends on the order the rows come in)."""
+    select = sqlgen.select(view.definition, paper=False)
+    types = {c.name: c.type for c in view.columns}
+    for node, item in zip(select.expressions, view.definition.select):
+        summed = node.this if isinstance(node, exp.Alias) else node
+        if isinstance(summed, exp.Sum) and family(types.get(item.name, "")) is TypeFamily.INTEGER:
+            exact = exp.Sum(this=exp.Cast(this=summed.this.copy(),
+                                          to=exp.DataType.build("DECIMAL(38, 0)")))
+            summed.replace(exp.Cast(this=exact, to=exp.DataType.build("BIGINT")))
+    return select
+
+
 @contextmanager
 def _sql_overflow(view: ViewDef) -> Iterator[None]:
-    """Spark's ANSI overflow of a SUM (an error, as SQL's) as piql's ConstraintError."""
+    """Spark's ANSI overflow of a SUM or of its cast to BIGINT (an error, as SQL's) as
+    piql's ConstraintError."""
     try:
         yield
     except Exception as err:  # Py4J's or PySpark's, depending on the call
-        if "ARITHMETIC_OVERFLOW" in str(err):
+        if any(code in str(err) for code in OVERFLOWS):
             raise sum_overflow(view.name) from None
         raise
 

@@ -183,8 +183,13 @@ def _parquet_columns(table: Table, columns: Sequence[str], file: str) -> list[st
 
 
 def _first_line(err: Exception) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
+    """The cause Spark gives (a JVM error's first ``...Exception: message`` line, not
+    Py4J's "An error occurred while calling ...")."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    for line in lines[1:]:
+        if "Exception: " in line:
+            return line.split("Exception: ", 1)[1]
+    return lines[0] if lines else type(err).__name__
 
 
 # -- in the executors ----------------------------------------------------------------------
