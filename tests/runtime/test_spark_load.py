@@ -179,7 +179,7 @@ def test_an_overflowing_sum_is_an_error_on_spark_as_on_duckdb(
             db.load("Sales", path=sales)
             # SQL's exact sums, where they fit: the oracle's answers
             for shop in ("a", "b", "d"):
-                got = db.query("revenue", shop=shop).rows
+                got = list(db.query("revenue", shop=shop).rows)
                 assert got == oracle(db, db.query_plan("revenue"), {"shop": shop}), engine
             results[engine] = Counter(db.rows("revenueByShop"))
             pq.write_table(pa.table({"id": [r[0] for r in over], "shop": [r[1] for r in over],
