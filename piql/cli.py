@@ -216,8 +216,14 @@ def build_parser() -> argparse.ArgumentParser:
     feeds.add_argument("--aggregate-ratios", default="0.25,1,4,16",
                        help="reads per write of the neighbourhood aggregate's sweep")
     feeds.add_argument("--budget", type=float, default=None,
-                       help="the latency mode's ops per read at the 99th percentile "
-                            "(default: 3k)")
+                       help="the latency mode's measured ops per read at the 99th "
+                            "percentile (default: 12k)")
+    feeds.add_argument("--warmup", type=int, default=None,
+                       help="unmeasured operations before each point (default: --trace)")
+    feeds.add_argument("--community", type=int, default=20,
+                       help="users per community of the follows graph (0: none; default 20)")
+    feeds.add_argument("--within", type=float, default=0.8,
+                       help="share of a user's followees inside its community (default 0.8)")
     feeds.add_argument("--seed", type=int, default=19)
     feeds.add_argument("--postgres", action="store_true",
                        help="on a throwaway PostgreSQL server (default: SQLite in memory)")
@@ -719,11 +725,14 @@ def _bench_feeds(args: argparse.Namespace) -> int:
             raise InputError(f"{option} expects at least {least}, got {value}")
     if args.mean_follows <= 0 or args.skew < 0:
         raise InputError("--mean-follows expects a positive number and --skew zero or more")
+    if not 0 <= args.within <= 1 or args.community < 0 or (args.warmup or 0) < 0:
+        raise InputError("--within expects 0 to 1, --community and --warmup zero or more")
     settings = bench.Settings(users=args.users, mean_follows=args.mean_follows,
                               max_follows=args.max_follows, k=args.k, skew=args.skew,
                               trace=args.trace, ratios=ratios, budget=args.budget,
                               seed=args.seed, postgres=args.postgres,
-                              aggregate_ratios=aggregate_ratios)
+                              aggregate_ratios=aggregate_ratios, warmup=args.warmup,
+                              community=args.community, within=args.within)
     out = Path(args.out)
     document = bench.run(settings, out)
     print(bench.summary(document))

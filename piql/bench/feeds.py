@@ -2,13 +2,17 @@
 under a read budget, on the same seeded workload (Feeding Frenzy §5).
 
 The workload: ``users`` users; each follows a Zipf-distributed number of others (at most
-``max_follows``, the CARDINALITY bound), chosen by a Zipf popularity (so in-degrees are
-Zipf too); each user writes posts at a Zipf rate and reads its feed at a Zipf rate (the
+``max_follows``, the CARDINALITY bound), a share ``within`` of them inside its community
+(``community`` consecutive ids) by Zipf popularity there, the rest by global Zipf
+popularity (so in-degrees are Zipf too, and neighbourhoods overlap as in EAGr's social
+graphs); each user writes posts at a Zipf rate and reads its feed at a Zipf rate (the
 two ranks independent). A trace of ``trace`` operations draws a write with probability
 1 / (1 + ratio) and a read otherwise, so ``ratio`` is reads per write overall: the sweep
 of Feeding Frenzy's query:event ratio (its Figures 4 and 6). Before the measured trace, a
-warm-up as long runs all-pull so the deployment measures rates, H and L; then
-``db.adapt(mode=...)`` decides, and the trace is measured.
+warm-up (``warmup`` operations, default as long) runs all-pull so the deployment
+measures rates, H and L; then ``db.adapt(mode=...)`` decides, and the trace is measured.
+The latency strategy adapts halfway through its warm-up too: its second decision sees
+the read costs its first produced (the budget is in measured ops).
 
 Figures per strategy and ratio: total operations of the measured trace (piql's counted
 operations: reads, writes, pushes; machine-independent), read operations p50/p99, read
@@ -47,16 +51,22 @@ class Settings:
     k: int = 10
     skew: float = 1.0  # Zipf exponent of degrees and rates
     trace: int = 3000  # measured operations per strategy and ratio
+    warmup: int | None = None  # unmeasured operations first (rates, H, L); None: trace
     ratios: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 16.0, 64.0)
-    budget: float | None = None  # latency mode: ops per read at the 99th percentile
+    budget: float | None = None  # latency mode: measured ops per read, 99th percentile
     seed: int = 19
     postgres: bool = False  # on a throwaway PostgreSQL server, else SQLite in memory
     strategies: tuple[str, ...] = field(default=STRATEGIES)
     aggregate_ratios: tuple[float, ...] = (0.25, 1.0, 4.0, 16.0)
+    # communities (EAGr §6's graphs have them): users in groups of ``community`` ids, each
+    # following ``within`` of its followees inside its group (by popularity there), so
+    # neighbourhoods overlap; 0: no communities, every followee by global popularity
+    community: int = 20
+    within: float = 0.8
 
     @property
     def read_budget(self) -> float:
-        return self.budget if self.budget is not None else 3.0 * self.k
+        return self.budget if self.budget is not None else 12.0 * self.k
 
 
 def schema(settings: Settings) -> str:
@@ -112,18 +122,33 @@ def workload(settings: Settings) -> Workload:
     degree_weights = zipf_weights(users, settings.skew, rng)
     scale = settings.mean_follows * users / sum(degree_weights)
     edges = []
-    for user in range(1, users + 1):
+    everyone = range(1, users + 1)
+    for user in everyone:
         follows = max(1, min(settings.max_follows, users - 1,
                              round(scale * degree_weights[user - 1])))
+        group = _community(settings, user)
+        inside = min(round(settings.within * follows), len(group) - 1) if group else 0
         chosen: set[int] = set()
+        while len(chosen) < inside:
+            other = rng.choices(group, [popularity[g - 1] for g in group])[0]
+            if other != user:
+                chosen.add(other)
         while len(chosen) < follows:
-            other = rng.choices(range(1, users + 1), popularity)[0]
+            other = rng.choices(everyone, popularity)[0]
             if other != user:
                 chosen.add(other)
         edges += [(user, other) for other in sorted(chosen)]
     posts = tuple((n, 1 + n % users, n, "preloaded") for n in range(users * settings.k))
     return Workload(tuple(edges), tuple(zipf_weights(users, settings.skew, rng)),
                     tuple(zipf_weights(users, settings.skew, rng)), posts)
+
+
+def _community(settings: Settings, user: int) -> list[int]:
+    """The users of ``user``'s community (consecutive ids), or [] without communities."""
+    if settings.community <= 1:
+        return []
+    first = (user - 1) // settings.community * settings.community + 1
+    return list(range(first, min(first + settings.community, settings.users + 1)))
 
 
 def trace(settings: Settings, load: Workload, ratio: float, length: int,
@@ -140,7 +165,8 @@ def _traces(settings: Settings, load: Workload, ratio: float,
             seed: str) -> tuple[list, list]:
     """A warm-up trace and the measured one after it, from one generator seeded ``seed``."""
     rng = random.Random(seed)
-    return (trace(settings, load, ratio, settings.trace, rng),
+    warmup = settings.trace if settings.warmup is None else settings.warmup
+    return (trace(settings, load, ratio, warmup, rng),
             trace(settings, load, ratio, settings.trace, rng))
 
 
@@ -154,9 +180,14 @@ def run_strategy(settings: Settings, load: Workload, ratio: float, strategy: str
         db.load("posts", [dict(zip(("postId", "author", "createdAt", "body"), p))
                           for p in load.posts])
         write = _post(db, [len(load.posts)])
+        budget = settings.read_budget if strategy == "latency" else None
+        if strategy == "latency":  # the feedback loop: decide, measure the reads, again
+            half = len(warmup) // 2
+            _play(db, warmup[:half], write, "feed", None)
+            db.adapt("feed", mode=MODES[strategy], budget=budget)
+            warmup = warmup[half:]
         _play(db, warmup, write, "feed", None)
-        adapted = db.adapt("feed", mode=MODES[strategy], budget=settings.read_budget
-                           if strategy == "latency" else None)[0]
+        adapted = db.adapt("feed", mode=MODES[strategy], budget=budget)[0]
         figures = _play(db, measured, write, "feed", _oracle(db))
         figures.pop("write_ops_total")
         feed = db.feeds["feed"]

@@ -27,6 +27,7 @@ from typing import Hashable, Iterable, Mapping
 
 Node = Hashable
 CHUNK = 64  # readers per FP-tree (VNM's grouping keeps each tree small)
+SEEDS = 8  # writer pairs each round grows bicliques from (``_seeded``)
 
 
 @dataclass(frozen=True)
@@ -93,12 +94,55 @@ def _best_biclique(remaining: dict[Node, set[Node]],
             frequency[w] = frequency.get(w, 0) + 1
     order = sorted((r for r, ws in remaining.items() if len(ws) >= 2),
                    key=lambda r: (_shingle(remaining[r]), repr(r)))
-    best: tuple[int, list[Node], list[Node]] | None = None
+    best: tuple[int, list[Node], list[Node]] | None = _seeded(remaining, frequency)
     for start in range(0, len(order), chunk):
         found = _mine(order[start:start + chunk], remaining, frequency)
         if found is not None and (best is None or found[0] > best[0]):
             best = found
     return None if best is None or best[0] <= 0 else (best[1], best[2])
+
+
+def _benefit(writers: int, readers: int) -> int:
+    """The edges a partial aggregate of ``writers`` shared by ``readers`` removes."""
+    return writers * readers - writers - readers
+
+
+def _seeded(remaining: dict[Node, set[Node]], frequency: dict[Node, int],
+            seeds: int = SEEDS) -> tuple[int, list[Node], list[Node]] | None:
+    """Bicliques grown from the writer pairs most readers share (the FP-tree's paths
+    miss them when each reader's most frequent writers differ, as in a community whose
+    members also follow a few popular users outside it): from each of the ``seeds``
+    most shared pairs, add the writer that most raises the benefit, keeping the readers
+    that have it, while the benefit grows. The best found, or None."""
+    pairs: dict[tuple[Node, Node], int] = {}
+    for writers in remaining.values():
+        items = sorted((w for w in writers if frequency[w] >= 2), key=repr)
+        for i, first in enumerate(items):
+            for second in items[i + 1:]:
+                pairs[(first, second)] = pairs.get((first, second), 0) + 1
+    ranked = sorted(((n, pair) for pair, n in pairs.items() if n >= 2),
+                    key=lambda found: (-found[0], repr(found[1])))[:seeds]
+    best = None
+    for _, (first, second) in ranked:
+        writers = [first, second]
+        readers = [r for r, ws in remaining.items() if first in ws and second in ws]
+        benefit = _benefit(2, len(readers))
+        while True:
+            counts: dict[Node, int] = {}
+            for reader in readers:
+                for w in remaining[reader]:
+                    if w not in writers:
+                        counts[w] = counts.get(w, 0) + 1
+            step = max(((_benefit(len(writers) + 1, n), repr(w), w) for w, n in counts.items()),
+                       default=None, key=lambda c: (c[0], c[1]))
+            if step is None or step[0] <= benefit:
+                break
+            benefit, added = step[0], step[2]
+            writers.append(added)
+            readers = [r for r in readers if added in remaining[r]]
+        if best is None or benefit > best[0]:
+            best = (benefit, writers, readers)
+    return best
 
 
 def _mine(readers: list[Node], remaining: dict[Node, set[Node]],
@@ -108,9 +152,13 @@ def _mine(readers: list[Node], remaining: dict[Node, set[Node]],
     root: dict = {}
     nodes: list[tuple[int, list[Node], list[Node]]] = []  # (depth, path, support)
     index: dict[int, int] = {}
+    local: dict[Node, int] = {}  # in this chunk: its readers' shared writers come first
     for reader in readers:
-        items = sorted((w for w in remaining[reader] if frequency[w] >= 2),
-                       key=lambda w: (-frequency[w], repr(w)))
+        for w in remaining[reader]:
+            local[w] = local.get(w, 0) + 1
+    for reader in readers:
+        items = sorted((w for w in remaining[reader] if local[w] >= 2),
+                       key=lambda w: (-local[w], -frequency[w], repr(w)))
         level, path = root, []
         for writer in items:
             path.append(writer)

@@ -188,26 +188,33 @@ def capped(push: Iterable[Edge], cap: int, rates: Rates) -> list[Edge]:
     return kept
 
 
-def read_ops(consumer: Node, assignment: Assignment, costs: Costs) -> float:
-    """What one read of ``consumer`` costs: L per pull edge, plus reading its pushed events."""
+def read_ops(consumer: Node, assignment: Assignment, costs: Costs,
+             offsets: Mapping[Node, float] | None = None) -> float:
+    """What one read of ``consumer`` costs: L per pull edge, plus reading its pushed
+    events, plus its ``offsets`` entry (what its measured reads cost beyond that model)."""
     pulls = sum(1 for e in assignment.pull if e.consumer == consumer)
     pushes = any(e.consumer == consumer for e in assignment.push)
-    return pulls * costs.pull + (costs.read_push if pushes else 0.0)
+    extra = (offsets or {}).get(consumer, 0.0)
+    return pulls * costs.pull + (costs.read_push if pushes else 0.0) + extra
 
 
 def read_percentile(assignment: Assignment, rates: Rates, costs: Costs,
-                    percentile: float = 1.0) -> float:
+                    percentile: float = 1.0,
+                    offsets: Mapping[Node, float] | None = None) -> float:
     """The ``percentile`` of read costs over reads (each consumer weighted by its read
-    rate): 1.0 is the costliest read any consumer makes."""
-    return _ReadCosts(assignment, costs).percentile(rates, percentile)
+    rate): 1.0 is the costliest read any consumer makes. ``offsets``: per consumer, the
+    measured read cost the model leaves out (``read_ops``)."""
+    return _ReadCosts(assignment, costs, offsets).percentile(rates, percentile)
 
 
 class _ReadCosts:
     """Pull and push edges per consumer, kept as edges move (so the greedy below costs
     O(consumers) per move, not O(edges))."""
 
-    def __init__(self, assignment: Assignment, costs: Costs) -> None:
+    def __init__(self, assignment: Assignment, costs: Costs,
+                 offsets: Mapping[Node, float] | None = None) -> None:
         self.costs = costs
+        self.offsets = offsets or {}
         self.pulls: dict[Node, int] = {}
         self.pushes: dict[Node, int] = {}
         for edge in assignment.pull:
@@ -224,7 +231,13 @@ class _ReadCosts:
 
     def ops(self, consumer: Node) -> float:
         return self.pulls.get(consumer, 0) * self.costs.pull + (
-            self.costs.read_push if self.pushes.get(consumer, 0) else 0.0)
+            self.costs.read_push if self.pushes.get(consumer, 0) else 0.0) \
+            + self.offsets.get(consumer, 0.0)
+
+    def floor(self, consumer: Node) -> float:
+        """The least a read of ``consumer`` can cost: every edge pushed."""
+        edges = self.pulls.get(consumer, 0) + self.pushes.get(consumer, 0)
+        return (self.costs.read_push if edges else 0.0) + self.offsets.get(consumer, 0.0)
 
     def percentile(self, rates: Rates, percentile: float) -> float:
         weighted = sorted((self.ops(c), rates.consumer(c)) for c in self.pulls
@@ -250,14 +263,20 @@ class Constrained:
 
 def latency_constrained(edges: Iterable[Edge], rates: Rates, costs: Costs, budget: float,
                         percentile: float = 1.0, cap: int | None = None,
-                        start: Assignment | None = None) -> Constrained:
+                        start: Assignment | None = None,
+                        offsets: Mapping[Node, float] | None = None) -> Constrained:
     """§3.3.1's adaptive greedy from ``start`` (default MinCost): while the ``percentile``
     read cost exceeds ``budget``, shift the pull edge with the largest phi_c / epsilon to
     push (epsilon = phi_p·H - phi_c·L, the extra cost); while it is within budget, shift the
     least-ranked push edges that MinCost pulls back to pull as long as the budget still
     holds. MinCost's push edges are never pulled; a producer never exceeds ``cap`` push
     edges; only consumers whose reads exceed the budget gain push edges (the others'
-    reads are not what breaks it)."""
+    reads are not what breaks it), and not those no push can bring within it.
+
+    ``offsets`` feed measured read costs back (§3.3.1's adaptive loop): per consumer, what
+    its measured reads cost beyond the model (L per pull edge, ``read_push`` once pushed),
+    e.g. its edge rows, and producers whose pulls cost more than the mean. A read's cost
+    is then the model's plus its offset, in the unit the budget is measured in."""
     every = list(dict.fromkeys(edges))
     best = min_cost(every, rates, costs, cap)
     current = start if start is not None else best
@@ -268,20 +287,33 @@ def latency_constrained(edges: Iterable[Edge], rates: Rates, costs: Costs, budge
         return float("inf") if extra <= 0 else rates.consumer(edge.consumer) / extra
 
     push = set(current.push) & set(every)
-    reads = _ReadCosts(assign(every, push, rates, costs), costs)
+    reads = _ReadCosts(assign(every, push, rates, costs), costs, offsets)
     per_producer: dict[Node, int] = {}
     for edge in push:
         per_producer[edge.producer] = per_producer.get(edge.producer, 0) + 1
     for edge in sorted(set(every) - push, key=lambda e: (-rank(e), repr(e))):
         if reads.percentile(rates, percentile) <= budget:
             break
-        if rates.consumer(edge.consumer) == 0 or reads.ops(edge.consumer) <= budget:
-            continue  # a consumer that never reads, or reads within budget, is not the cause
+        if rates.consumer(edge.consumer) == 0 or reads.ops(edge.consumer) <= budget \
+                or reads.floor(edge.consumer) > budget:
+            continue  # a consumer that never reads, reads within budget or cannot: not it
         if cap is not None and per_producer.get(edge.producer, 0) >= cap:
             continue
         push.add(edge)
         reads.move(edge, Decision.PUSH)
         per_producer[edge.producer] = per_producer.get(edge.producer, 0) + 1
+    extra: dict[Node, list[Edge]] = {}
+    for edge in push - best.push:
+        extra.setdefault(edge.consumer, []).append(edge)
+    for consumer in sorted(extra, key=repr):  # a consumer's extra pushes all back at once:
+        if extra[consumer]:  # without its pushed feed's read, pulling all may be cheaper
+            for edge in extra[consumer]:
+                reads.move(edge, Decision.PULL)
+            if reads.percentile(rates, percentile) <= budget:
+                push -= set(extra[consumer])
+            else:
+                for edge in extra[consumer]:
+                    reads.move(edge, Decision.PUSH)
     for edge in sorted(push - best.push, key=lambda e: (rank(e), repr(e))):
         reads.move(edge, Decision.PULL)
         if reads.percentile(rates, percentile) <= budget:

@@ -27,6 +27,7 @@ from piql.planner.push_pull import (
     Costs, Decision, Edge, Rates as DecisionRates, latency_constrained, min_cost_feeds,
 )
 from piql.runtime.feeds import CONSUMER, PRODUCER, Feed
+from piql.runtime.foreign_writes import guard_feed
 
 
 class Mode(StrEnum):
@@ -61,7 +62,8 @@ def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mod
     each in its own ``transaction``."""
     store = feed.store
     start = store.counter.ops
-    transaction(feed.activate)
+    if not feed.active:
+        transaction(lambda: (feed.activate(), guard_feed(store, feed.layout)))
     edges, current = _edges(feed, mode)
     costs = decision_costs(feed)
     met = None
@@ -72,13 +74,15 @@ def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mod
     else:
         rates = _rates(feed, edges)
         readers = edges
+        best = min_cost_feeds(readers, rates, costs, feed.cap)
         if mode == Mode.LATENCY:
             if budget is None:
                 raise ValueError("the latency mode needs a read budget (ops per read)")
-            found = latency_constrained(readers, rates, costs, budget, percentile, feed.cap)
+            found = latency_constrained(readers, rates, costs, budget, percentile, feed.cap,
+                                        start=best, offsets=read_offsets(feed, edges, costs))
             wanted, met = set(found.assignment.push), found.met
         else:
-            wanted = set(min_cost_feeds(readers, rates, costs, feed.cap).push)
+            wanted = set(best.push)
     switches = [(e, Decision.PULL) for e in sorted(current - wanted, key=repr)] + \
         [(e, Decision.PUSH) for e in sorted(wanted - current, key=repr)]
     todo = switches if steps is None else switches[:steps]
@@ -101,6 +105,28 @@ def decision_costs(feed: Feed) -> Costs:
     rates = feed.rates
     return Costs(push=max(rates.push.mean, 1e-9), pull=max(rates.pull.mean - 1, 1e-9),
                  read_push=max(rates.feed.mean, 0.0))
+
+
+def read_offsets(feed: Feed, edges: list[Edge], costs: Costs) -> dict[Any, float]:
+    """Per consumer, what its measured reads cost beyond the decision model (L per pull
+    edge, the pushed feed's read once it has a push edge): its edge rows, its push-edge
+    rows, producers pulling dearer or cheaper than the mean, reads falling back to pull.
+    Fed to the latency mode, it makes the budget one of measured operations, the same
+    counts ``Result.ops`` reports: each adapt re-measures and corrects (§3.3.1's loop).
+    A consumer not measured yet gets the measured consumers' mean offset per edge times
+    its edges (2 per edge, an edge row and a push-edge row or a pull's, before any)."""
+    degree: dict[Any, int] = {}
+    for edge in edges:
+        degree[edge.consumer] = degree.get(edge.consumer, 0) + 1
+    offsets: dict[Any, float] = {}
+    for consumer, n in degree.items():
+        seen = feed.rates.read_ops.get(consumer)
+        if seen is not None:
+            pulls = n if seen.pulls is None else seen.pulls
+            model = pulls * costs.pull + (costs.read_push if seen.pushed else 0.0)
+            offsets[consumer] = seen.ops - model
+    per_edge = sum(offsets.values()) / sum(degree[c] for c in offsets) if offsets else 2.0
+    return {c: offsets.get(c, per_edge * n) for c, n in degree.items()}
 
 
 def _edges(feed: Feed, mode: Mode) -> tuple[list[Edge], set[Edge]]:

@@ -26,18 +26,19 @@ from piql.planner.compile import CompiledQuery, UncompilablePlan
 from piql.planner.views import ViewDef, ViewKind
 from piql.query_block import MaintenanceMode
 from piql.runtime import bulk_load, install, sessions, sqlvalues
-from piql.runtime.adapt import AdaptReport, Mode, adapt
-from piql.runtime.aggregates import Overlay, OverlayReport, overlay_for
+from piql.runtime.adapt import AdaptReport
+from piql.runtime.adaptive_serving import AdaptiveServing
+from piql.runtime.aggregates import Overlay, OverlayReport
 from piql.runtime.check import CheckReport, check_views, recompute
 from piql.runtime.engine_bridge import EngineDiffer, view_batches
 from piql.runtime.epochs import epoch_marks, epoch_windows, mark_epochs
 from piql.runtime.errors import (
-    BoundExceeded, ConstraintError, DeploymentClosed, DeploymentError, ParameterError,
+    ConstraintError, DeploymentClosed, DeploymentError, ParameterError,
     StoreOverflow, StoreRefused, UnboundedQuery, UnknownName, sum_overflow,
 )
 from piql.runtime.evaluate import finish
 from piql.runtime.executor import execute
-from piql.runtime.feeds import Feed, feed_layout
+from piql.runtime.feeds import Feed
 from piql.runtime.partitions import partition_of
 from piql.runtime.progress import Progress
 from piql.runtime.refresh import RefreshReport, refresh_view
@@ -93,45 +94,22 @@ class Deployment:
         self._row_checks: dict[str, RowCheck] = {}  # by the name inserts are called with
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
                                      plan.writes, strict, self.epoch_windows)
-        self.feeds = self._adaptive_feeds()
-        self.overlays = {q.name: o for q in plan.queries
-                         if (o := overlay_for(q, self.store)) is not None}
-        self._adapt_every: tuple[int, dict[str, Any]] | None = None
-        self._writes_since_adapt = 0
+        self.adaptive = AdaptiveServing(plan, self.store, self.lock, lambda: self.strict,
+                                        self._transaction)
         if self.maintainer.queue is not None:
             self.maintainer.queue.policy = _policy(queue_policy)
         if maintainer:
             self.start_maintainer()
 
-    def _adaptive_feeds(self) -> dict[str, Feed]:
-        """The adaptive feeds (``runtime.feeds``), by query name: pull-served and counting
-        rates until :meth:`adapt` turns edges to push."""
-        taken = {s.name.lower() for s in install.shapes(self.plan)}
-        feeds = {}
-        for query in self.plan.queries:
-            layout = feed_layout(self.plan.catalog, query, taken)
-            if layout is not None:
-                feed = Feed(layout, self.store, layout.plan.push.fanout)
-                feed.open()
-                feeds[query.name] = feed
-        return feeds
+    @property
+    def feeds(self) -> dict[str, Feed]:
+        """The adaptive feeds, by query name (``runtime.adaptive_serving``)."""
+        return self.adaptive.feeds
 
-    def _writer_feeds(self, table: Table) -> list[Feed]:
-        return [f for f in self.feeds.values()
-                if f.layout.events.table.lower() == table.name.lower()]
-
-    def _writer_overlays(self, table: Table) -> list[Overlay]:
-        return [o for o in self.overlays.values()
-                if o.adjacency.events.lower() == table.name.lower()]
-
-    def _edge_overlays(self, table: Table) -> list[Overlay]:
-        return [o for o in self.overlays.values()
-                if o.adjacency.edges.lower() == table.name.lower()]
-
-    def _adaptive(self, table: Table) -> bool:
-        """Do writes of ``table`` push to a feed or an overlay (or count their rates)?"""
-        return bool(self._writer_feeds(table) or self._writer_overlays(table)
-                    or self._edge_overlays(table))
+    @property
+    def overlays(self) -> dict[str, Overlay]:
+        """The neighbourhood aggregates served through overlays, by query name."""
+        return self.adaptive.overlays
 
     def __enter__(self) -> "Deployment":
         self._open()
@@ -288,50 +266,9 @@ class Deployment:
         served = self._served.get(name) or self._serving(name)
         if self.closed:
             self._open()
-        if self.feeds or self.overlays:
-            adaptive = self._adaptive_read(served, params)
-            if adaptive is not None:
-                return adaptive
+        if self.adaptive and self.adaptive.serves(served.query.name):
+            return self.adaptive.read(served, params)
         return served.serve(params)
-
-    def _adaptive_read(self, served: Served, params: dict[str, Any]) -> Result | None:
-        """Count the read's rate and, when its feed or overlay serves it now, answer from
-        there (None: the query's own plan answers)."""
-        served.check(params)
-        feed = self.feeds.get(served.query.name)
-        if feed is not None:
-            feed.rates.read(params[feed.layout.param])
-            if feed.active:
-                return self._feed_read(feed, served, params)
-        overlay = self.overlays.get(served.query.name)
-        if overlay is not None:
-            overlay.rates.read(params[overlay.param])
-            if overlay.active:
-                return self._overlay_read(overlay, served, params)
-        return None
-
-    def _feed_read(self, feed: Feed, served: Served, params: dict[str, Any]) -> Result:
-        """An adaptive feed's read: its pushed rows merged with its pull producers'."""
-        with self.lock, self.store.snapshot():
-            start = self.store.counter.ops
-            rows = feed.read(params)
-            ops = self.store.counter.ops - start
-        if self.strict and ops > feed.read_bound:
-            raise BoundExceeded(f"query {served.query.name} did {ops} operations; its bound "
-                                f"(push and pull) is {feed.read_bound}")
-        return Result(served.columns, tuple(rows), ops, feed.read_bound)
-
-    def _overlay_read(self, overlay: Overlay, served: Served,
-                      params: dict[str, Any]) -> Result:
-        """A neighbourhood aggregate read through its overlay: at most one read per
-        writer of the neighbourhood, within the pull plan's bound."""
-        with self.lock, self.store.snapshot():
-            start = self.store.counter.ops
-            rows = overlay.read(params)
-            ops = self.store.counter.ops - start
-        if self.strict and ops > served.bound:
-            raise served.exceeded(ops)
-        return Result(served.columns, tuple(rows), ops, served.bound)
 
     def interpret(self, name: str, /, **params: Any) -> Result:
         """Run a named query with the plan's interpreter (``piql.runtime.executor``):
@@ -400,8 +337,9 @@ class Deployment:
         if check is None:
             check = self._row_checks[table] = RowCheck(self._table(table))
         definition, full = check.table, check(row)
-        if (self.feeds or self.overlays) and self._adaptive(definition):
-            return self._pushing(definition, lambda: self._insert_pushed(definition, full))
+        if self.adaptive and self.adaptive.writes(definition):
+            return self.adaptive.pushing(definition, lambda: self.adaptive.insert(
+                self.maintainer, definition, full))
         # one statement, checked and maintained by the database's triggers (on SQLite they
         # refuse it if a migration replaced the plan: triggers_sqlite.plan_guard), once the
         # store has this process's registration (a busy store at open: the first write's)
@@ -420,8 +358,9 @@ class Deployment:
         """Delete the base row with this primary key, maintaining every view."""
         definition = self._table(table)
         found = key_of(definition, key)
-        if (self.feeds or self.overlays) and self._adaptive(definition):
-            return self._pushing(definition, lambda: self._delete_pushed(definition, found))
+        if self.adaptive and self.adaptive.writes(definition):
+            return self.adaptive.pushing(definition, lambda: self.adaptive.delete(
+                self.maintainer, definition, found))
         return self._transaction(lambda: self.maintainer.delete(definition, found))
 
     def update(self, table: str, /, **row: Any) -> list[WriteReport]:
@@ -429,59 +368,14 @@ class Deployment:
         definition = self._table(table)
         full = complete_row(definition, row)
         key = {c: full[c] for c in definition.primary_key}
-        if (self.feeds or self.overlays) and self._adaptive(definition):
-            return self._pushing(definition, lambda: [
-                self._delete_pushed(definition, key, replacing=full),
-                self._insert_pushed(definition, full)])
+        if self.adaptive and self.adaptive.writes(definition):
+            return self.adaptive.pushing(definition, lambda: [
+                self.adaptive.delete(self.maintainer, definition, key, replacing=full),
+                self.adaptive.insert(self.maintainer, definition, full)])
         return self._transaction(lambda: [self.maintainer.delete(definition, key, replacing=full),
                                           self.maintainer.insert(definition, full)])
 
-    # -- adaptive feeds: writes push along push edges, decisions from rates ----
-    def _pushing(self, definition: Table, work):
-        """A write of a table an adaptive query reads (its producers' rows, or an overlay's
-        edges), then the periodic adapt if due (counting the feeds' producer writes)."""
-        done = self._transaction(work)
-        if self._adapt_every is not None and self._writer_feeds(definition):
-            self._writes_since_adapt += 1
-            every, options = self._adapt_every
-            if self._writes_since_adapt >= every:
-                self._writes_since_adapt = 0
-                self.adapt(**options)
-        return done
-
-    def _insert_pushed(self, definition: Table, full: dict[str, Any]) -> WriteReport:
-        report = self.maintainer.insert(definition, full)
-        for overlay in self._writer_overlays(definition):
-            overlay.written(full, 1)
-        for overlay in self._edge_overlays(definition):
-            a = overlay.adjacency
-            overlay.edge_inserted(full.get(a.consumer.column), full.get(a.producer.column))
-        for feed in self._writer_feeds(definition):
-            self._within(feed, feed.inserted(full))
-        return report
-
-    def _delete_pushed(self, definition: Table, key: dict[str, Any],
-                       replacing: dict[str, Any] | None = None) -> WriteReport:
-        for feed in self._writer_feeds(definition):
-            self._within(feed, feed.deleting(key))
-        touched = self._writer_overlays(definition) + self._edge_overlays(definition)
-        old = self.store.get(definition.name, key) if any(o.active for o in touched) else None
-        row = {} if old is None else dict(zip(self.store.shapes[definition.name].columns, old))
-        report = self.maintainer.delete(definition, key, replacing=replacing)
-        if row:
-            for overlay in self._writer_overlays(definition):
-                overlay.written(row, -1)
-            for overlay in self._edge_overlays(definition):
-                a = overlay.adjacency
-                overlay.edge_deleted(row.get(a.consumer.column), row.get(a.producer.column))
-        return report
-
-    def _within(self, feed: Feed, ops: int) -> None:
-        if self.strict and ops > feed.write_bound:
-            raise BoundExceeded(f"pushing a {feed.layout.events.table} row for query "
-                                f"{feed.layout.query} did {ops} operations; its bound is "
-                                f"{feed.write_bound}")
-
+    # -- adaptive feeds and overlays: decisions from rates (runtime.adaptive_serving)
     def adapt(self, query: str | None = None, /, *, mode: str = "mincost",
               steps: int | None = None, budget: float | None = None,
               percentile: float = 0.99) -> list[AdaptReport]:
@@ -491,18 +385,9 @@ class Deployment:
         mincost (Feeding Frenzy's MinCost), latency (MinCost, then pull edges to push until
         the ``percentile`` read costs at most ``budget`` ops), push or pull (every edge)."""
         self._open()
-        try:
-            chosen = Mode(mode)
-        except ValueError:
-            raise ParameterError(f"unknown adapt mode {mode!r}; choose one of "
-                                 f"{', '.join(m.value for m in Mode)}") from None
-        if query is not None:
-            plan = self.query_plan(query)
-            if plan.name not in self.feeds and plan.name not in self.overlays:
-                raise UnknownName(f"query {plan.name} is no adaptive feed or neighbourhood "
-                                  "aggregate piql serves per edge or overlay node")
-        feeds = [f for n, f in self.feeds.items() if query is None or n == plan.name]
-        return [adapt(f, self._transaction, chosen, steps, budget, percentile) for f in feeds]
+        name = None if query is None else self.query_plan(query).name
+        return self.adaptive.adapt(name, mode=mode, steps=steps, budget=budget,
+                                   percentile=percentile)
 
     def adapt_overlay(self, query: str, /, *, mode: str = "eagr",
                       sharing: bool = True) -> OverlayReport:
@@ -510,32 +395,13 @@ class Deployment:
         built from the edge table (again, if ``sharing`` changed), each node push or pull:
         ``mode`` eagr (the min-cut of measured rates), push or pull (every node)."""
         self._open()
-        plan = self.query_plan(query)
-        overlay = self.overlays.get(plan.name)
-        if overlay is None:
-            raise UnknownName(f"query {plan.name} is no neighbourhood aggregate piql serves "
-                              "through an overlay")
-        if mode not in ("eagr", "push", "pull"):
-            raise ParameterError(f"unknown overlay mode {mode!r}; choose eagr, push or pull")
-        start = self.store.counter.ops
-
-        def step() -> None:
-            if not overlay.active or overlay.sharing != sharing:
-                overlay.rebuild(sharing)
-            overlay.apply(overlay.decide(mode))
-
-        self._transaction(step)
-        nodes = [n for n in overlay.inputs]
-        assert overlay.graph is not None
-        return OverlayReport(plan.name, overlay.graph.sharing_index, len(overlay.members),
-                             len(overlay.push), len(nodes) - len(overlay.push),
-                             self.store.counter.ops - start)
+        return self.adaptive.adapt_overlay(self.query_plan(query).name, mode=mode,
+                                           sharing=sharing)
 
     def adapt_every(self, writes: int | None, /, **options: Any) -> None:
         """Run :meth:`adapt` (with ``options``) after every ``writes`` writes of the
         adaptive feeds' producer rows; None stops it."""
-        self._adapt_every = None if writes is None else (max(1, writes), options)
-        self._writes_since_adapt = 0
+        self.adaptive.adapt_every(writes, **options)
 
     def _transaction(self, work):
         self._open()
@@ -578,18 +444,8 @@ class Deployment:
                 count = bulk_load.load(self.store, definition, records, self.views, engine,
                                        self.epoch_windows, self._rebuilding(built))
                 self.store.analyze([definition.name, *built])  # statistics for the planner
-                self._bypassed([definition])
+                self.adaptive.bypassed([definition])
         return count
-
-    def _bypassed(self, tables: list[Table]) -> None:
-        """Producer rows loaded in bulk were not pushed: those feeds start again all pull."""
-        for table in tables:
-            for feed in self._writer_feeds(table):
-                with self.store.transaction():
-                    feed.reset()
-            for overlay in self._writer_overlays(table) + self._edge_overlays(table):
-                with self.store.transaction():
-                    overlay.reset()
 
     def load_many(self, loads: Sequence[tuple[str, Any]] | dict[str, Any]) -> list[int]:
         """Several bulk loads as one: ``(table, source)`` pairs in order (parents first),
@@ -613,7 +469,7 @@ class Deployment:
                 counts = bulk_load.load_tables(self.store, batches, self.views, engine,
                                                self.epoch_windows, self._rebuilding(built))
                 self.store.analyze([t.name for t, _ in batches] + built)
-                self._bypassed([t for t, _ in batches])
+                self.adaptive.bypassed([t for t, _ in batches])
         return counts
 
     def _spark_loads(self) -> bool:

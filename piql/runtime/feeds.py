@@ -152,7 +152,8 @@ class Feed:
         self.layout = layout
         self.store = store
         self.cap = cap
-        self.rates = Rates(FEED_OPS_PER_EDGE, layout.k, layout.k + 1, capacity, half_life)
+        # H before any push is measured: an edge's row of the push table, then its upkeep
+        self.rates = Rates(1 + FEED_OPS_PER_EDGE, layout.k, layout.k + 1, capacity, half_life)
         self.active = False
         self.stale: set[Hashable] = set()  # consumers whose last read fell back to pull
         a = layout.plan.push.adjacency
@@ -263,6 +264,7 @@ class Feed:
         layout = self.layout
         consumer = params[layout.param]
         limit = row_limit(layout.block, params)
+        start = self.store.counter.ops
         edges = self._edges(params)
         by_producer: dict[Any, list[Binding]] = {}
         for edge in edges:
@@ -282,9 +284,11 @@ class Feed:
             events = [dict(zip(layout.event_columns, row[1:])) for row in feed
                       if row[column] in pushed]
             self.rates.feed.measure(self.store.counter.ops - before)
+        pulls = 0
         for producer in by_producer:
             if producer not in pushed:
                 events += self._pull(producer)
+                pulls += 1
         ranked = self._ranked(events, by_producer, params)
         if state.horizon is not None and limit and (
                 len(ranked) < limit
@@ -294,7 +298,10 @@ class Feed:
             for producer in by_producer:
                 if producer in pushed:
                     events += self._pull(producer)
+                    pulls += 1
             ranked = self._ranked(events, by_producer, params)
+        self.rates.read_ops.measure(consumer, self.store.counter.ops - start, pulls,
+                                    bool(pushed))
         return finish(layout.block, [b for _, b in ranked], params)
 
     def _ranked(self, events: list[dict[str, Any]], by_producer: dict[Any, list[Binding]],
@@ -322,10 +329,11 @@ class Feed:
         if not self.active or not self._matches(row):
             return 0
         start = self.store.counter.ops
-        for consumer in self._push_edges(producer):
-            before = self.store.counter.ops
+        consumers = self._push_edges(producer)
+        for consumer in consumers:
             self._push_one(consumer, row)
-            self.rates.push.measure(self.store.counter.ops - before)
+        if consumers:  # H: one edge's share of the whole push, its push-edge row included
+            self.rates.push.measure((self.store.counter.ops - start) / len(consumers))
         return self.store.counter.ops - start
 
     def deleting(self, key: dict[str, Any]) -> int:

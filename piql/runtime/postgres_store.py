@@ -216,6 +216,9 @@ class PostgresStore:
         # read the whole range and sort it (PostgreSQL's choice when its statistics say the
         # range is small) instead of reading the index in order and stopping after k rows
         connection.execute("SET enable_bitmapscan = off", prepare=False)
+        # piql pushes its own writes to adaptive feeds and overlays; their guard triggers
+        # act for other clients' writes only (runtime.foreign_writes)
+        connection.execute("SET piql.client = 'on'", prepare=False)
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection]:

@@ -131,6 +131,43 @@ class CostMeter:
         self.mean += self.weight * (ops - self.mean)
 
 
+@dataclass
+class MeasuredRead:
+    """A consumer's measured read cost (an average over its recent reads) and how it
+    was served then: ``pulls`` producers pulled (None: by the pull plan, every edge)
+    and whether it read a pushed feed."""
+
+    ops: float
+    pulls: int | None
+    pushed: bool
+
+
+class MeasuredReads:
+    """The measured read cost per consumer, for the latency mode's feedback (Feeding
+    Frenzy §3.3.1's adaptive loop): the ``capacity`` consumers read most recently, each an
+    exponentially weighted average of its reads' operations (bounded memory)."""
+
+    def __init__(self, capacity: int = 10_000, weight: float = 0.5) -> None:
+        self.capacity = capacity
+        self.weight = weight
+        self._reads: dict[Hashable, MeasuredRead] = {}  # oldest first
+
+    def measure(self, consumer: Hashable, ops: float, pulls: int | None,
+                pushed: bool) -> None:
+        seen = self._reads.pop(consumer, None)
+        if seen is not None and (seen.pulls, seen.pushed) == (pulls, pushed):
+            ops = seen.ops + self.weight * (ops - seen.ops)
+        self._reads[consumer] = MeasuredRead(ops, pulls, pushed)
+        if len(self._reads) > self.capacity:
+            del self._reads[next(iter(self._reads))]
+
+    def get(self, consumer: Hashable) -> MeasuredRead | None:
+        return self._reads.get(consumer)
+
+    def __len__(self) -> int:
+        return len(self._reads)
+
+
 class Rates:
     """What one adaptive query measures: reads per consumer, writes per producer (on one
     logical clock); H, the ops of one push along one edge; L, of one pull of one producer;
@@ -144,6 +181,7 @@ class Rates:
         self.push = CostMeter(push_ops)
         self.pull = CostMeter(pull_ops)
         self.feed = CostMeter(feed_ops)
+        self.read_ops = MeasuredReads(capacity)
 
     def read(self, consumer: Hashable) -> None:
         self.clock += 1

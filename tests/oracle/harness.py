@@ -331,6 +331,17 @@ def plain_sums(tree: exp.Expression) -> exp.Expression:
     return tree.transform(plain)
 
 
+def sqlite_division(tree: exp.Expression) -> exp.Expression:
+    """``/`` with SQLite's meaning in DuckDB: DuckDB's ``/`` divides integers as doubles,
+    its ``//`` truncates them as SQLite's ``/`` does (and divides reals exactly)."""
+    def division(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Div):
+            return exp.IntDiv(this=node.this, expression=node.expression)
+        return node
+
+    return tree.transform(division)
+
+
 def run_sql(connection: sqlite3.Connection, sql: str,
             params: dict[str, Any] | Sequence[Any] = ()) -> list[tuple]:
     """SQL's answer to ``sql`` (SQLite's dialect) on ``connection``'s tables: SQLite's, or
@@ -344,7 +355,9 @@ def run_sql(connection: sqlite3.Connection, sql: str,
             raise
     duck = duckdb.connect()
     try:
-        tree = plain_sums(sqlglot.parse_one(sql, read="sqlite"))
+        # SQLite's NULL for x / 0 and x % 0, not DuckDB's error
+        duck.execute("SET error_on_division_by_zero = false")
+        tree = sqlite_division(plain_sums(sqlglot.parse_one(sql, read="sqlite")))
         for name in {table.name for table in tree.find_all(exp.Table)}:
             info = connection.execute(f"PRAGMA table_info({quote(name)})").fetchall()
             columns = tuple(row[1] for row in info)

@@ -7,8 +7,8 @@ from piql.runtime.errors import ConstraintError
 
 from tests.conftest import plan_text
 from tests.oracle.harness import (
-    T0, Mirror, OracleApp, OracleFailure, Session, compiled, own_sql, same_multiset,
-    valid_top_k,
+    T0, Mirror, OracleApp, OracleFailure, Session, compiled, own_sql, run_sql,
+    same_multiset, valid_top_k,
 )
 
 SCHEMA = """
@@ -154,6 +154,27 @@ def test_means_are_the_exact_sum_divided_once(session):
     mean = session.plan.query("perAuthor")
     assert session.disagreement(mean, {"a": 1}, [(3, 1 / 3)]) is None
     assert session.disagreement(mean, {"a": 1}, [(3, 0.0)]) is not None  # SQLite's AVG
+
+
+def test_the_overflow_fallback_keeps_sqlite_division():
+    """A SUM that overflows in SQLite's scan order sends the statement to DuckDB: its
+    integer division must still truncate toward zero, and / 0 and % 0 stay NULL."""
+    import sqlite3
+
+    connection = sqlite3.connect(":memory:")
+    connection.execute("CREATE TABLE t (k INTEGER, a INTEGER, b INTEGER, c REAL)")
+    rows = [(1, 2**62, 2, 0.5), (1, 2**62, 2, 0.5), (1, -(2**62), 2, 0.5),
+            (2, -7, 0, -7.0), (3, 5, -3, 5.5)]
+    connection.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", rows)
+    sql = ("SELECT k, SUM(a) / 3, MIN(a) / MIN(b), MIN(c) / MIN(b), MIN(a) % MIN(b) "
+           "FROM t GROUP BY k ORDER BY k")
+    with pytest.raises(sqlite3.OperationalError, match="integer overflow"):
+        connection.execute(sql).fetchall()
+    assert run_sql(connection, sql) == [
+        (1, 2**62 // 3, -(2**61), 0.25, 0),
+        (2, -7 // 3 + 1, None, None, None),  # SQL truncates: -7 / 3 = -2
+        (3, 1, -1, 5.5 / -3, 2),
+    ]
 
 
 def test_real_sums_are_exact_on_the_mirror_and_in_piql():

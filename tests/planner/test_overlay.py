@@ -2,6 +2,7 @@
 aggregate node; every writer reaches each of its readers by exactly one path."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from piql.planner.overlay import build
@@ -42,3 +43,16 @@ def test_every_reader_aggregates_exactly_its_writers_once(neighbourhoods):
         assert sum(len(p) for p in parts) == len(neighbourhoods[reader])  # no writer twice
         assert frozenset().union(*parts) == frozenset(neighbourhoods[reader])
     assert overlay.edges <= overlay.bipartite_edges
+
+
+def test_communities_share_one_partial_aggregate_each():
+    """Readers 1-4 follow a1, a2, a3 and one outsider each; readers 5-7 follow b1, b2.
+    Bipartite: 4 x 4 + 3 x 2 = 22 edges. A node for {a1, a2, a3} removes 3·4 - 3 - 4 = 5
+    edges, one for {b1, b2} 2·3 - 2 - 3 = 1: 16 edges, sharing index 6/22."""
+    neighbourhoods = {r: {"a1", "a2", "a3", f"o{r}"} for r in range(1, 5)} | {
+        r: {"b1", "b2"} for r in range(5, 8)}
+    graph = build(neighbourhoods)
+    assert {s.writers for s in graph.shared} == {frozenset({"a1", "a2", "a3"}),
+                                                 frozenset({"b1", "b2"})}
+    assert graph.bipartite_edges == 22 and graph.edges == 16
+    assert graph.sharing_index == pytest.approx(6 / 22)

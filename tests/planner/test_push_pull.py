@@ -72,9 +72,43 @@ def test_latency_constrained_shifts_pull_edges_by_rate_over_extra_cost():
     slack = latency_constrained(edges, rates, costs, budget=2,
                                 start=assign(edges, edges, rates, costs))
     assert slack.assignment.push == {Edge("p1", "c"), Edge("p2", "c")}
-    # a budget below any read is reported unmet, with every useful edge pushed
+    # a budget below any read (reading pushed events alone costs 1) is reported unmet,
+    # and no edge is pushed for it: no push could bring the read within it
     tight = latency_constrained(edges, rates, costs, budget=0.5)
-    assert not tight.met and tight.read_cost == 1 and tight.assignment.pull == frozenset()
+    assert not tight.met and tight.read_cost == 3 and tight.assignment.push == frozenset()
+    # at budget 1 every edge is pushed: a read then costs read_push = 1
+    exact = latency_constrained(edges, rates, costs, budget=1)
+    assert exact.met and exact.read_cost == 1 and exact.assignment.pull == frozenset()
+
+
+def test_latency_constrained_budgets_measured_reads_through_offsets():
+    """The budget is in measured ops: each consumer's measured reads beyond the model
+    (its edge rows, say) come in as an offset. Costs H = 1, L = 10 (one producer's k = 10
+    rows), read_push = 11 (a state row and 10 feed rows). c reads 1/tick and follows p1,
+    p2 (writing 20/tick each: MinCost pulls, 20 > 1·10); d reads 1/tick and follows p3
+    (writing 30). Offsets: c's reads cost 2 more (2 edge rows), d's 40 more (a slow edge
+    scan, say). Budget 15: c's read 2·10 + 2 = 22 > 15; one edge pushed gives 10 + 11 + 2
+    = 23, both 11 + 2 = 13 <= 15, so both go push. d's read is 10 + 40 = 50, and pushing
+    cannot go below 11 + 40 = 51 > 15: d keeps its pull edge. The p50 (weight 1 each)
+    is c's 13: met; the p100 is d's 50: not met."""
+    costs = Costs(push=1, pull=10, read_push=11)
+    rates = Rates.of({"p1": 20, "p2": 20, "p3": 30}, {"c": 1, "d": 1})
+    edges = [Edge("p1", "c"), Edge("p2", "c"), Edge("p3", "d")]
+    offsets = {"c": 2, "d": 40}
+    half = latency_constrained(edges, rates, costs, budget=15, percentile=0.5,
+                               offsets=offsets)
+    assert half.met and half.read_cost == 13
+    assert half.assignment.push == {Edge("p1", "c"), Edge("p2", "c")}
+    every = latency_constrained(edges, rates, costs, budget=15, offsets=offsets)
+    assert not every.met and every.read_cost == 50
+    assert every.assignment.push == {Edge("p1", "c"), Edge("p2", "c")}
+    # without offsets the model thinks c's 20 within budget 21; with them it is 22 > 21
+    assert latency_constrained(edges, rates, costs, budget=21, percentile=0.5
+                               ).assignment.push == frozenset()
+    assert latency_constrained(edges, rates, costs, budget=21, percentile=0.5,
+                               offsets=offsets).assignment.push == {Edge("p1", "c"),
+                                                                   Edge("p2", "c")}
+    assert read_percentile(half.assignment, rates, costs, 1.0, offsets) == 50
 
 
 def test_overlay_frequencies_flow_downstream_and_upstream():

@@ -197,3 +197,38 @@ def test_periodic_adapt_and_reopening(tmp_path):
     again.load("posts", [{"postId": 9, "author": 2, "createdAt": 9, "body": "b"}])
     assert again.rows("feed_push") == []  # a bulk load bypassed pushes: all pull again
     assert [r[0] for r in again.query("feed", me=1).rows] == [9, 4, 3]
+
+
+def test_the_latency_mode_budgets_measured_read_ops(new_store):
+    """Consumer 1 follows 6 producers writing far more than it reads (MinCost pulls
+    every edge). Pulled, a read costs 6 edge rows + 6 x 3 rows = 24 measured ops. With j
+    edges pushed: 6 edge rows + j push-edge rows + the state + 3 feed rows + (6 - j) x 3
+    = 28 - 2j. The decision model alone (L - 1 = 2 per pull edge, 4 for the pushed
+    feed) thinks the pulled read costs 12; the measured read tells it 12 more per read
+    (the offset fed back), so a budget of 20 measured ops needs j = 4 pushes, and the
+    reads then measure 20. A budget of 25 is slack: every extra push goes back (served
+    by the feed, a read of no push edge also scans its push edges: 1 op more)."""
+    db = App(PLAN).deploy(new_store(), strict=True)
+    for producer in range(2, 8):
+        db.insert("follows", follower=1, followee=producer)
+    for key in range(60):
+        db.insert("posts", postId=key, author=2 + key % 6, createdAt=key, body="b")
+    for _ in range(5):
+        assert db.query("feed", me=1).ops == 24
+    (report,) = db.adapt("feed", mode="latency", budget=20, percentile=1.0)
+    assert report.to_push == 4 and report.met
+    assert db.query("feed", me=1).ops == 20
+    (again,) = db.adapt("feed", mode="latency", budget=20, percentile=1.0)
+    assert again.to_push == again.to_pull == 0 and again.met  # the loop is stable
+    (slack,) = db.adapt("feed", mode="latency", budget=25, percentile=1.0)
+    assert slack.to_pull == 4 and slack.push_edges == 0 and slack.met
+    assert db.query("feed", me=1).ops == 25  # the pull plan's 24 and the empty push-edge scan
+    (still,) = db.adapt("feed", mode="latency", budget=25, percentile=1.0)
+    assert still.push_edges == 0 and still.met  # measured 25: within budget, stable
+    # 16 at best (every edge pushed) > 15: reported unmet, and nothing is pushed for it
+    (tight,) = db.adapt("feed", mode="latency", budget=15, percentile=1.0)
+    assert tight.push_edges == 0 and tight.met is False
+    (best,) = db.adapt("feed", mode="latency", budget=17, percentile=1.0)
+    assert best.push_edges == 6 and best.met  # predicted 17 (offset 13 + 4): within 17
+    assert db.query("feed", me=1).ops == 16
+    assert_answers(db)
