@@ -494,7 +494,7 @@ class Deployment:
                 self.store.analyze([t.name for t, _ in pairs] + [
                     v.name for v in self.views if v.kind in (ViewKind.IMV, ViewKind.STAGING)
                     and any(v.reads(t.name) for t, _ in pairs)])
-                self._bypassed([t for t, _ in pairs])
+                self.adaptive.bypassed([t for t, _ in pairs])
         return counts
 
     # -- periodic views and checks ------------------------------------------
