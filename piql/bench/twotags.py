@@ -43,7 +43,8 @@ from piql.bench.common import machine, percentile, progress, pyplot, save_figure
 from piql.bench.stores import Driver, PostgresPlace
 
 SCHEMA = """
-CREATE TABLE Documents (docId BIGINT, timestamp BIGINT, text VARCHAR, PRIMARY KEY (docId));
+CREATE TABLE Documents (docId BIGINT, timestamp BIGINT NOT NULL, text VARCHAR,
+                        PRIMARY KEY (docId));
 CREATE TABLE Tags (docId BIGINT, tag VARCHAR, timestamp BIGINT,
                    PRIMARY KEY (docId, tag),
                    FOREIGN KEY (docId) REFERENCES Documents (docId))

@@ -24,10 +24,13 @@ Exact sums (``ViewDef.exact_sums``): PostgreSQL keeps them exactly in ``numeric`
 (``piql_exact`` turns a double into the exact binary fraction it is), the hidden TEXT
 column holding ``trim_scale(numeric)::text``, the same text ``runtime.exact_sums.show``
 writes, and the visible column its correctly rounded double. SQLite has no exact
-arithmetic in SQL: its triggers add doubles, and the migration says so.
+arithmetic in SQL: the migration's triggers add doubles (and integers past 64 bits turn
+REAL), and it says so.
 
-piql's own SQLite store runs the same SQLite triggers as its connection's own (``TEMP``),
-keeping the views only when no view has a SUM (:func:`sqlite_exact`), and checking
+piql's own SQLite store runs the SQLite triggers as its connection's own (``TEMP``),
+compiled with ``functions``: a SUM is added by functions its connections register
+(``triggers_sqlite.SUM_ADD``, ``runtime.sqlite_functions``), exactly and refusing integer
+overflow as piql's write path does, so they keep every view, SUMs included, and check
 CARDINALITY and FOREIGN KEYs; so does PostgreSQL's. An insert whose checks and rules all
 run there is then one statement of piql's (``runtime.writes``).
 
@@ -52,7 +55,7 @@ from piql.planner.triggers_postgres import (
 )
 from piql.planner.triggers_sqlite import sqlite_table
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind
-from piql.query_block import Aggregate, MaintenanceMode
+from piql.query_block import MaintenanceMode
 from piql.sql_types import TypeFamily, family
 
 
@@ -100,14 +103,6 @@ def marks_in_database(view: ViewDef, dialect: TriggerDialect,
         rel.table and rel.table.lower() == r.table.lower() for rel in r.delta.relations)]
 
 
-def sqlite_exact(views: tuple[ViewDef, ...]) -> bool:
-    """Do SQLite's triggers keep these views exactly as piql does? Not with a SUM: SQLite's
-    ``+`` turns an integer sum leaving 64 bits into a REAL (piql refuses the write) and has
-    no exact REAL arithmetic (``ViewDef.exact_sums``)."""
-    return not any(isinstance(c.source, Aggregate) and c.source.func == "SUM"
-                   for view in views for c in view.columns)
-
-
 def synchronous(views: tuple[ViewDef, ...]) -> tuple[ViewDef, ...]:
     """The views a store's triggers keep: asynchronous views are kept from the update queue
     (``runtime.update_queue``)."""
@@ -115,15 +110,16 @@ def synchronous(views: tuple[ViewDef, ...]) -> tuple[ViewDef, ...]:
 
 
 def compile_triggers(catalog: Catalog, views: tuple[ViewDef, ...],
-                     dialect: TriggerDialect) -> Triggers:
+                     dialect: TriggerDialect, functions: bool = False) -> Triggers:
     """The triggers of every base table (``views`` in dependency order: a view after those
-    its rules read)."""
+    its rules read). ``functions``: SQLite's triggers for piql's own connections, which add
+    SUMs with the functions they register (``triggers_sqlite``)."""
     windows = time_windows(views)
     kept = [v for v in views if in_database(v, dialect, windows)]
     run = [(v, r) for v in views
            for r in (v.rules if v in kept else marks_in_database(v, dialect, kept))]
     maintained = frozenset(r.name for _, r in run)
-    notes = _notes(views, dialect, kept, maintained)
+    notes = _notes(views, dialect, kept, maintained, functions)
     preamble = (exact_function(), checked_function(), crc_function(), repr_function()) \
         if dialect == TriggerDialect.POSTGRES else ()
     statements: list[str] = []
@@ -138,12 +134,12 @@ def compile_triggers(catalog: Catalog, views: tuple[ViewDef, ...],
         if dialect == TriggerDialect.POSTGRES:
             statements += postgres_table(table, rules, tuple(dict.fromkeys(frozen)), windows)
         else:
-            statements += sqlite_table(table, rules, tuple(dict.fromkeys(frozen)))
+            statements += sqlite_table(table, rules, tuple(dict.fromkeys(frozen)), functions)
     return Triggers(preamble, tuple(statements), tuple(notes), maintained, frozenset(checked))
 
 
 def _notes(views: tuple[ViewDef, ...], dialect: TriggerDialect, kept: list[ViewDef],
-           maintained: frozenset[str]) -> list[str]:
+           maintained: frozenset[str], functions: bool) -> list[str]:
     notes: list[str] = []
     for view in views:
         marks = sorted({r.table for r in view.rules
@@ -162,7 +158,7 @@ def _notes(views: tuple[ViewDef, ...], dialect: TriggerDialect, kept: list[ViewD
         elif view.kind == ViewKind.PERIODIC:
             notes.append(f"periodic view {view.name}: refreshed by `piql refresh` (or "
                          "Deployment.refresh), not by triggers")
-        elif view.exact_sums and dialect == TriggerDialect.SQLITE:
+        elif view.exact_sums and dialect == TriggerDialect.SQLITE and not functions:
             notes.append(f"view {view.name}: SQLite has no exact arithmetic in SQL, so its "
                          f"triggers add doubles to {', '.join(c for c, _ in view.exact_sums)} "
                          "(1e17 + 1.5 - 1e17 gives 0) and leave the hidden exact columns NULL; "

@@ -1,17 +1,35 @@
-"""SQLite's triggers: CREATE TRIGGER per base table and event (``planner.triggers``)."""
+"""SQLite's triggers: CREATE TRIGGER per base table and event (``planner.triggers``).
+
+SQLite's SQL adds a SUM's values with ``+``, which turns an integer leaving 64 bits into a
+REAL and adds doubles inexactly. piql's own connections register three functions
+(``runtime.sqlite_functions``) that add as piql does (``runtime.exact_sums``); triggers
+compiled with ``functions`` call them, so that they keep SUM views as piql's own write path
+would. The migration ``piql plan --dialect sqlite`` prints, for any client, adds with ``+``.
+"""
 from __future__ import annotations
 
 from piql.catalog import Table
 from piql.planner.trigger_rules import (
-    PREFIX, TriggerDialect, added_sets, cardinality_message, count_column, delta_select, fired,
-    foreign_key_message, key_columns, literal, match_key, new_row_values, other_values,
-    parent_missing, quote, signed, statement_groups,
+    PREFIX, TriggerDialect, added_sets, cardinality_message, count_column,
+    counted_columns, delta_select, fired, foreign_key_message, key_columns, literal, match_key,
+    new_row_values, nulled, other_values, parent_missing, quote, signed, statement_groups,
 )
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, WriteEvent
+from piql.query_block import Aggregate
+
+# piql_sum(total, delta, sign, what): total + sign * delta (NULL as 0), an integer sum
+# refused past 64 bits with ``what`` (view.column) named, as piql's write path refuses it
+SUM_ADD = f"{PREFIX}sum"
+# piql_exact_add(text, delta, sign): the hidden column's exact sum (``ViewDef.exact_sums``)
+# after adding sign * delta, as text (``runtime.exact_sums.show``)
+EXACT_ADD = f"{PREFIX}exact_add"
+# piql_exact_real(text, what): that exact sum rounded once to a double (the visible column)
+EXACT_REAL = f"{PREFIX}exact_real"
 
 
 def sqlite_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]],
-                  frozen: tuple[str, ...]) -> list[str]:
+                 frozen: tuple[str, ...], functions: bool = False) -> list[str]:
+    """The triggers of ``table``; ``functions``: the connection has piql's SUM functions."""
     d = TriggerDialect.SQLITE
     name, statements = table.name, []
     taken = _sqlite_taken(table)
@@ -40,12 +58,12 @@ def sqlite_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]],
                                               name, when, [f"SELECT RAISE(ABORT, {message})"]))
     if not rules:
         return statements
-    deletes = _sqlite_rules(table, rules, WriteEvent.DELETE, "OLD", "OLD")
-    plans = (("INSERT", _sqlite_rules(table, rules, WriteEvent.INSERT, "NEW", None),
+    deletes = _sqlite_rules(table, rules, WriteEvent.DELETE, "OLD", "OLD", functions)
+    plans = (("INSERT", _sqlite_rules(table, rules, WriteEvent.INSERT, "NEW", None, functions),
               f"NOT ({taken})"),
              ("DELETE", deletes, None),
-             ("UPDATE", deletes + _sqlite_rules(table, rules, WriteEvent.INSERT, "NEW", "OLD"),
-              None))
+             ("UPDATE", deletes + _sqlite_rules(table, rules, WriteEvent.INSERT, "NEW", "OLD",
+                                                functions), None))
     for op, body, when in plans:
         if body:
             statements.append(_sqlite_trigger(f"{PREFIX}{name}_{op.lower()}", op, name, when, body))
@@ -86,7 +104,7 @@ def _sqlite_trigger(name: str, op: str, table: str, when: str | None, body: list
 
 
 def _sqlite_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: WriteEvent,
-                  record: str, without: str | None) -> list[str]:
+                  record: str, without: str | None, functions: bool) -> list[str]:
     d = TriggerDialect.SQLITE
     statements: list[str] = []
     for group in statement_groups(fired(rules, event)):
@@ -103,7 +121,7 @@ def _sqlite_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: W
         elif rule.action == RuleAction.DELETE:
             statements.append(f"{comment}DELETE FROM {target} WHERE {_sqlite_among(view, select)}")
         else:
-            first, *rest = _sqlite_aggregate(view, rule.action, select)
+            first, *rest = _sqlite_aggregate(view, rule.action, select, functions)
             statements += [comment + first] + rest
     return statements
 
@@ -121,19 +139,79 @@ def _sqlite_among(view: ViewDef, select: str) -> str:
     return f"({key}) IN (SELECT {key} FROM ({select}) AS piql_d)"
 
 
-def _sqlite_aggregate(view: ViewDef, action: RuleAction, select: str) -> list[str]:
+def _sqlite_aggregate(view: ViewDef, action: RuleAction, select: str,
+                      functions: bool) -> list[str]:
     d = TriggerDialect.SQLITE
     target = quote(view.name, d)
-    values = new_row_values(view, "piql_d", action, d)
-    hidden = [h for _, h in view.exact_sums]
+    if functions:
+        values, sets = _summed_values(view, action), _summed_sets(view, action)
+    else:
+        values = new_row_values(view, "piql_d", action, d) + \
+            [(h, "NULL") for _, h in view.exact_sums]
+        sets = added_sets(view, "piql_d", action, d)
     count = quote(count_column(view), d)
     return [
-        f"UPDATE {target} SET {', '.join(added_sets(view, 'piql_d', action, d))} FROM ({select}) "
+        f"UPDATE {target} SET {', '.join(sets)} FROM ({select}) "
         f"AS piql_d WHERE {match_key(view, target, 'piql_d', d)}",
-        f"INSERT INTO {target} ({', '.join(quote(c, d) for c, _ in values)}"
-        f"{''.join(', ' + quote(h, d) for h in hidden)}) SELECT {', '.join(v for _, v in values)}"
-        f"{', NULL' * len(hidden)} FROM ({select}) AS piql_d WHERE "
+        f"INSERT INTO {target} ({', '.join(quote(c, d) for c, _ in values)}) "
+        f"SELECT {', '.join(v for _, v in values)} FROM ({select}) AS piql_d WHERE "
         f"{signed('piql_d', count_column(view), action, d)} <> 0 AND NOT EXISTS (SELECT 1 FROM "
         f"{target} WHERE {match_key(view, target, 'piql_d', d)})",
         f"DELETE FROM {target} WHERE {count} = 0 AND {_sqlite_among(view, select)}",
     ]
+
+
+def _summed_values(view: ViewDef, action: RuleAction) -> list[tuple[str, str]]:
+    """(column, value) of a new aggregate row from one delta row, each SUM added by piql's
+    functions to an empty total (NULL)."""
+    d = TriggerDialect.SQLITE
+    counted = counted_columns(view)
+    values = []
+    for column, value in new_row_values(view, "piql_d", action, d):
+        if column in _sums(view):
+            zero = None if column not in counted else \
+                f"{signed('piql_d', counted[column], action, d)} = 0"
+            values += [(c, nulled(zero, v)) for c, v in _sum_values(view, column, "NULL",
+                                                                     action)]
+        else:
+            values.append((column, value))
+    return values
+
+
+def _summed_sets(view: ViewDef, action: RuleAction) -> list[str]:
+    """SET items adding one delta row to an aggregate row, each SUM by piql's functions."""
+    d = TriggerDialect.SQLITE
+    target = quote(view.name, d)
+    counted = counted_columns(view)
+    hidden = dict(view.exact_sums)
+    sets = [item for item in added_sets(view, "piql_d", action, d)
+            if item.split(" = ", 1)[0] not in {quote(c, d) for c in _sums(view)}]
+    for column in _sums(view):
+        zero = None if column not in counted else \
+            f"{target}.{quote(counted[column], d)} + " \
+            f"{signed('piql_d', counted[column], action, d)} = 0"
+        total = f"{target}.{quote(hidden.get(column, column), d)}"
+        sets += [f"{quote(c, d)} = {nulled(zero, v)}"
+                 for c, v in _sum_values(view, column, total, action)]
+    return sets
+
+
+def _sums(view: ViewDef) -> list[str]:
+    return [c.name for c in view.columns
+            if isinstance(c.source, Aggregate) and c.source.func == "SUM"]
+
+
+def _sum_values(view: ViewDef, column: str, total: str,
+                action: RuleAction) -> list[tuple[str, str]]:
+    """(column, value) of a SUM after adding the delta row's value to ``total``, the view
+    row's current sum (of an exact sum: the hidden column's text, and the visible column
+    is the new exact sum rounded)."""
+    d = TriggerDialect.SQLITE
+    delta = f"piql_d.{quote(column, d)}"
+    sign = "1" if action == RuleAction.ADD else "-1"
+    what = literal(f"{view.name}.{column}")
+    hidden = dict(view.exact_sums).get(column)
+    if hidden is None:
+        return [(column, f"{SUM_ADD}({total}, {delta}, {sign}, {what})")]
+    added = f"{EXACT_ADD}({total}, {delta}, {sign})"
+    return [(column, f"{EXACT_REAL}({added}, {what})"), (hidden, added)]

@@ -11,7 +11,8 @@ from piql.planner.naming import exact_sum_column
 from piql.planner.physical import IndexSpec, PhysicalPlan
 from piql.planner.refresh_plan import RefreshPlan, StagingLayout
 from piql.query_block import (
-    Aggregate, Attr, Epoch, Expr, Literal, MaintenanceMode, Predicate, QueryBlock, base_attr,
+    Aggregate, Attr, Epoch, Expr, JoinKind, Literal, MaintenanceMode, Predicate, QueryBlock,
+    base_attr,
 )
 from piql.sql_types import TypeFamily, family
 
@@ -226,10 +227,14 @@ class ViewDef:
 
 def key_may_hold_null(catalog: Catalog, kind: ViewKind, columns: tuple[ViewColumn, ...],
                       definition: QueryBlock) -> bool:
-    """May a key column of a view hold NULL? Only primary-key columns of base tables (and
-    what piql computes itself: partitions, ranks, the epochs a refresh computes) cannot;
-    any other column may be NULL, and a view holds the row (a group, an ordering value, a
-    staged time) as SQL does."""
+    """May a key column of a view hold NULL? Not a column of an inner-joined base table
+    declared NOT NULL (primary-key columns among them: ``Column.nullable``), nor one an
+    equality of the definition's WHERE compares (``a = b`` holds of no NULL, so no row
+    with a NULL there joins), nor what piql computes itself (partitions, ranks, the epochs
+    a refresh computes); any other column may be NULL, and a view holds the row (a group,
+    an ordering value, a staged time) as SQL does. A view whose key cannot hold NULL is
+    clustered on it in every store (``planner.store_layout``)."""
+    equated = _equated_columns(definition)
     for column in (c for c in columns if c.key):
         if kind == ViewKind.PERIODIC:
             if column.name not in ("epoch", "rank"):
@@ -238,12 +243,36 @@ def key_may_hold_null(catalog: Catalog, kind: ViewKind, columns: tuple[ViewColum
         if isinstance(column.source, Literal):  # the staging partition
             continue
         attr = base_attr(column.source) if isinstance(column.source, (Attr, Epoch)) else None
-        relation = next((r for r in definition.relations
-                         if attr is not None and r.alias == attr.alias), None)
-        table = catalog.table(relation.table or "") if relation is not None else None
-        if table is None or attr.column not in table.primary_key:  # type: ignore[union-attr]
+        if attr is None or not _never_null(catalog, definition, attr, equated):
             return True
     return False
+
+
+def _never_null(catalog: Catalog, definition: QueryBlock, attr: Attr,
+                equated: set[tuple[str, str]]) -> bool:
+    relation = next((r for r in definition.relations if r.alias == attr.alias), None)
+    # a LEFT JOIN's columns are NULL where nothing matched; a FROM-subquery's are unknown
+    if relation is None or relation.join != JoinKind.INNER or relation.table is None:
+        return False
+    if (attr.alias, attr.column.lower()) in equated:
+        return True
+    table = catalog.table(relation.table)
+    column = table.column(attr.column) if table is not None else None
+    return column is not None and not column.nullable
+
+
+def _equated_columns(definition: QueryBlock) -> set[tuple[str, str]]:
+    """(alias, column) of the columns an equality of the block's WHERE compares: the
+    block's predicates are its WHERE's conjuncts, so a row holds them all."""
+    found: set[tuple[str, str]] = set()
+    for predicate in definition.predicates:
+        if predicate.op != "=":
+            continue
+        for side in (predicate.left, predicate.right):
+            attr = base_attr(side)
+            if attr is not None:
+                found.add((attr.alias, attr.column.lower()))
+    return found
 
 
 def _refresh_json(refresh: RefreshPlan) -> dict[str, Any]:

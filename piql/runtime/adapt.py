@@ -78,7 +78,8 @@ def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mod
         if mode == Mode.LATENCY:
             if budget is None:
                 raise ValueError("the latency mode needs a read budget (ops per read)")
-            found = latency_constrained(readers, rates, costs, budget, percentile, feed.cap,
+            target = latency_target(feed, budget, percentile)
+            found = latency_constrained(readers, rates, costs, budget, target, feed.cap,
                                         start=best, offsets=read_offsets(feed, edges, costs))
             wanted, met = set(found.assignment.push), found.met
         else:
@@ -105,6 +106,27 @@ def decision_costs(feed: Feed) -> Costs:
     rates = feed.rates
     return Costs(push=max(rates.push.mean, 1e-9), pull=max(rates.pull.mean - 1, 1e-9),
                  read_push=max(rates.feed.mean, 0.0))
+
+
+def latency_target(feed: Feed, budget: float, percentile: float) -> float:
+    """The percentile the latency greedy aims at, so that the *measured* ``percentile``
+    holds ``budget``. The greedy weights consumers by estimated read rates, and the reads
+    since the last adapt may put more of them over budget than it expected (a reader
+    seen once in the warm-up reads six times). If a share ``over`` of those reads was
+    over budget where ``1 - percentile`` was allowed, the share the greedy allows is
+    scaled by ``(1 - percentile) / over``: stricter when over, back towards
+    ``1 - percentile`` when slack, never above it. With fewer reads than it takes to see
+    one in ``1 / (1 - percentile)``, the last target stands."""
+    allowed = 1.0 - percentile
+    last = feed.latency_allowed.get((budget, percentile), allowed)
+    recent = feed.rates.read_ops.recent
+    if allowed <= 0 or len(recent) * allowed < 1:
+        return 1.0 - last
+    over = sum(1 for ops in recent if ops > budget) / len(recent)
+    share = allowed if over == 0 else min(allowed, last * allowed / over)
+    feed.latency_allowed[(budget, percentile)] = share
+    recent.clear()  # the next adapt judges the reads of this one's decisions
+    return 1.0 - share
 
 
 def read_offsets(feed: Feed, edges: list[Edge], costs: Costs) -> dict[Any, float]:

@@ -9,9 +9,9 @@ plan the compiler refuses. The operations counted are the interpreter's
 (``CompiledQuery.answer``), so write reports and strict bounds are unchanged.
 
 The store's triggers run the rules of most plans (``Store.maintained_rules``): on
-PostgreSQL those of every IMV, on SQLite those of plans without a SUM
-(``planner.triggers.sqlite_exact``). The rules left to piql (a SUM's on SQLite, staging
-views', epoch marks') run here: compiled on SQLite, through the interpreter on
+PostgreSQL and SQLite those of every IMV (SQLite's adding SUMs with piql's functions,
+``runtime.sqlite_functions``). The rules left to piql (staging views', epoch marks', and
+every rule on a store without triggers) run here: compiled on SQLite, through the interpreter on
 PostgreSQL.
 """
 from __future__ import annotations

@@ -156,6 +156,9 @@ class Feed:
         self.rates = Rates(1 + FEED_OPS_PER_EDGE, layout.k, layout.k + 1, capacity, half_life)
         self.active = False
         self.stale: set[Hashable] = set()  # consumers whose last read fell back to pull
+        # the latency mode's feedback: per (budget, percentile), the share of reads its
+        # greedy lets exceed the budget (runtime.adapt.latency_target)
+        self.latency_allowed: dict[tuple[float, float], float] = {}
         a = layout.plan.push.adjacency
         self.alias = a.writer.alias
         self.edge_alias = a.consumer.alias

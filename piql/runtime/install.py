@@ -17,7 +17,7 @@ from piql.planner.plan_diff import plan_diff
 from piql.planner.plan_record import PlanRecord, RecordError, plan_record
 from piql.planner.store_layout import stored_tables
 from piql.planner.trigger_rules import TriggerDialect
-from piql.planner.triggers import compile_triggers, sqlite_exact, synchronous
+from piql.planner.triggers import compile_triggers, synchronous
 from piql.planner.triggers_sqlite import plan_guard
 from piql.report.plan_change import summary
 from piql.runtime.errors import DeploymentError
@@ -60,15 +60,14 @@ def install_triggers(store: Store, plan: Plan) -> None:
     and tell the store which rules they run and which tables' inserts they check. On
     PostgreSQL they are part of the database, created unless it runs these already (their
     fingerprint, in the metadata); on SQLite they are the connection's own (``TEMP``),
-    made on every open, keeping the views only where SQLite computes them exactly as piql
-    does (``planner.triggers.sqlite_exact``; else piql keeps them, and the triggers check
-    constraints only)."""
+    made on every open, adding SUMs with the functions piql's connections register
+    (``runtime.sqlite_functions``), so that they keep every view as piql would."""
     dialect = getattr(store, "trigger_dialect", None)
     if dialect is None:
         return
     views = synchronous(plan.ordered_views)
     if dialect == TriggerDialect.SQLITE:
-        triggers = compile_triggers(plan.catalog, views if sqlite_exact(views) else (), dialect)
+        triggers = compile_triggers(plan.catalog, views, dialect, functions=True)
         found = fingerprint(plan)
         guards = tuple(plan_guard(t.name, META, FINGERPRINT, found) for t in plan.catalog.tables)
         store.connection_triggers(guards + triggers.statements)

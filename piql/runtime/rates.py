@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Iterator
 
@@ -151,9 +152,11 @@ class MeasuredReads:
         self.capacity = capacity
         self.weight = weight
         self._reads: dict[Hashable, MeasuredRead] = {}  # oldest first
+        self.recent: deque[float] = deque(maxlen=capacity)  # every read's ops, newest last
 
     def measure(self, consumer: Hashable, ops: float, pulls: int | None,
                 pushed: bool) -> None:
+        self.recent.append(ops)
         seen = self._reads.pop(consumer, None)
         if seen is not None and (seen.pulls, seen.pushed) == (pulls, pushed):
             ops = seen.ops + self.weight * (ops - seen.ops)

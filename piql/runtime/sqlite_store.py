@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Se
 from piql.planner.naming import RUNTIME_TABLES
 from piql.planner.trigger_rules import TriggerDialect
 from piql.planner.physical import KeyExpression, KeyPart
-from piql.runtime import exact_sums
+from piql.runtime import exact_sums, sqlite_functions
 from piql.runtime.errors import (
     DeploymentError, StoreBusy, StoreOverflow, StoreRefused, UnreadableDatabase,
 )
@@ -80,12 +80,16 @@ class SQLiteStore:
     maintained_rules: frozenset[str] = field(default=frozenset(), init=False)
     checked_tables: frozenset[str] = field(default=frozenset(), init=False)
     _triggers: tuple[str, ...] = field(default=(), init=False, repr=False)
+    # a refusal of piql's SUM functions, which the triggers call (``runtime.sqlite_functions``)
+    _refusals: sqlite_functions.Refusals = field(default_factory=sqlite_functions.Refusals,
+                                                 init=False, repr=False)
     # the text of each bounded read and point write, by its shape (table, columns, which
     # values are NULL, ...): built once, so a write pays for no quoting or joining
     _texts: dict[tuple, str] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.connection = self._connect()
+        sqlite_functions.register(self.connection, self._refusals)
         try:
             if self.path != ":memory:":
                 self.connection.execute("PRAGMA journal_mode=WAL")
@@ -116,7 +120,11 @@ class SQLiteStore:
             raise DeploymentError(f"{self.path}: cannot open the store: {err}") from None
 
     def refused(self, err: sqlite3.Error) -> Exception:
-        """What to raise for an error of the database itself: busy, or not a store."""
+        """What to raise for an error of the database itself: busy, or not a store; a
+        refusal of piql's own SQL functions (a SUM's overflow) as they raised it."""
+        function_refusal = self._refusals.take(err)
+        if function_refusal is not None:
+            return function_refusal
         text = str(err)
         if "locked" in text or "busy" in text:
             return StoreBusy(

@@ -9,6 +9,7 @@ import pytest
 
 from piql import App
 from piql.planner.push_pull import Decision
+from piql.runtime.adapt import latency_target
 from piql.runtime.errors import ParameterError, UnknownName
 from tests.conftest import plan_text
 from tests.runtime.workload import assert_ordered_match, ordered_oracle
@@ -232,3 +233,21 @@ def test_the_latency_mode_budgets_measured_read_ops(new_store):
     assert best.push_edges == 6 and best.met  # predicted 17 (offset 13 + 4): within 17
     assert db.query("feed", me=1).ops == 16
     assert_answers(db)
+
+
+def test_the_latency_target_follows_the_measured_reads_over_budget():
+    """The greedy weights consumers by estimated rates; the reads since the last adapt
+    say how many really went over budget. 4 reads of 200 (2 %) over a budget of 20 where
+    1 % is allowed: the greedy next allows 1 % x 1 % / 2 % = 0.5 % (percentile 0.995).
+    50 reads cannot show 1 in 100: the target stands. 100 reads none over: back to 0.99."""
+    db = App(PLAN).deploy(":memory:")
+    feed = db.feeds["feed"]
+    recent = feed.rates.read_ops.recent
+    recent.extend([10] * 196 + [50] * 4)
+    assert latency_target(feed, 20, 0.99) == pytest.approx(0.995)
+    assert not recent  # the next adapt judges the reads of this one's decisions
+    recent.extend([10] * 50)
+    assert latency_target(feed, 20, 0.99) == pytest.approx(0.995)
+    recent.extend([10] * 50)
+    assert latency_target(feed, 20, 0.99) == pytest.approx(0.99)
+    assert latency_target(feed, 20, 1.0) == 1.0  # every read within budget: nothing to scale

@@ -14,7 +14,8 @@ TITLES = "-- name: titleCount\nSELECT COUNT(*) AS n FROM bookmarks WHERE title =
 
 
 def layout(location: str) -> dict:
-    """Tables (columns, types, nullability, key), indexes and piql's metadata of a store."""
+    """Tables (columns, types, nullability, key, clustering), indexes and piql's metadata
+    of a store."""
     store = open_store(location)
     try:
         if store.dialect == "sqlite":
@@ -23,6 +24,10 @@ def layout(location: str) -> dict:
                       for t in names}
             indexes = {n: sql for n, sql in store.sql(
                 "SELECT name, sql FROM sqlite_master WHERE type = 'index'")}
+            # clustered on the key or a rowid table (a view whose key may hold NULL)
+            tables |= {f"{n} WITHOUT ROWID": [] for n, sql in store.sql(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'table'")
+                if sql.rstrip().endswith("WITHOUT ROWID")}
         else:
             tables = {}
             for table, column, kind, nullable in store.sql(

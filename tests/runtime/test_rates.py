@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from piql.runtime.rates import CostMeter, DecayedCounter, Rates
+from piql.runtime.rates import CostMeter, DecayedCounter, MeasuredReads, Rates
 
 
 def test_a_count_halves_every_half_life():
@@ -83,3 +83,19 @@ def test_an_unseen_key_expects_what_keys_seen_once_had():
         0.5 * math.log(2) / rates.reads.half_life)
     assert rates.consumer_rate(3, unseen=0.5) > rates.consumer_rate(7, unseen=0.5)
     assert rates.unseen_reads([3, 4, 5]) == 0
+
+
+def test_measured_reads_average_per_consumer_in_bounded_memory():
+    """The latency mode's feedback: a consumer's reads served the same way average (weight
+    0.5); served another way (other pulls, a pushed feed or not) the new read replaces
+    them; past the capacity the consumer read least recently is forgotten."""
+    reads = MeasuredReads(capacity=2)
+    reads.measure("a", 20, 4, False)
+    reads.measure("a", 30, 4, False)
+    assert reads.get("a").ops == 25
+    reads.measure("a", 12, 1, True)  # its edges switched: the old reads say nothing now
+    assert (reads.get("a").ops, reads.get("a").pulls, reads.get("a").pushed) == (12, 1, True)
+    reads.measure("b", 5, None, False)
+    reads.measure("a", 14, 1, True)  # a read again: b is now the least recent
+    reads.measure("c", 7, 2, False)
+    assert len(reads) == 2 and reads.get("b") is None and reads.get("a").ops == 13

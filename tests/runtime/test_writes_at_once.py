@@ -69,22 +69,32 @@ def test_bulk_loads_go_around_the_triggers_and_writes_after_them_are_kept(store_
     db.close()
 
 
-def test_sqlite_keeps_sums_in_python_and_checks_in_its_triggers(tmp_path):
-    """SQLite's ``+`` turns an integer overflow into a REAL and has no exact REAL sums: a
-    plan with a SUM keeps its views through piql, its triggers check constraints only."""
+def test_sqlite_triggers_add_sums_as_piql_does(tmp_path):
+    """SQLite's ``+`` turns an integer overflow into a REAL and has no exact REAL sums: the
+    connection's triggers add a SUM with piql's functions (``runtime.sqlite_functions``),
+    so an insert into a table a SUM view reads is one statement too, an overflow is
+    refused as piql refuses it and changes nothing, and REAL sums stay exact."""
     plan = plan_text(
         "CREATE TABLE p (g BIGINT, PRIMARY KEY (g));"
-        "CREATE TABLE t (k BIGINT, g BIGINT, v BIGINT, PRIMARY KEY (k), "
+        "CREATE TABLE t (k BIGINT, g BIGINT, v BIGINT, w DOUBLE, PRIMARY KEY (k), "
         "FOREIGN KEY (g) REFERENCES p (g));",
-        "-- name: total\nSELECT SUM(v) FROM t WHERE g = <g>")
+        "-- name: total\nSELECT SUM(v), SUM(w) FROM t WHERE g = <g>")
     db = Deployment(plan, str(tmp_path / "s.db"))
-    assert plan.views and not db.store.maintained_rules and db.store.checked_tables == {"t"}
-    assert not db.maintainer.at_once(plan.catalog.table("t"))
+    table = plan.catalog.table("t")
+    assert db.store.maintained_rules == {r.name for v in plan.views for r in v.rules}
+    assert db.maintainer.at_once(table) and db.store.checked_tables == {"t"}
     db.insert("p", g=1)
     with pytest.raises(ConstraintError, match=r"no p row with \(g=2\)"):
-        db.insert("t", k=1, g=2, v=1)
-    db.insert("t", k=1, g=1, v=2 ** 62)
-    with pytest.raises(ConstraintError, match="outside the store's integer range"):
-        db.insert("t", k=2, g=1, v=2 ** 62)
-    assert db.query("total", g=1).rows == ((2 ** 62,),)
+        db.insert("t", k=1, g=2, v=1, w=0.0)
+    db.insert("t", k=1, g=1, v=2 ** 62, w=1e17)
+    before = state(db)
+    with pytest.raises(ConstraintError, match="total_view.* outside the store's integer range"):
+        db.insert("t", k=2, g=1, v=2 ** 62, w=1.5)
+    assert state(db) == before
+    db.insert("t", k=2, g=1, v=-2 ** 62, w=1.5)
+    db.delete("t", k=1)
+    assert db.query("total", g=1).rows == ((-2 ** 62, 1.5),)  # not 0.0: the sum is exact
+    db.update("t", k=2, g=1, v=None, w=None)
+    assert db.query("total", g=1).rows == ((None, None),)
+    assert db.check().consistent
     db.close()
