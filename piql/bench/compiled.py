@@ -62,7 +62,7 @@ def contenders(db, name: str, hand: str, hand_params: Callable[[dict], Any]):
     execute = _executor(db)
 
     def compiled(values: dict[str, Any]):
-        return statement.answer(execute(statement.sql, statement.arguments(values)))
+        return statement.run(execute, values)
 
     def written(values: dict[str, Any]):
         return execute(hand, hand_params(values))

@@ -13,6 +13,7 @@ from typing import Callable
 
 from piql.errors import InputError, Location
 from piql.language.loader import Input, Source, load_plan
+from piql.query_block import MaintenanceMode
 from piql.lint import config as project
 from piql.lint.findings import EXIT_INPUT, Findings, Policy, findings, input_failure
 from piql.planner.application import Plan
@@ -78,6 +79,9 @@ def add_lint(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
                       help="read the schema (and on PostgreSQL the queries) from a running "
                            "database: sqlite:///app.db, postgresql://...; the FILEs are then "
                            "the queries file (optional on PostgreSQL)")
+    lint.add_argument("--maintenance", choices=("sync", "async"), default="sync",
+                      help="the maintenance mode of queries without a '-- maintenance:' line "
+                           "(default: sync; docs/async.md)")
     lint.add_argument("--stdin-filename", metavar="NAME", default=None,
                       help="the file name to report for '-' (default: <stdin>)")
     lint.add_argument("--config", metavar="FILE", default=None,
@@ -147,9 +151,13 @@ def run_lint(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace, settings: project.LintConfig, partitions: int) -> Plan:
     """The plan of the files (or the configuration's), or with ``--db`` of the database's
     catalog and the one queries file given (on PostgreSQL: pg_stat_statements without one)."""
+    maintenance = MaintenanceMode(args.maintenance)
     if args.database is None:
         schema, queries = _inputs(args, settings)
-        return load_plan(schema, queries, partitions)
+        return load_plan(schema, queries, partitions, maintenance)
+    if maintenance is not MaintenanceMode.SYNC:
+        raise InputError("--maintenance async needs the queries files; with --db, mark "
+                         "queries with '-- maintenance: async' in the queries file instead")
     from piql.introspect import plan_from_database
 
     if len(args.files) > 1:

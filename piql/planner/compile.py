@@ -44,6 +44,12 @@ operations once per query (when some outer tuple reaches it). :meth:`CompiledQue
   of the first access comes back once, ending with whether it survives every lookup and
   residual predicate, and the operations its probes cost; the answer keeps the survivors
   (then the LIMIT), the operations are their sum (at least one: the first probe).
+- ``unique``: the first access reads at most one row, the later ones are full-key lookups
+  and at most one last ordered stop-after whose k rows the answer keeps: the query's own
+  join (inner joins, SQLite's CROSS JOIN keeping the order), with nothing added. A row
+  back means every probe found its rows, so the operations follow from the plan; no row
+  back leaves them open, and the ``per_row`` / ``column`` statement of the same plan
+  (:attr:`CompiledQuery.counting`) counts that execution.
 - ``column``: the general shape: one CTE per access level, each a LEFT JOIN of the level
   before's surviving tuples, so a probe that finds nothing still yields one row to count.
   Every returned row ends with (position, ops); a single row with a NULL position is the
@@ -104,7 +110,12 @@ def compile_plan(plan: PhysicalPlan, dialect: str | Dialect, layout: StoreLayout
     the plan's block): it names the answer's columns, and an aggregate of it without
     GROUP BY answers one row (COUNT 0, the others NULL) where the view holds none.
     Raises :class:`UncompilablePlan` for a plan outside the shapes Phase 0 builds."""
-    return _Compiler(Dialect(dialect), layout).compile(plan, query or plan.block)
+    dialect = Dialect(dialect)
+    block = query or plan.block
+    counting = _Compiler(dialect, layout).compile(plan, block)
+    if not _lean_shape(plan, block, counting):
+        return counting
+    return _Compiler(dialect, layout).lean(plan, counting)
 
 
 # -- the compiler ----------------------------------------------------------------
@@ -346,6 +357,97 @@ class _Compiler(Expressions):
         conditions = [c for part in parts for c in (part if not isinstance(part, exp.Expression)
                                                     else [part])]
         return exp.and_(*conditions) if conditions else None
+
+    # -- at most one row, then lookups (and one ordered stop-after): the query's join ----
+    def lean(self, plan: PhysicalPlan, counting: CompiledQuery) -> CompiledQuery:
+        """``plan`` (of :func:`_lean_shape`) as the query's own join: inner joins, no
+        survive flag, no operation column. A row back means every probe found its rows,
+        so the operations follow from the rows and the plan (``OpsSource.UNIQUE``); no
+        row back leaves them open (nothing found, or a probe or filter dropped the one
+        tuple), and ``counting`` (the flat statement) answers that execution."""
+        block, first = plan.block, plan.accesses[0]
+        tail = plan.accesses[-1] if plan.accesses[-1].stop_after is not None \
+            and len(plan.accesses) > 1 else None
+        joined: dict[str, tuple[str, dict[str, str]]] = {}  # alias -> (lateral, columns)
+        needed = _needed(block)
+
+        def ref(attr: Attr) -> exp.Expression:
+            if attr.alias in joined:
+                lateral, columns = joined[attr.alias]
+                return _col(columns[attr.column], lateral)
+            return _col(attr.column, attr.alias)
+
+        first_table = self.layout.table(first.table or "")
+        query = exp.select().from_(self._table_ref(first, first_table, first.alias))
+        where = self._probe_conditions(first, first.alias, ref)
+        where += [self.predicate(p, ref) for p in first.residual]
+        hit = 1 + (first.path == AccessPath.INDEX and not first.covering)
+        for access in plan.accesses[1:]:
+            table = self.layout.table(access.table or "")
+            if access is tail:
+                query, marker = self._lean_tail(query, access, table, ref, joined, needed)
+            else:
+                hit += 1
+                target = self._table_ref(access, table, access.alias)
+                on = self._probe_conditions(access, access.alias, ref)
+                # SQLite keeps a CROSS JOIN's order; PostgreSQL starts from the one row
+                query = query.join(target, on=exp.and_(*on),
+                                   join_type="CROSS" if self.sqlite else "INNER")
+            where += [self.predicate(p, ref) for p in access.residual]
+        if where:
+            query = query.where(exp.and_(*where))
+        query = query.select(*(exp.alias_(node, _ident(name))
+                               for name, node in self._projection(block.select, ref)))
+        per_row = 0
+        if tail is not None:
+            per_row = 1 + (tail.path == AccessPath.INDEX and not tail.covering)
+            query = query.select(exp.alias_(marker, _ident("_found")))
+            query = query.order_by(*(self._local_order(o, ref) for o in block.order_by))
+        if block.limit is not None:  # LIMIT 0 returns nothing: the counting statement counts
+            query = query.limit(_number(block.limit))
+        sql, order = self._render(query)
+        return replace(counting, sql=sql, parameters=tuple(self.bound[n] for n in order),
+                       ops_source=OpsSource.UNIQUE, fetches=False, reads=tuple(self.reads),
+                       hit=(hit, per_row), tail=tail is not None, counting=counting,
+                       limit=None,
+                       text_parameters=tuple(self.text_params))
+
+    def _lean_tail(self, query: exp.Select, access: Access, table: TableLayout, ref: Ref,
+                   joined: dict[str, tuple[str, dict[str, str]]],
+                   needed: dict[str, list[str]]) -> tuple[exp.Select, exp.Expression]:
+        """The per-probe stop-after of the one outer tuple: at most k rows read in order,
+        LEFT joined (a probe finding nothing still returns the tuple, NULL-extended, so
+        that it is counted), and the column that is NULL then."""
+        alias = access.alias
+        if self.sqlite:
+            inner = self.fresh(f"{PREFIX}q")
+            keys = [table.rowid] if table.key_index else list(table.key)
+            chosen = exp.select(*(_col(k, inner) for k in keys))
+            chosen = chosen.from_(self._table_ref(access, table, inner))
+            chosen = chosen.where(exp.and_(*self._probe_conditions(
+                access, inner, lambda a: _col(a.column, inner) if a.alias == alias else ref(a))))
+            chosen = chosen.order_by(*self._scan_order(access, table, inner)).limit(
+                _number(access.stop_after))  # type: ignore[arg-type]
+            target = exp.Table(this=_ident(table.name), alias=exp.TableAlias(this=_ident(alias)),
+                               indexed=False)
+            self.reads.append(Read(alias, table.name, None, False))
+            probe = exp.Tuple(expressions=[_col(k, alias) for k in keys]) if len(keys) > 1 \
+                else _col(keys[0], alias)
+            return query.join(target, on=exp.In(this=probe, query=exp.Subquery(this=chosen)),
+                              join_type="LEFT"), _col(keys[0], alias)
+        lateral = self.fresh(f"{PREFIX}j")
+        own = {c: self.fresh("_c") for c in needed.get(alias, [])}
+        marker = self.fresh("_m")
+        picked = [exp.alias_(_col(c, alias), _ident(n)) for c, n in own.items()]
+        picked.append(exp.alias_(_number(1), _ident(marker)))
+        inner_query = exp.select(*picked).from_(self._table_ref(access, table, alias))
+        inner_query = inner_query.where(exp.and_(*self._probe_conditions(access, alias, ref)))
+        inner_query = inner_query.order_by(*self._scan_order(access, table, alias)).limit(
+            _number(access.stop_after))  # type: ignore[arg-type]
+        joined[alias] = (lateral, own)
+        return query.join(exp.Lateral(this=exp.Subquery(this=inner_query), view=False,
+                                      outer=False, alias=exp.TableAlias(this=_ident(lateral))),
+                          on=exp.true(), join_type="LEFT"), _col(marker, lateral)
 
     # -- the general shape: one CTE per access level -------------------------
     def _chain(self, plan: PhysicalPlan, prefix: str) -> _Chain:
@@ -879,6 +981,35 @@ class _Compiler(Expressions):
 
         placeholder = r":(?P<name>_piql_p\d+)" if self.sqlite else r"%\((?P<name>_piql_p\d+)\)s"
         return re.sub(rf'"(?:[^"]|"")*"|{placeholder}', swap, text), order
+
+
+def _lean_shape(plan: PhysicalPlan, query: QueryBlock, counting: CompiledQuery) -> bool:
+    """Can the query's own join count its operations from the rows it returns? The first
+    access reads at most one row, each later one at most one row by a full-key lookup, and
+    a last one may stop after k rows in order where the answer keeps k (no residual there):
+    then a returned row says every probe found what the rows show."""
+    block = plan.block
+    if counting.ops_source not in (OpsSource.PER_ROW, OpsSource.COLUMN) or plan.branches \
+            or query != block or block.extensions or block.aggregates or block.group_by \
+            or block.offset or block.limit_param is not None or block.distinct \
+            or len(plan.accesses) < 2:
+        return False
+    for position, access in enumerate(plan.accesses):
+        if access.path == AccessPath.DERIVED or access.join != JoinKind.INNER \
+                or access.fanout != 1 or access.subplan is not None \
+                or any(not isinstance(v, (Attr, Param, Literal)) for v in access.key_values) \
+                or any(not isinstance(c, Predicate) for c in access.residual) \
+                or (access.index is not None and access.index.expressions):
+            return False
+        last = position == len(plan.accesses) - 1
+        if position > 0 and last and access.stop_after is not None:
+            if access.residual or access.range or block.limit != access.stop_after \
+                    or plan.merge_at != position or access.rows_per_probe != access.stop_after:
+                return False
+        elif access.rows_per_probe != 1 or access.stop_after is not None or (
+                position > 0 and access.path != AccessPath.PRIMARY) or access.range:
+            return False
+    return plan.merge_at is None or plan.accesses[plan.merge_at].stop_after is not None
 
 
 def _extended(plan: PhysicalPlan, query: QueryBlock) -> bool:

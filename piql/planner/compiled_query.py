@@ -33,6 +33,7 @@ class OpsSource(StrEnum):
     SCANNED = "scanned"
     PER_ROW = "per_row"
     COLUMN = "column"
+    UNIQUE = "unique"
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,11 @@ class CompiledQuery:
     # value of another type is answered by the interpreter (PostgreSQL's text of a REAL
     # is not SQLite's)
     text_parameters: tuple[str, ...] = ()
+    # UNIQUE: the operations of a returned row (its one tuple's probes, then each row of a
+    # last stop-after), and the statement that counts them when no row comes back
+    hit: tuple[int, int] = (0, 0)
+    tail: bool = False  # UNIQUE: each row ends with the stop-after's marker (NULL: none found)
+    counting: "CompiledQuery | None" = None
 
     # How to bind and read, decided once: the runtime calls these on every execution.
     _bind: Callable[[Mapping[str, Any]], tuple[Any, ...]] = field(
@@ -129,7 +135,8 @@ class CompiledQuery:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_bind", _binder(self.parameters))
         readers = {OpsSource.ROWS: self._rows, OpsSource.SCANNED: self._scanned,
-                   OpsSource.PER_ROW: self._per_row, OpsSource.COLUMN: self._column}
+                   OpsSource.PER_ROW: self._per_row, OpsSource.COLUMN: self._column,
+                   OpsSource.UNIQUE: self._unique}
         object.__setattr__(self, "_read", readers[self.ops_source])
 
     def arguments(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -151,9 +158,32 @@ class CompiledQuery:
             return None
         return 2 if self.fetches else 1
 
-    def answer(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
-        """The answer's rows and the operations the plan's interpreter would count."""
+    @property
+    def found_ops(self) -> tuple[int, int] | None:
+        """When the answer is the fetched rows as they come (without the stop-after's
+        marker, :attr:`tail`) and, if any came, the operations are ``first + per_row *
+        len(rows)`` (``OpsSource.UNIQUE`` with nothing to convert): ``(first, per_row)``;
+        no row means :attr:`counting` counts. Else None."""
+        if self.ops_source is not OpsSource.UNIQUE or self.integral or self.ratios or \
+                self.limit is not None:
+            return None
+        return self.hit
+
+    def answer(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int | None]:
+        """The answer's rows and the operations the plan's interpreter would count; None
+        when the rows do not tell (``OpsSource.UNIQUE`` with no row: run :attr:`counting`,
+        as :meth:`run` does)."""
         return self._read(fetched)
+
+    def run(self, execute: Callable[[str, tuple], Sequence[Sequence[Any]]],
+            values: Mapping[str, Any]) -> tuple[list[tuple], int]:
+        """The answer and its operations for parameter ``values``, with ``execute(sql,
+        arguments)`` running a statement on the store (the counting one when needed)."""
+        rows, ops = self._read(execute(self.sql, self._bind(values)))
+        if ops is None:
+            assert self.counting is not None
+            return self.counting.run(execute, values)
+        return rows, ops
 
     def _rows(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
         rows = fetched if isinstance(fetched, list) else list(fetched)
@@ -170,6 +200,18 @@ class CompiledQuery:
     def _per_row(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
         rows = [row[:-2] for row in fetched if row[-2]]
         return self._finished(rows[:self.limit]), sum([row[-1] for row in fetched]) or 1
+
+    def _unique(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int | None]:
+        if not fetched:
+            return [], None
+        rows = fetched if isinstance(fetched, list) else list(fetched)
+        first, per_row = self.hit
+        if self.tail:  # the one tuple survived; its stop-after found nothing: one read
+            if rows[0][-1] is None:
+                return self._finished([]), first + 1
+            rows = [row[:-1] for row in rows]
+        ops = first + per_row * len(rows)
+        return self._finished(rows[:self.limit] if self.limit is not None else rows), ops
 
     def _column(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
         rows = [] if fetched[0][-2] is None else [r[:-2] for r in fetched]

@@ -8,6 +8,7 @@ from piql.diagnostics import Diagnostic
 from piql.lint.findings import Findings, QueryFindings, as_findings
 from piql.planner.adaptive import AdaptivePlan
 from piql.planner.application import Plan
+from piql.planner.staleness import staleness_bounds
 
 FORMAT_VERSION = 1
 
@@ -24,7 +25,7 @@ def to_dict(report: Plan | Findings) -> dict[str, Any]:
         "queries": [_query(q) for q in found.queries],
         "indexes": [{"name": i.name, "table": i.table, "columns": list(i.columns)}
                     for i in plan.indexes] if plan else [],
-        "views": [view.to_json() for view in plan.views] if plan else [],
+        "views": _views(plan) if plan else [],
         "writes": [{"table": w.table, "event": w.event, "ops_bound": w.ops_bound}
                    | ({"sync_ops_bound": w.sync_ops_bound, "drain_ops_bound": w.drain_bound}
                       if w.deferred else {})
@@ -35,6 +36,14 @@ def to_dict(report: Plan | Findings) -> dict[str, Any]:
         "errors": [diagnostic(d) for d in found.errors],
         "exit_code": found.exit_code,
     }
+
+
+def _views(plan: Plan) -> list[dict[str, Any]]:
+    """Each view's contract entry; an asynchronous view's adds its ``staleness`` bound."""
+    bounds = {b.view: b for b in staleness_bounds(plan.views, plan.writes)}
+    return [view.to_json() | ({"staleness": bounds[view.name].to_json()}
+                              if view.name in bounds else {})
+            for view in plan.views]
 
 
 def _query(found: QueryFindings) -> dict[str, Any]:

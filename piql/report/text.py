@@ -4,6 +4,7 @@ from __future__ import annotations
 from piql.lint.findings import Findings, QueryFindings, as_findings
 from piql.planner.application import Plan
 from piql.planner.levels import LEVELS, Level
+from piql.planner.staleness import staleness_bounds
 from piql.report import schema_notes
 from piql.report.colour import PLAIN, Palette
 
@@ -33,6 +34,7 @@ def render(report: Plan | Findings, palette: Palette = PLAIN) -> str:
     if plan.views:
         lines.append("views: " + ", ".join(f"{v.name} ({v.kind})" for v in plan.views))
     lines += write_lines(plan, [t.name for t in plan.catalog.tables])
+    lines += staleness_lines(plan)
     return "\n".join(lines) + "\n"
 
 
@@ -53,6 +55,15 @@ def write_lines(plan: Plan, tables: list[str]) -> list[str]:
                   f"write to {name} (every view sync): ops <= {_events(bounds, 'sync_ops_bound')}",
                   f"drain of one {name} change: ops <= {_events(bounds, 'drain_bound')}"]
     return lines
+
+
+def staleness_lines(plan: Plan) -> list[str]:
+    """The staleness bound of each asynchronous view (planner.staleness)."""
+    return [f"staleness of {b.view}: a queued change is applied within ops <= "
+            f"{b.entry_ops} x N of maintainer work under in-place (N <= distinct rows "
+            f"written since the last drain, one queue entry each; one entry ops <= "
+            f"{b.entry_ops}, this view's part <= {b.own_entry_ops}); fifo, linecutting: "
+            "no bound" for b in staleness_bounds(plan.views, plan.writes)]
 
 
 def _events(bounds: list, bound: str) -> str:

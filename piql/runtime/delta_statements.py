@@ -40,11 +40,10 @@ class DeltaStatements:
         statement = self._statement(rule)
         if statement is not None:
             try:
-                fetched = self.store.sql(statement.sql, statement.arguments(row))
+                rows, ops = statement.run(self.store.sql, row)
             except StoreOverflow:
                 pass  # SQLite's SUM left 64 bits where the interpreter sums exactly
             else:
-                rows, ops = statement.answer(fetched)
                 self.store.counter.reads += ops
                 return rows
         return execute(self.store, rule.plan, row)

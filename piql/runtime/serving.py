@@ -190,7 +190,14 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
             return Result(columns, tuple(rows), ops, bound)
         return plain
 
+    found = statement.found_ops
+    if found is not None and block.limit_param is None and not statement.text_parameters:
+        return _unique(query, statement, found, check, store, strict, interpret)
+
     answer, text = statement.answer, statement.text_parameters
+    counting = statement.counting  # UNIQUE: counts when the lean statement returns no row
+    count = None if counting is None else (counting.answer, counting.binder,
+                                           store.prepared(counting.sql))
 
     def serve(params: dict[str, Any]) -> Result:
         check(params)
@@ -200,6 +207,9 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
             return interpret(params)  # read as text: only text is the same
         try:
             rows, ops = answer(run(arguments(params)))
+            if ops is None:
+                assert count is not None
+                rows, ops = count[0](count[2](count[1](params)))
         except StoreOverflow:
             return interpret(params)
         if ops > bound and strict():
@@ -207,3 +217,37 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
         return Result(columns, tuple(rows), ops, bound)
     return serve
 
+
+
+def _unique(query: QueryPlan, statement: CompiledQuery, found: tuple[int, int],
+            check: ParamCheck, store: Store, strict: Callable[[], bool],
+            interpret: Callable[[dict[str, Any]], Result]) -> Callable[[dict[str, Any]], Result]:
+    """A call through a lean statement (``OpsSource.UNIQUE``): the rows as they come and,
+    when some came, the operations the plan fixes for them; when none came, the counting
+    statement's answer (``CompiledQuery.counting``)."""
+    block = query.query.block
+    assert block is not None and statement.counting is not None
+    name, bound = query.name, query.ops_bound or 0
+    columns = tuple(i.name for i in block.select)
+    arguments, run = statement.binder, store.prepared(statement.sql)
+    counting = statement.counting
+    count_arguments, count_run = counting.binder, store.prepared(counting.sql)
+    first, per_row = found
+    tail = statement.tail
+
+    def unique(params: dict[str, Any]) -> Result:
+        check(params)
+        try:
+            rows = run(arguments(params))
+            if rows:
+                if tail:  # each row ends with the stop-after's marker: NULL, none found
+                    rows = [row[:-1] for row in rows] if rows[0][-1] is not None else []
+                ops = first + per_row * len(rows) if rows else first + 1
+            else:
+                rows, ops = counting.answer(count_run(count_arguments(params)))
+        except StoreOverflow:
+            return interpret(params)
+        if ops > bound and strict():
+            raise _exceeded(name, ops, bound)
+        return Result(columns, tuple(rows), ops, bound)
+    return unique

@@ -261,3 +261,23 @@ def test_a_missing_file_under_json_to_a_file(capsys, tmp_path):
     assert code == 2 and out == ""
     (error,) = json.loads(report.read_text())["errors"]
     assert "cannot read queries file" in error["message"]
+
+
+def test_maintenance_async_makes_the_load_wide_default_and_shows_staleness(capsys, tmp_path):
+    social = FIXTURES.parents[1] / "examples" / "social"
+    code, out, _ = run(capsys, "lint", social / "schema.sql", social / "queries.sql",
+                       "--maintenance", "async", "--format", "json")
+    views = {v["name"]: v for v in json.loads(out)["views"]}
+    assert "staleness" in views["followerCount_view"]
+    assert "staleness" not in views["twoTags_view"]  # a join view stays sync
+    code, out, _ = run(capsys, "lint", social / "schema.sql", social / "queries.sql")
+    assert "staleness of" not in out
+    code, out, _ = run(capsys, "lint", social / "schema.sql", social / "queries.sql",
+                       "--maintenance", "async")
+    assert "staleness of followerCount_view: a queued change is applied within" in out
+
+
+def test_maintenance_async_with_db_is_refused(capsys, tmp_path):
+    code, _, err = run(capsys, "lint", "--db", f"sqlite:///{tmp_path / 'none.db'}",
+                       "--maintenance", "async", "--format", "json")
+    assert code == 2 and "--maintenance async needs the queries files" in err

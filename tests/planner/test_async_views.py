@@ -10,6 +10,7 @@ import pytest
 from piql.errors import InputError
 from piql.planner.async_views import decide_maintenance
 from piql.planner.views import WriteEvent
+from piql.planner.staleness import staleness_bounds
 from piql.planner.write_bounds import ENQUEUE_OPS
 from piql.query_block import MaintenanceMode
 from piql.report import json_report, text
@@ -134,3 +135,43 @@ def test_a_load_wide_default_makes_every_query_without_the_line_async():
         is MaintenanceMode.SYNC
     with pytest.raises(InputError, match="maintenance must be 'sync' or 'async'"):
         piql.loads(SCHEMA, QUERIES, maintenance="later")
+
+
+def test_lint_shows_the_staleness_bound_of_an_async_view():
+    plan = social("followerCount")
+    update = bound(plan, "follows", WriteEvent.UPDATE)
+    (found,) = staleness_bounds(plan.views, plan.writes)
+    # one queue entry per row, its net change at most the update's drain (delete + insert)
+    assert (found.view, found.tables) == ("followerCount_view", ("follows",))
+    assert found.entry_ops == found.own_entry_ops == update.drain_bound == \
+        bound(plan, "follows", WriteEvent.INSERT).drain_bound + \
+        bound(plan, "follows", WriteEvent.DELETE).drain_bound
+    assert found.in_place_ops(10) == 10 * update.drain_bound
+    (line,) = text.staleness_lines(plan)
+    assert line.startswith(f"staleness of followerCount_view: a queued change is applied "
+                           f"within ops <= {update.drain_bound} x N ")
+    assert line.endswith("fifo, linecutting: no bound")
+    assert line in text.render(plan)
+    views = json.loads(json_report.render(plan))["views"]
+    entry = next(v for v in views if v["name"] == "followerCount_view")["staleness"]
+    assert entry == {"tables": ["follows"],
+                     "queue_entries_per_key": 1, "own_entry_ops_bound": update.drain_bound,
+                     "entry_ops_bound": update.drain_bound,
+                     "in_place_ops_bound_per_distinct_key": update.drain_bound,
+                     "fifo_bounded": False, "linecutting_bounded": False}
+
+
+def test_an_entry_ahead_may_belong_to_another_tables_async_view():
+    plan = social("followerCount", "likeCount")
+    found = {b.view: b for b in staleness_bounds(plan.views, plan.writes)}
+    drains = [bound(plan, t, WriteEvent.UPDATE).drain_bound for t in ("follows", "likes")]
+    assert {b.entry_ops for b in found.values()} == {max(drains)}
+    assert found["followerCount_view"].own_entry_ops == drains[0]
+    assert found["likeCount_view"].own_entry_ops == drains[1]
+
+
+def test_a_plan_without_async_views_has_no_staleness_bound():
+    plan = social()
+    assert staleness_bounds(plan.views, plan.writes) == ()
+    assert text.staleness_lines(plan) == []
+    assert all("staleness" not in v for v in json.loads(json_report.render(plan))["views"])

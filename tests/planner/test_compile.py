@@ -35,6 +35,9 @@ WHERE f.follower = <u> AND p.author = f.followee ORDER BY p.createdAt DESC LIMIT
 -- name: named
 SELECT p.body, u.name FROM posts p, users u WHERE p.id = <p> AND u.id = p.author
   AND p.kind = 'it''s' AND u.id >= <p>
+-- name: newest_of_name
+SELECT p.id, p.body FROM users u, posts p WHERE u.id = <u> AND p.author = u.id
+  ORDER BY p.createdAt DESC LIMIT 3
 -- name: counted
 SELECT kind, COUNT(*) AS n, SUM(createdAt) AS s FROM posts WHERE author = <u> GROUP BY kind
 -- name: total
@@ -103,11 +106,42 @@ def test_general_shape_reads_ops_and_the_empty_answer_from_its_last_columns():
 
 
 def test_lookups_come_back_flat_with_each_rows_operations():
-    statement = compiled("named")
+    statement = compiled("named").counting
+    assert statement is not None
     assert statement.ops_source == OpsSource.PER_ROW and "WITH" not in statement.sql
     assert statement.answer([]) == ([], 1)  # the first lookup found nothing
     assert statement.answer([("x", "y", 0, 1)]) == ([], 1)  # the post failed its filter
     assert statement.answer([("x", "y", 1, 2)]) == ([("x", "y")], 2)
+
+
+def test_one_row_then_lookups_is_the_querys_own_join_counted_by_its_row():
+    statement = compiled("named")
+    assert statement.ops_source == OpsSource.UNIQUE
+    assert "LEFT" not in statement.sql and "CASE" not in statement.sql
+    assert " CROSS JOIN " in statement.sql  # SQLite keeps the plan's join order
+    assert statement.answer([("x", "y")]) == ([("x", "y")], 2)  # both probes found a row
+    assert statement.answer([]) == ([], None)  # open: the counting statement tells
+    ran = []
+
+    def execute(sql, values):
+        ran.append(sql)
+        return [] if sql == statement.sql else [("x", "y", 0, 2)]
+    assert statement.run(execute, {"p": 1}) == ([], 2)  # the row failed a filter
+    assert ran == [statement.sql, statement.counting.sql]
+    postgres = compiled("named", "postgres")
+    assert postgres.ops_source == OpsSource.UNIQUE and "LATERAL" not in postgres.sql
+
+
+def test_one_row_then_k_in_order_is_flat():
+    statement = compiled("newest_of_name")
+    assert statement.ops_source == OpsSource.UNIQUE and "WITH" not in statement.sql
+    # the user's probe, then each post read from the author index and fetched
+    assert statement.answer([(1, "a", 1), (2, "b", 2)]) == ([(1, "a"), (2, "b")], 1 + 2 * 2)
+    # the user found, no post: the stop-after's probe counts one, no counting statement
+    assert statement.answer([(None, None, None)]) == ([], 1 + 1)
+    assert statement.answer([]) == ([], None)  # no such user: the counting statement tells
+    postgres = compiled("newest_of_name", "postgres")
+    assert "LEFT JOIN LATERAL" in postgres.sql and "LIMIT 3" in postgres.sql
 
 
 def test_grouped_single_access_returns_what_it_read_beside_each_group():

@@ -34,8 +34,8 @@ def compiled(db, name: str, dialect: str = "sqlite") -> CompiledQuery:
 
 
 def run_sqlite(db, query: CompiledQuery, params: dict[str, Any]) -> tuple[list[tuple], int]:
-    fetched = db.store.connection.execute(query.sql, query.arguments(params)).fetchall()
-    return query.answer(fetched)
+    connection = db.store.connection
+    return query.run(lambda sql, values: connection.execute(sql, values).fetchall(), params)
 
 
 def assert_same_answer(db, name: str, params: dict[str, Any], rows: list[tuple], ops: int,
