@@ -164,15 +164,19 @@ class _JvmPeak:
     every 100 ms from /proc through psutil."""
 
     def __init__(self) -> None:
-        import psutil
-
-        me = psutil.Process()
-        self.processes = [c for c in me.children() if "java" in c.name().lower()]
+        self.processes: list = []
         self.peak = 0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def start(self) -> None:
+        """Sample from now on: call it once Spark runs (the JVM is this process's child;
+        the executors' JVMs are the driver JVM's, not counted)."""
+        import psutil
+
+        self.processes = [c for c in psutil.Process().children() if "java" in c.name().lower()]
+        if not self.processes:
+            raise RuntimeError("no driver JVM among this process's children to measure")
         self._thread.start()
 
     def _sample(self) -> None:

@@ -139,8 +139,17 @@ class SparkEngine(Engine):
         store, with ``reader`` (the store's, opening a connection of its own); Spark then
         merges the shares and runs ``sql`` on them. Returns the rows and the most tuples
         one task read."""
-        from pyspark.sql.types import StructField, StructType
+        per_task, busiest = self.share_tasks(reader, shares)
+        try:
+            self.share_frame(per_task, name, columns, types)
+            rows = self.query(sql)
+        finally:
+            per_task.unpersist()
+        return rows, busiest
 
+    def share_tasks(self, reader: Reader, shares: Sequence[Share]) -> tuple[Any, int]:
+        """The shares read by one task each (an RDD of (rows, tuples read), cached: the
+        caller unpersists it), and the most tuples one task read."""
         def read(task: tuple[str, Any, tuple]) -> tuple[list[tuple], int]:
             statement, values, keys = task
             rows = reader(statement, values)
@@ -153,11 +162,19 @@ class SparkEngine(Engine):
         per_task = self.session.sparkContext.parallelize(tasks, len(tasks)).map(read).cache()
         try:
             counts = per_task.map(lambda done: done[1]).collect()
-            arrow = TableData(name, columns, types, []).arrow().schema
-            schema = StructType([StructField(f.name, _spark_type(f.type)) for f in arrow])
-            self.session.createDataFrame(per_task.flatMap(lambda done: done[0]), schema) \
-                .createOrReplaceTempView(identifier(name, "spark"))
-            rows = self.query(sql)
-        finally:
+        except BaseException:
             per_task.unpersist()
-        return rows, max(counts, default=0)
+            raise
+        return per_task, max(counts, default=0)
+
+    def share_frame(self, per_task: Any, name: str, columns: tuple[str, ...],
+                    types: tuple[str, ...]) -> Any:
+        """The shares :meth:`share_tasks` read, merged as the table ``name`` (a frame,
+        computed in the tasks)."""
+        from pyspark.sql.types import StructField, StructType
+
+        arrow = TableData(name, columns, types, []).arrow().schema
+        schema = StructType([StructField(f.name, _spark_type(f.type)) for f in arrow])
+        frame = self.session.createDataFrame(per_task.flatMap(lambda done: done[0]), schema)
+        frame.createOrReplaceTempView(identifier(name, "spark"))
+        return frame

@@ -13,7 +13,7 @@ last batch too) rolls everything back.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from sqlglot import exp
 
@@ -28,6 +28,15 @@ from piql.runtime.engine_bridge import export
 from piql.runtime.epochs import EpochWindow, mark_epochs
 from piql.runtime.errors import ConstraintError, StoreRefused
 from piql.runtime.store import Store
+
+
+class Runs(Protocol):
+    """What the set-oriented checks need: SQL in a dialect, answered (a store, or Spark's
+    tables in ``runtime.spark_load``)."""
+
+    dialect: str
+
+    def sql(self, text: str) -> list[tuple[Any, ...]]: ...
 
 
 def load(store: Store, table: Table, records: Iterable[tuple], views: tuple[ViewDef, ...],
@@ -102,25 +111,26 @@ def _load_batch(store: Store, table: Table, records: Iterable[tuple], staged: st
 
 
 def _mark_loaded(store: Store, table: Table, staged: str, views: tuple[ViewDef, ...],
-                 epoch_windows: dict[str, list[EpochWindow]]) -> None:
+                 epoch_windows: dict[str, list[EpochWindow]], runs: Runs | None = None) -> None:
     """Loaded rows of a table a time window joins change the windows of the windowed
     tuples they join: mark those epochs, set-oriented (the insert rules' lookups, joined
-    with the whole batch)."""
+    with the whole batch, run by ``runs``: the store by default)."""
+    runs = runs or store
     windows = {w.view: w for found in epoch_windows.values() for w in found}
     for view in views:
         for rule in view.rules:
             if rule.action == RuleAction.MARK and rule.event == WriteEvent.INSERT and \
                     rule.table.lower() == table.name.lower():
-                found = store.sql(sqlgen.block_sql(_batch_block(rule, staged), store.dialect))
+                found = runs.sql(sqlgen.block_sql(_batch_block(rule, staged), runs.dialect))
                 window = windows[view.name]
                 mark_epochs(store, [window], ({window.column: v} for (v,) in found))
 
 
-def _cardinality_checks(store: Store, engine: Engine | None, table: Table, staged: str) -> None:
+def _cardinality_checks(store: Runs, engine: Engine | None, table: Table, staged: str) -> None:
     """Group and count per key, on the engine if there is one (else the store): the bulk
     form of the per-write check."""
     if engine is not None:
-        export(store, engine, [table.name, staged])
+        export(store, engine, [table.name, staged])  # type: ignore[arg-type]
         run, dialect = engine.query, engine.dialect
     else:
         run, dialect = store.sql, store.dialect
@@ -173,7 +183,7 @@ def _batch_block(rule: DeltaRule, staged: str) -> QueryBlock:
     return rule.delta.with_(relations=rule.delta.relations + (batch,), predicates=predicates)
 
 
-def _key_checks(store: Store, table: Table, staged: str) -> None:
+def _key_checks(store: Runs, table: Table, staged: str) -> None:
     q = _quoter(store)
     key = ", ".join(q(c) for c in table.primary_key)
     duplicate = store.sql(f"SELECT {key} FROM {q(staged)} GROUP BY {key} HAVING COUNT(*) > 1 "
@@ -188,7 +198,7 @@ def _key_checks(store: Store, table: Table, staged: str) -> None:
                               f"({', '.join(f'{c}={v!r}' for c, v in zip(table.column_names, clash[0]) if c in table.primary_key)})")
 
 
-def _unique_checks(store: Store, table: Table, staged: str) -> None:
+def _unique_checks(store: Runs, table: Table, staged: str) -> None:
     """The bulk form of the per-insert unique-key check (GROUP BY puts NULLs together,
     so keys whose NULLs are distinct leave rows holding a NULL out)."""
     q = _quoter(store)
@@ -206,7 +216,7 @@ def _unique_checks(store: Store, table: Table, staged: str) -> None:
                 f"({', '.join(f'{c}={v!r}' for c, v in zip(key.columns, duplicate[0]))})")
 
 
-def _foreign_key_checks(store: Store, table: Table, staged: str) -> None:
+def _foreign_key_checks(store: Runs, table: Table, staged: str) -> None:
     q = _quoter(store)
     for fk in table.foreign_keys:
         match = " AND ".join(f"p.{q(r)} = s.{q(c)}" for c, r in zip(fk.columns, fk.ref_columns))
@@ -221,6 +231,6 @@ def _foreign_key_checks(store: Store, table: Table, staged: str) -> None:
                 f"{', '.join(f'{r}={v!r}' for r, v in zip(fk.ref_columns, orphan[0]))}")
 
 
-def _quoter(store: Store):
+def _quoter(store: Runs):
     """Quotes an identifier in the store's dialect."""
     return lambda name: sqlgen.identifier(name, store.dialect)

@@ -84,7 +84,7 @@ def _csv_rows(table: Table, path: Path) -> Iterator[dict[str, Any]]:
             header = next(reader, None)
             if header is None:
                 return
-            columns = _csv_header(table, header, name)
+            columns = csv_header(table, header, name)
             for record in reader:
                 line = reader.line_num
                 if not record:
@@ -96,7 +96,7 @@ def _csv_rows(table: Table, path: Path) -> Iterator[dict[str, Any]]:
                     raise DataFileError(
                         f"row has {len(record)} fields, the header has {len(header)}",
                         Location(name, line, 1))
-                yield {column: _typed(table, column, text, Location(name, line, position + 1))
+                yield {column: typed(table, column, text, Location(name, line, position + 1))
                        for position, (column, text) in enumerate(zip(columns, record))}
     except UnicodeDecodeError:
         line, column, byte = _first_non_utf8(path)
@@ -135,7 +135,7 @@ def _first_non_utf8(path: Path) -> tuple[int, int, int]:
     return line, 1, 0
 
 
-def _csv_header(table: Table, header: list[str], name: str) -> list[str]:
+def csv_header(table: Table, header: list[str], name: str) -> list[str]:
     columns = []
     for position, text in enumerate(header):
         column = table.column(text.strip())
@@ -149,7 +149,7 @@ def _csv_header(table: Table, header: list[str], name: str) -> list[str]:
     return columns
 
 
-def _typed(table: Table, column: str, text: str, where: Location) -> Any:
+def typed(table: Table, column: str, text: str, where: Location) -> Any:
     """CSV values arrive as text; give them their column's type (empty is NULL)."""
     if text == "":
         return None

@@ -436,6 +436,8 @@ class Deployment:
         store batch by batch (never the whole file in memory). All or nothing."""
         self._open()
         definition = self._table(table)
+        if path is not None and rows is None and self._spark_loads():
+            return self.load_many([(table, path)])[0]
         with self.progress.step(f"loading {definition.name}" + (f" from {path}" if path else "")):
             records = read_rows(definition, rows, path)  # a stream, read once by the load
             engine = self.engine()
@@ -454,6 +456,8 @@ class Deployment:
         rows loaded per pair."""
         self._open()
         pairs = list(loads.items()) if isinstance(loads, dict) else list(loads)
+        if all(isinstance(source, (str, Path)) for _, source in pairs) and self._spark_loads():
+            return self._load_in_spark([(self._table(t), source) for t, source in pairs])
         batches = []
         for table, source in pairs:
             definition = self._table(table)
@@ -470,6 +474,31 @@ class Deployment:
                 self.adaptive.bypassed([t for t, _ in batches])
         return counts
 
+    def _spark_loads(self) -> bool:
+        """Whether files load through Spark's executors: engine spark on a store every
+        executor reaches (PostgreSQL; a SQLite file loads through the driver)."""
+        if self.engine_name != "spark":
+            return False
+        tables = self.store.tables()
+        return tables is not None and not tables.local_only
+
+    def _load_in_spark(self, pairs: list[tuple[Table, str | Path]]) -> list[int]:
+        """``load_many`` of files, read, checked and written by Spark's tasks
+        (``runtime.spark_load``)."""
+        from piql.runtime.spark_load import load_files
+
+        with self.progress.step(f"loading {', '.join(t.name for t, _ in pairs)} in Spark"):
+            jobs = self.spark_jobs()
+            built: list[str] = []
+            with self.lock:
+                counts = load_files(jobs, pairs, self.views, self.epoch_windows,
+                                    self._rebuilding(built))
+                self.store.analyze([t.name for t, _ in pairs] + [
+                    v.name for v in self.views if v.kind in (ViewKind.IMV, ViewKind.STAGING)
+                    and any(v.reads(t.name) for t, _ in pairs)])
+                self.adaptive.bypassed([t for t, _ in pairs])
+        return counts
+
     # -- periodic views and checks ------------------------------------------
     def refresh(self, now_ms: int | None = None) -> list[RefreshReport]:
         """Recompute every SI-3 periodic view from its staging view, on the engine."""
@@ -483,9 +512,12 @@ class Deployment:
             for view in self.views:
                 if view.kind == ViewKind.PERIODIC and view.refresh is not None:
                     engine = self.engine()
+                    # on Spark the results are ranked and written by the tasks
+                    jobs = self.spark_jobs() if engine is not None and engine.name == "spark" \
+                        else None
                     with self.progress.step(f"refreshing {view.name}"):
                         reports.append(refresh_view(self.store, view.refresh, now_ms,
-                                                    self.strict, engine))
+                                                    self.strict, engine, jobs))
         return reports
 
     def run_refresh_every(self, seconds: float) -> RefreshSchedule:

@@ -729,12 +729,15 @@ class PostgresStore:
             return None
         return self._run("SELECT pg_export_snapshot()", prepare=False)[0][0]
 
-    def replace_from(self, table: str, staged: str) -> int:
+    def replace_from(self, table: str, staged: str,
+                     where: Mapping[str, Any] | None = None) -> int:
         """Replace every row of ``table`` by the rows tasks wrote into the staging table
         ``staged`` (:meth:`PostgresTables.create_stage`) and drop it, inside the server
         and this transaction: no row passes through this process. How many rows."""
         columns = ", ".join(_quote(c) for c in self.shapes[table].columns)
-        self._run(f"DELETE FROM {_quote(table)}", prepare=False)
+        condition = " AND ".join(f"{_quote(c)} = %s" for c in where or {})
+        self._run(f"DELETE FROM {_quote(table)}" + (f" WHERE {condition}" if condition else ""),
+                  list((where or {}).values()), prepare=False)
         with self._connection() as connection:
             try:
                 count = connection.execute(
@@ -743,6 +746,23 @@ class PostgresStore:
                 connection.execute(f"DROP TABLE {_quote(staged)}", prepare=False)
             except psycopg.Error as err:
                 raise self.refused(err) from None
+        return count
+
+    def append_from(self, table: str, staged: str) -> int:
+        """Insert every row tasks wrote into the staging table ``staged`` into ``table``,
+        inside the server and this transaction, past the triggers (a bulk load, which
+        rebuilds the views set-oriented); ``staged`` stays (the caller drops it after
+        the transaction). How many rows."""
+        columns = ", ".join(_quote(c) for c in self.shapes[table].columns)
+        self._run(f"SELECT set_config('{BULK}', 'on', true)", prepare=False)
+        with self._connection() as connection:
+            try:
+                count = connection.execute(
+                    f"INSERT INTO {_quote(table)} ({columns}) SELECT {columns} FROM "
+                    f"{_quote(staged)}", prepare=False).rowcount
+            except psycopg.Error as err:
+                raise self.refused(err) from None
+        self._run(f"SELECT set_config('{BULK}', 'off', true)", prepare=False)
         return count
 
     def reader(self):

@@ -51,48 +51,81 @@ def tuples_read(rows: list[tuple], keys: tuple[tuple[int, ...], ...]) -> int:
 
 
 def refresh_view(store: Store, plan: RefreshPlan, now_ms: int | None = None, strict: bool = True,
-                 engine: Engine | None = None) -> RefreshReport:
+                 engine: Engine | None = None, jobs: Any = None) -> RefreshReport:
     """Recompute the periodic view of ``plan`` from its staging view and replace it
-    atomically."""
+    atomically. ``jobs`` (``runtime.spark_jobs.SparkJobs``): the results are computed,
+    ranked and written by Spark's tasks (``runtime.spark_refresh``), never collected."""
     started = time.perf_counter()
     # Other connections (processes) may write while the shares are read; if one did, the
     # epochs' marks stay for the next refresh to look again (see below).
     version = store.version()
-    if plan.window == WindowKind.TUPLE:
-        rows, busiest = _compute(store, plan, None, engine)
-        epochs: dict[int | None, list[tuple]] = {None: ranked_tuples(plan, rows)}
+    epochs = [None] if plan.window == WindowKind.TUPLE else _epochs(store, plan, now_ms)
+    if jobs is not None and store.reader() is not None:
+        from piql.runtime.spark_refresh import SparkRefresh
+
+        results: Any = SparkRefresh(jobs, store, plan)
     else:
-        assert plan.epoch_width is not None
-        now = int(time.time() * 1000) if now_ms is None else now_ms
-        width = plan.epoch_width
-        current = sqlvalues.epoch(now, width)
-        late = store.marked_epochs(plan.view)
-        epochs, busiest = {}, 0
-        previous = [current - width] if current - width >= sqlvalues.INT64_MIN else []
-        names = [i.name for i in plan.merge.select]
-        for epoch in sorted({*previous, current, *late}):
-            rows, reads = _compute(store, plan, epoch, engine)
-            epochs[epoch] = ranked_groups(plan, [dict(zip(names, r)) for r in rows])
-            busiest = max(busiest, reads)
-    bound = plan.per_partition_bound
-    if strict and busiest > bound:
-        raise BoundExceeded(f"refresh of {plan.view} read {busiest} tuples from one partition; "
-                            f"its bound is {bound}")
-    with store.transaction():
-        # A write committed since the shares were read may have landed in an epoch already
-        # marked (its mark was a no-op): clearing the marks would lose it.
-        unchanged = store.version() == version
-        for epoch, rows in epochs.items():
-            if epoch is None:
-                store.replace_rows(plan.view, rows)
-            else:
-                store.replace_rows(plan.view, rows, {"epoch": epoch})
-                if unchanged:
+        results = DriverResults(store, plan, engine)
+    try:
+        busiest = results.compute(epochs)
+        bound = plan.per_partition_bound
+        if strict and busiest > bound:
+            raise BoundExceeded(f"refresh of {plan.view} read {busiest} tuples from one "
+                                f"partition; its bound is {bound}")
+        written = 0
+        with store.transaction():
+            # A write committed since the shares were read may have landed in an epoch
+            # already marked (its mark was a no-op): clearing the marks would lose it.
+            unchanged = store.version() == version
+            for epoch in epochs:
+                written += results.write(epoch)
+                if epoch is not None and unchanged:
                     store.unmark_epoch(plan.view, epoch)
-    written = sum(len(rows) for rows in epochs.values())
+    finally:
+        results.close()
     return RefreshReport(plan.view, plan.layout.partitions, busiest, bound, written,
                          time.perf_counter() - started,
                          engine.name if engine is not None else "store")
+
+
+def _epochs(store: Store, plan: RefreshPlan, now_ms: int | None) -> list[int | None]:
+    """A time window's epochs to refresh: the current, the previous, and the late ones."""
+    assert plan.epoch_width is not None
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    width = plan.epoch_width
+    current = sqlvalues.epoch(now, width)
+    previous = [current - width] if current - width >= sqlvalues.INT64_MIN else []
+    return sorted({*previous, current, *store.marked_epochs(plan.view)})
+
+
+class DriverResults:
+    """A refresh's results computed here (the engine's rows, or piql's evaluator's), ranked
+    in Python: bounded (partitions x bound)."""
+
+    def __init__(self, store: Store, plan: RefreshPlan, engine: Engine | None) -> None:
+        self.store, self.plan, self.engine = store, plan, engine
+        self.rows: dict[int | None, list[tuple]] = {}
+
+    def compute(self, epochs: list[int | None]) -> int:
+        """Compute every epoch's rows (None: a tuple window's); the most tuples one
+        partition read."""
+        busiest = 0
+        names = [i.name for i in self.plan.merge.select]
+        for epoch in epochs:
+            rows, reads = _compute(self.store, self.plan, epoch, self.engine)
+            self.rows[epoch] = ranked_tuples(self.plan, rows) if epoch is None else \
+                ranked_groups(self.plan, [dict(zip(names, r)) for r in rows])
+            busiest = max(busiest, reads)
+        return busiest
+
+    def write(self, epoch: int | None) -> int:
+        """Replace the view's rows of ``epoch`` (inside the caller's transaction)."""
+        rows = self.rows[epoch]
+        self.store.replace_rows(self.plan.view, rows, None if epoch is None else {"epoch": epoch})
+        return len(rows)
+
+    def close(self) -> None:
+        self.rows.clear()
 
 
 def _compute(store: Store, plan: RefreshPlan, epoch: int | None,

@@ -15,9 +15,10 @@ from __future__ import annotations
 import functools
 from contextlib import contextmanager
 import secrets
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from pyspark.sql import DataFrame, functions as F
+from sqlglot import exp
 from pyspark.sql.types import StructType
 
 from piql import sqlgen
@@ -32,8 +33,11 @@ from piql.runtime.spark_source import (
     TaskWrite, batches_of, converter, read_options, register, spark_schema, write_task,
 )
 from piql.runtime.store import Store, Tables
+from piql.sql_types import TypeFamily, family
 
 STAGE_PREFIX = "_piql_stage_"
+# Spark's error classes for a SUM (or its cast to BIGINT) outside the range
+OVERFLOWS = ("ARITHMETIC_OVERFLOW", "CAST_OVERFLOW", "NUMERIC_VALUE_OUT_OF_RANGE")
 
 
 def require_reachable(store: Store, master: str) -> None:
@@ -54,7 +58,7 @@ class SparkJobs:
     def __init__(self, engine: SparkEngine, store: Store, tables: Tables,
                  epoch_windows: dict[str, list[EpochWindow]], partitions: int | None = None):
         require_reachable(store, engine.master)
-        self.session = engine.session
+        self.engine, self.session = engine, engine.session
         self.store, self.tables, self.epoch_windows = store, tables, epoch_windows
         # one read task per core by default
         self.partitions = partitions or max(2, self.session.sparkContext.defaultParallelism)
@@ -62,55 +66,81 @@ class SparkJobs:
         self.last_writes: list[TaskWrite] = []  # the latest write's task reports
 
     # -- reading ------------------------------------------------------------------------
-    def read(self, name: str, snapshot: str | None) -> DataFrame:
-        """A table or view of the store, read by :attr:`partitions` tasks."""
-        shape = self.store.shapes[name]
-        options = read_options(self.tables.location, name, shape.columns, self._types(name),
+    def read(self, name: str, snapshot: str | None,
+             added: Mapping[str, Sequence[str]] | None = None) -> DataFrame:
+        """A table or view of the store, read by :attr:`partitions` tasks; with the rows of
+        the staging tables ``added[name]`` (a bulk load's rows, which the driver's
+        transaction holds uncommitted in ``name`` itself), read as committed."""
+        frame = self.read_as(name, name, snapshot)
+        for stage in (added or {}).get(name, ()):
+            frame = frame.unionByName(self.read_as(stage, name, None))
+        return frame
+
+    def read_as(self, table: str, like: str, snapshot: str | None) -> DataFrame:
+        """``table``, which has (at least) the columns of ``like``, read as ``like``."""
+        shape = self.store.shapes[like]
+        options = read_options(self.tables.location, table, shape.columns, self.view_types(like),
                                shape.key, self.partitions, snapshot)
         return self.session.read.format("piql").options(**options).load()
 
-    def _types(self, name: str) -> tuple[str, ...]:
+    def view_types(self, name: str) -> tuple[str, ...]:
         shape = self.store.shapes[name]
         if shape.types:
             return shape.types
         declared = dict(self.tables.columns(name))
         return tuple(declared.get(c, "") for c in shape.columns)
 
-    def view_frame(self, view: ViewDef, snapshot: str | None) -> DataFrame:
-        """``view`` recomputed from the base tables, as the store keeps its rows."""
+    def view_frame(self, view: ViewDef, snapshot: str | None,
+                   added: Mapping[str, Sequence[str]] | None = None) -> DataFrame:
+        """``view`` recomputed from the base tables (with the ``added`` staging tables'
+        rows, see :meth:`read`), as the store keeps its rows."""
         for name in dict.fromkeys(tables_read(view.definition)):
-            self.read(name, snapshot).createOrReplaceTempView(sqlgen.identifier(name, "spark"))
-        result = self.session.sql(sqlgen.block_sql(view.definition, "spark"))
+            self.read(name, snapshot, added).createOrReplaceTempView(
+                sqlgen.identifier(name, "spark"))
+        result = self.session.sql(sqlgen.render(exact_sums(view), "spark"))
         columns = self.store.shapes[view.name].columns
-        schema = spark_schema(columns, self._types(view.name))
+        schema = spark_schema(columns, self.view_types(view.name))
         names = tuple(i.name for i in view.definition.select)
         stored = result.rdd.mapPartitions(functools.partial(_stored_rows, view, names, schema))
         return self.session.createDataFrame(stored, schema)
 
     # -- writing ------------------------------------------------------------------------
-    def write(self, frame: DataFrame, table: str,
-              windows: Sequence[EpochWindow] = ()) -> tuple[int, set[tuple[str, int]]]:
-        """Replace ``table``'s rows by ``frame``'s: the tasks write a staging table, the
-        driver swaps it in (inside its transaction). How many rows, and the epochs of
-        ``windows`` they fall in (each task reports its own, as it writes)."""
-        stage = f"{STAGE_PREFIX}{secrets.token_hex(8)}"
+    def write(self, frame: DataFrame, table: str, windows: Sequence[EpochWindow] = (),
+              where: Mapping[str, Any] | None = None) -> tuple[int, set[tuple[str, int]]]:
+        """Replace ``table``'s rows (those holding the ``where`` values, when given) by
+        ``frame``'s: the tasks write a staging table, the driver swaps it in (inside its
+        transaction). How many rows, and the epochs of ``windows`` they fall in (each task
+        reports its own, as it writes)."""
         columns = tuple(frame.columns)
-        self.tables.create_stage(stage, table, columns)
-        try:
-            done = frame.rdd.mapPartitionsWithIndex(functools.partial(
-                _write_rows, self.tables, stage, columns, tuple(windows))).collect()
-        except BaseException:
-            self.tables.drop(stage)
-            raise
+        stage, done = self.stage(table, columns, frame.rdd, functools.partial(
+            _write_rows, tables=self.tables, columns=columns, windows=tuple(windows)))
         self.last_writes = [report for report, _ in done]
         # swapped and dropped in the driver's transaction (another connection's DROP
         # would wait for the transaction, which waits for it)
-        return self.store.replace_from(table, stage), {m for _, marks in done for m in marks}
+        return self.store.replace_from(table, stage, where), \
+            {m for _, marks in done for m in marks}
 
-    def rebuild(self, view: ViewDef) -> int:
+    def stage(self, like: str, columns: Sequence[str], rdd: Any, task: Any) -> tuple[str, list]:
+        """A new staging table with ``like``'s ``columns``, written by the tasks of ``rdd``:
+        each partition's rows go through ``task(stage, index, rows)``, which writes them
+        and returns its reports. The table's name and every task's reports (the table is
+        dropped if a task fails)."""
+        stage = f"{STAGE_PREFIX}{secrets.token_hex(8)}"
+        self.tables.create_stage(stage, like, columns)
+        try:
+            done = rdd.mapPartitionsWithIndex(functools.partial(task, stage)).collect()
+        except BaseException:
+            self.tables.drop(stage)
+            raise
+        return stage, done
+
+    def rebuild(self, view: ViewDef, snapshot: str | None = None,
+                added: Mapping[str, Sequence[str]] | None = None) -> int:
         """Recompute ``view`` and replace its rows; the epochs of the time windows it feeds
-        are marked for the next refresh. How many rows."""
-        frame = self.view_frame(view, self.store.export_snapshot())
+        are marked for the next refresh. How many rows. ``snapshot`` and ``added``: the
+        state to read, when the caller's transaction has written (a bulk load); default
+        the state the caller's transaction sees now."""
+        frame = self.view_frame(view, snapshot or self.store.export_snapshot(), added)
         with _sql_overflow(view):
             written, marks = self.write(frame, view.name, self.epoch_windows.get(view.name, ()))
         self.store.mark_epochs(marks)
@@ -126,13 +156,30 @@ class SparkJobs:
         return differences(missing, extra)
 
 
+def exact_sums(view: ViewDef) -> exp.Select:
+    """``view``'s definition as Spark runs it: a SUM of integers summed as DECIMAL(38, 0)
+    and cast back to BIGINT, SQL's exact SUM, whose only error is a total outside 64
+    bits (Spark's own BIGINT SUM fails as soon as a running total leaves the range, which
+    depends on the order the rows come in)."""
+    select = sqlgen.select(view.definition, paper=False)
+    types = {c.name: c.type for c in view.columns}
+    for node, item in zip(select.expressions, view.definition.select):
+        summed = node.this if isinstance(node, exp.Alias) else node
+        if isinstance(summed, exp.Sum) and family(types.get(item.name, "")) is TypeFamily.INTEGER:
+            exact = exp.Sum(this=exp.Cast(this=summed.this.copy(),
+                                          to=exp.DataType.build("DECIMAL(38, 0)")))
+            summed.replace(exp.Cast(this=exact, to=exp.DataType.build("BIGINT")))
+    return select
+
+
 @contextmanager
 def _sql_overflow(view: ViewDef) -> Iterator[None]:
-    """Spark's ANSI overflow of a SUM (an error, as SQL's) as piql's ConstraintError."""
+    """Spark's ANSI overflow of a SUM or of its cast to BIGINT (an error, as SQL's) as
+    piql's ConstraintError."""
     try:
         yield
     except Exception as err:  # Py4J's or PySpark's, depending on the call
-        if "ARITHMETIC_OVERFLOW" in str(err):
+        if any(code in str(err) for code in OVERFLOWS):
             raise sum_overflow(view.name) from None
         raise
 
@@ -172,9 +219,9 @@ def _stored_rows(view: ViewDef, names: tuple[str, ...], schema: StructType,
             yield convert(stored[c] for c in columns)
 
 
-def _write_rows(tables: Tables, stage: str, columns: tuple[str, ...],
-                windows: tuple[EpochWindow, ...], task: int,
-                rows: Iterator[tuple]) -> Iterator[tuple[TaskWrite, set[tuple[str, int]]]]:
+def _write_rows(stage: str, task: int, rows: Iterator[tuple], *, tables: Tables,
+                columns: tuple[str, ...], windows: tuple[EpochWindow, ...]
+                ) -> Iterator[tuple[TaskWrite, set[tuple[str, int]]]]:
     """One task's rows into the staging table, batch by batch; its report to the driver,
     with the epochs of ``windows`` its rows are in."""
     marks: set[tuple[str, int]] = set()

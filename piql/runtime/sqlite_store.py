@@ -517,13 +517,17 @@ class SQLiteStore:
     def export_snapshot(self) -> str | None:
         return None  # each task reads the latest commit (WAL: never waiting for the writer)
 
-    def replace_from(self, table: str, staged: str) -> int:
+    def replace_from(self, table: str, staged: str,
+                     where: Mapping[str, Any] | None = None) -> int:
         """Replace every row of ``table`` by the rows tasks wrote into ``staged`` (a file
         of its own beside the store, :meth:`SQLiteTables.create_stage`: this connection may
         hold the write lock, which tasks would wait for), copied batch by batch; the file
         is removed."""
         columns = self.shapes[table].columns
-        self.connection.execute(f"DELETE FROM {_quote(table)}")
+        condition = " AND ".join(f"{_quote(c)} = ?" for c in where or {})
+        self.connection.execute(f"DELETE FROM {_quote(table)}" +
+                                (f" WHERE {condition}" if condition else ""),
+                                list((where or {}).values()))
         insert = (f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in columns)}) "
                   f"VALUES ({', '.join('?' for _ in columns)})")
         count = 0

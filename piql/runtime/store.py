@@ -282,9 +282,11 @@ class Store(Protocol):
         """An identifier of this transaction's snapshot other connections can read in, or
         None (a store without exported snapshots: each task reads the latest commit)."""
 
-    def replace_from(self, table: str, staged: str) -> int:
-        """Replace every row of ``table`` by those tasks wrote into ``staged``, and drop
-        ``staged`` (in this transaction where the store can); how many."""
+    def replace_from(self, table: str, staged: str,
+                     where: Mapping[str, Any] | None = None) -> int:
+        """Replace every row of ``table`` (those whose columns hold the ``where`` values,
+        when given) by those tasks wrote into ``staged``, and drop ``staged`` (in this
+        transaction where the store can); how many."""
 
     def close(self) -> None:
         """Release the store's connections."""
