@@ -79,7 +79,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from sqlglot import exp
 
@@ -122,6 +122,18 @@ def compile_plan(plan: PhysicalPlan, dialect: str | Dialect, layout: StoreLayout
 
 def _ident(name: str) -> exp.Identifier:
     return exp.to_identifier(name, quoted=True)
+
+
+def _joined_ref(joined: dict[str, tuple[str, dict[str, str]]]
+                ) -> Callable[[Attr], exp.Expression]:
+    """A column of the plan as the statement names it: through the lateral subquery its
+    alias was joined as (``joined``, filled while the statement grows), else directly."""
+    def ref(attr: Attr) -> exp.Expression:
+        if attr.alias in joined:
+            lateral, columns = joined[attr.alias]
+            return _col(columns[attr.column], lateral)
+        return _col(attr.column, attr.alias)
+    return ref
 
 
 def _col(name: str, table: str | None = None) -> exp.Column:
@@ -292,12 +304,7 @@ class _Compiler(Expressions):
         first = plan.accesses[0]
         needed = _needed(block)
         joined: dict[str, tuple[str, dict[str, str]]] = {}  # alias -> (lateral, columns)
-
-        def ref(attr: Attr) -> exp.Expression:
-            if attr.alias in joined:
-                lateral, columns = joined[attr.alias]
-                return _col(columns[attr.column], lateral)
-            return _col(attr.column, attr.alias)
+        ref = _joined_ref(joined)
 
         first_table = self.layout.table(first.table or "")
         query = exp.select().from_(self._table_ref(first, first_table, first.alias))
@@ -370,12 +377,7 @@ class _Compiler(Expressions):
             and len(plan.accesses) > 1 else None
         joined: dict[str, tuple[str, dict[str, str]]] = {}  # alias -> (lateral, columns)
         needed = _needed(block)
-
-        def ref(attr: Attr) -> exp.Expression:
-            if attr.alias in joined:
-                lateral, columns = joined[attr.alias]
-                return _col(columns[attr.column], lateral)
-            return _col(attr.column, attr.alias)
+        ref = _joined_ref(joined)
 
         first_table = self.layout.table(first.table or "")
         query = exp.select().from_(self._table_ref(first, first_table, first.alias))
