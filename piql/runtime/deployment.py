@@ -500,13 +500,20 @@ class Deployment:
         return counts
 
     # -- periodic views and checks ------------------------------------------
-    def refresh(self, now_ms: int | None = None) -> list[RefreshReport]:
-        """Recompute every SI-3 periodic view from its staging view, on the engine."""
+    def refresh(self, now_ms: int | None = None, *,
+                since_ms: int | None = None) -> list[RefreshReport]:
+        """Recompute every SI-3 periodic view from its staging view, on the engine.
+
+        A time window refreshes the epoch of ``now_ms`` (default: now), the one before, and
+        every older epoch a write marked since; with ``since_ms``, only the marked epochs
+        from the one holding ``since_ms`` on (the older stay marked, for a refresh
+        without it): after a bulk load of history, what a reader of recent epochs needs."""
         self._open()
-        if now_ms is not None and (not isinstance(now_ms, int) or isinstance(now_ms, bool)
-                                   or not sqlvalues.fits(now_ms)):
-            raise ParameterError(f"now_ms is a time in milliseconds, an integer in the "
-                                 f"store's range (-2**63 .. 2**63-1); got {now_ms!r}")
+        for label, value in (("now_ms", now_ms), ("since_ms", since_ms)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                      or not sqlvalues.fits(value)):
+                raise ParameterError(f"{label} is a time in milliseconds, an integer in the "
+                                     f"store's range (-2**63 .. 2**63-1); got {value!r}")
         reports = []
         with self.lock:  # the views refreshed together, as one step for other writers
             for view in self.views:
@@ -517,7 +524,7 @@ class Deployment:
                         else None
                     with self.progress.step(f"refreshing {view.name}"):
                         reports.append(refresh_view(self.store, view.refresh, now_ms,
-                                                    self.strict, engine, jobs))
+                                                    self.strict, engine, jobs, since_ms))
         return reports
 
     def run_refresh_every(self, seconds: float) -> RefreshSchedule:
