@@ -15,6 +15,7 @@ engines for set-oriented work (``engine_bridge``). It executes the plan; it neve
 from __future__ import annotations
 
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -91,6 +92,9 @@ class Deployment:
         self._schema_seen: int | None = None  # the store's schema version at the last write
         self.epoch_windows = epoch_windows(self.views)
         self._served: dict[str, Served] = {}  # by the name queries are called with
+        # what query(name) calls, by that name: Served.serve, or the adaptive read;
+        # emptied on close, so a call after it takes the slow path, which refuses it
+        self._calls: dict[str, Callable[[dict[str, Any]], Result]] = {}
         self._row_checks: dict[str, RowCheck] = {}  # by the name inserts are called with
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
                                      plan.writes, strict, self.epoch_windows)
@@ -137,6 +141,7 @@ class Deployment:
             return
         self.stop_maintainer()
         self.closed = True
+        self._calls = {}
         if self._engine is not None:
             self._engine.close()
         try:
@@ -265,12 +270,20 @@ class Deployment:
         express, or an execution the statement cannot answer (SQLite's SUM overflowing 64
         bits, where SQL's SUM is exact), is answered by the interpreter. What a call
         needs of the query is read once, on its first call (``runtime.serving``)."""
+        call = self._calls.get(name)
+        if call is None:
+            call = self._calling(name)
+        return call(params)
+
+    def _calling(self, name: str) -> Callable[[dict[str, Any]], Result]:
+        """What :meth:`query` calls for ``name``, decided on its first call: the adaptive
+        read of a feed or overlay's query, else the query's own ``Served.serve``."""
         served = self._served.get(name) or self._serving(name)
-        if self.closed:
-            self._open()
-        if self.adaptive and self.adaptive.serves(served.query.name):
-            return self.adaptive.read(served, params)
-        return served.serve(params)
+        self._open()
+        call = partial(self.adaptive.read, served) if self.adaptive.serves(
+            served.query.name) else served.serve
+        self._calls[name] = call
+        return call
 
     def interpret(self, name: str, /, **params: Any) -> Result:
         """Run a named query with the plan's interpreter (``piql.runtime.executor``):
