@@ -15,7 +15,6 @@ engines for set-oriented work (``engine_bridge``). It executes the plan; it neve
 from __future__ import annotations
 
 import threading
-from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -280,7 +279,7 @@ class Deployment:
         read of a feed or overlay's query, else the query's own ``Served.serve``."""
         served = self._served.get(name) or self._serving(name)
         self._open()
-        call = partial(self.adaptive.read, served) if self.adaptive.serves(
+        call = self.adaptive.reader(served) if self.adaptive.serves(
             served.query.name) else served.serve
         self._calls[name] = call
         return call
