@@ -73,7 +73,8 @@ class DecayedCounter:
             del self._weights[lightest], self._errors[lightest]
             self._weights[key] = floor + weight
             self._errors[key] = floor
-        self._push(key)
+        if self._heap is not None:
+            self._push(key)
 
     def estimate(self, key: Hashable, now: float) -> Estimate:
         """``key``'s decayed count at ``now`` (0 for a key not kept)."""
@@ -96,8 +97,7 @@ class DecayedCounter:
         return key in self._weights
 
     def _push(self, key: Hashable) -> None:
-        if self._heap is None:
-            return
+        assert self._heap is not None
         self._serial += 1
         heapq.heappush(self._heap, (self._weights[key], self._serial, key))
         if len(self._heap) > 4 * self.capacity:  # drop stale entries now and then

@@ -207,14 +207,21 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
     count = None if counting is None else (counting.answer, counting.binder,
                                            store.prepared(counting.sql))
 
+    # without LIMIT <n> or text parameters, nothing is read between check and binding
+    bind = _binding(check, statement) if block.limit_param is None and not text else None
+
     def serve(params: dict[str, Any]) -> Result:
-        check(params)
-        if block.limit_param is not None:
-            row_limit(block, params)  # LIMIT <n>: 0 to its declared maximum, or refused
-        if text and not all(isinstance(params[n], str) or params[n] is None for n in text):
-            return interpret(params)  # read as text: only text is the same
+        if bind is not None:
+            values = bind(params)
+        else:
+            check(params)
+            if block.limit_param is not None:
+                row_limit(block, params)  # LIMIT <n>: 0 to its declared maximum, or refused
+            if text and not all(isinstance(params[n], str) or params[n] is None for n in text):
+                return interpret(params)  # read as text: only text is the same
+            values = arguments(params)
         try:
-            rows, ops = answer(run(arguments(params)))
+            rows, ops = answer(run(values))
             if ops is None:
                 assert count is not None
                 rows, ops = count[0](count[2](count[1](params)))
