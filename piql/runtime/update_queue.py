@@ -128,6 +128,9 @@ class StoreQueue:
         # the update whose delete half was just queued in this transaction (any other
         # change, or a new transaction, clears it)
         self._replacing: Optional[tuple[str, str, dict[str, Any]]] = None
+        # the last insert a store trigger queues (``runtime.queue_triggers``): its entry's
+        # row_key, arrival time and LINECUTTING place if new
+        self.arrival: tuple[str, int, int] = ("", 0, 0)
 
     def _now(self) -> int:
         """The clock, never repeating a value in this process (so two changes of one
@@ -176,6 +179,24 @@ class StoreQueue:
             cut = -now  # to the front, ahead of earlier cutters
         self._write(QueuedChange(table.name, row_key, change, first, now, cut,
                                  1 if queued is None else queued.updates + 1))
+
+    def arrive(self, base: str, key: list[Any]) -> bool:
+        """An insert of the ``base`` row with primary key values ``key``, which the store's
+        trigger queues (``runtime.queue_triggers``): False for an update's insert half (its
+        delete half queued the whole change); else its entry's row_key, time and place go
+        to :attr:`arrival`, and the key's rate statistics count it, as :meth:`enqueue` does."""
+        row_key, now, residents = key_text(key), self._now(), self.residents
+        replacing, self._replacing = self._replacing, None
+        if replacing is not None and replacing[:2] == (base, row_key):
+            return False  # (its time taken all the same, as enqueue takes it)
+        self.observed.arrive((base, row_key), now)
+        self.residents += 1  # an estimate: the trigger may coalesce with a queued delete
+        if not self.policy.lossy and base.lower() not in self.as_of:
+            self.arrival = (f"{row_key}@{now}", now, now)
+        else:
+            self.arrival = (row_key, now, -now if self._slow((base, row_key), now, residents)
+                            else now)
+        return True
 
     def new_transaction(self) -> None:
         """A write transaction begins (or a write queued no delete half): no update's
