@@ -46,19 +46,30 @@ def sqlite_trigger(table: Table) -> str:
     name = sqlgen.literal(table.name, "sqlite")
     keys = ", ".join(f"NEW.{_q(c)}" for c in table.primary_key)
     values = ", ".join(f"NEW.{_q(c)}" for c in table.column_names)
+    # integers and text as SQLite's JSON writes them, which the queue reads back the same;
+    # a REAL (JSON's shortest repr), a BLOB or a NUMERIC column: as piql encodes it
+    encode = "json_array" if all(_plain_json(c.type) for c in table.columns) else ROW
     columns = ", ".join(_q(c) for c in COLUMNS)
     after, last, cut, updates = _q("after_row"), _q("last_enqueued"), _q("cut"), _q("updates")
     return (
         f"CREATE TEMP TRIGGER IF NOT EXISTS {_q(f'{PREFIX}{table.name}_enqueue')} AFTER INSERT ON "
         f"{_q(table.name)} FOR EACH ROW WHEN {ARRIVE}({name}, {keys})\nBEGIN\n"
         f"  INSERT INTO {_q(QUEUE_TABLE)} ({columns}) VALUES ({name}, {ENTRY_KEY}(), {NOW}(), "
-        f"{NOW}(), {CUT}(), NULL, {ROW}({values}), 1)\n"
+        f"{NOW}(), {CUT}(), NULL, {encode}({values}), 1)\n"
         f"  ON CONFLICT ({', '.join(_q(c) for c in KEY)}) DO UPDATE SET "
         f"{after} = excluded.{after}, {last} = excluded.{last}, "
         f"{cut} = CASE WHEN excluded.{cut} < 0 THEN excluded.{cut} ELSE {cut} END, "
         f"{updates} = {updates} + 1\n"
         # a queued entry with a new row is an update whose delete half queued it whole
         f"  WHERE {after} IS NULL;\nEND")
+
+
+def _plain_json(declared: str) -> bool:
+    """Is a column of this declared type an integer or text in SQLite (its affinity)?"""
+    upper = declared.upper()
+    if "INT" in upper:
+        return True
+    return any(t in upper for t in ("CHAR", "CLOB", "TEXT")) and "BLOB" not in upper
 
 
 def functions(queue: StoreQueue) -> dict[str, tuple[int, Callable[..., Any]]]:
