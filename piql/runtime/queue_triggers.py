@@ -7,19 +7,23 @@ statement), writes it, and its AFTER trigger here queues the change in
 ``_piql_update_queue``, all in the one statement: a refused insert enqueues nothing.
 
 On SQLite the trigger is the connection's own (``TEMP``, as the plan's other triggers) and
-asks four functions of the connection (:func:`functions`) for what only the writing
-process knows: the queue's clock (the virtual one of ``piql bench queues`` too), the
-LINECUTTING test with this process's rate statistics (§5.3), and the update in progress
-(an update's delete half, in piql's write path, queued the whole change already: its
-insert half queues nothing more). The row and its key are encoded as the Python enqueue
-encodes them (``update_queue._encode``, ``key_text``), so lookups by key
-(``StoreQueue.holds``) find trigger-made entries.
+is SQL but for what only the writing process knows, asked of it once per insert
+(:meth:`StoreQueue.stamp`): the queue's clock (nanoseconds, never repeating; the virtual
+one of ``piql bench queues`` too) and the LINECUTTING test with this process's rate
+statistics (§5.3). Python work inside a trigger shows at the insert's tail (measured:
+encoding the row and key in Python put its p99 at 2-3x a plain insert's), so the row and
+its key are SQLite's ``json_array`` where every column is an integer or text, which the
+queue reads back as
+piql's own enqueue writes them (``update_queue.key_text``); other columns (REAL, BLOB,
+NUMERIC) go through piql's encoding.
 
 The entry coalesces as ``StoreQueue.enqueue`` does: a new key is a new entry
-(``(None, row)``); an insert of a key whose delete is queued (``(old, None)``) becomes the
-update ``(old, row)`` in its place (IN-PLACE: its first arrival and cut kept; a slow
-updater cuts to the front). Under the append queue (no coalescing) each insert is an entry
-of its own, keyed ``row_key@now``, except on the tables read as of the queue.
+``(None, row)``; an insert of a key whose delete is queued ``(old, None)`` becomes the
+update ``(old, row)`` in its place (IN-PLACE: first arrival kept; a slow updater cuts to
+the front under LINECUTTING); a queued entry with a new row is an update whose delete
+half (piql's write path) queued it whole, and the insert half changes nothing. The
+append queue (no coalescing) keeps piql's own enqueue: the trigger is made only for lossy queues and the tables read as of
+the queue (whose entries coalesce by key under any policy).
 """
 from __future__ import annotations
 
@@ -28,13 +32,13 @@ from typing import Any, Callable
 from piql import sqlgen
 from piql.catalog import Table
 from piql.planner.trigger_rules import PREFIX
-from piql.runtime.update_queue import COLUMNS, KEY, QUEUE_TABLE, StoreQueue, _encode
+from piql.runtime.update_queue import KEY as UPDATE_KEY
+from piql.runtime.update_queue import COLUMNS, QUEUE_TABLE, StoreQueue, _encode, key_text
 
-ARRIVE = f"{PREFIX}queue_arrive"  # (base, key values...) -> 1: enqueue, 0: the update's half
-ENTRY_KEY = f"{PREFIX}queue_key"  # () -> the arrival's row_key
-NOW = f"{PREFIX}queue_now"  # () -> the arrival's time (ns)
-CUT = f"{PREFIX}queue_cut"  # () -> its LINECUTTING place for a new entry (-now: cuts)
-ROW = f"{PREFIX}queue_row"  # (values...) -> the row as the queue stores it
+NOW = f"{PREFIX}queue_now"  # (base, row_key) -> the insert's time (ns)
+CUT = f"{PREFIX}queue_cut"  # (base, row_key) -> its LINECUTTING place (-time: cuts)
+KEY = f"{PREFIX}queue_key"  # (values...) -> the key as piql's enqueue writes it
+ROW = f"{PREFIX}queue_row"  # (values...) -> the row as piql's enqueue writes it
 
 
 def _q(name: str) -> str:
@@ -46,19 +50,21 @@ def sqlite_trigger(table: Table) -> str:
     name = sqlgen.literal(table.name, "sqlite")
     keys = ", ".join(f"NEW.{_q(c)}" for c in table.primary_key)
     values = ", ".join(f"NEW.{_q(c)}" for c in table.column_names)
-    # integers and text as SQLite's JSON writes them, which the queue reads back the same;
-    # a REAL (JSON's shortest repr), a BLOB or a NUMERIC column: as piql encodes it
-    encode = "json_array" if all(_plain_json(c.type) for c in table.columns) else ROW
+    plain = {c.name: _plain_json(c.type) for c in table.columns}
+    key = f"{'json_array' if all(plain[c] for c in table.primary_key) else KEY}({keys})"
+    row = f"{'json_array' if all(plain.values()) else ROW}({values})"
+    now, cut = f"{NOW}({name}, {key})", f"{CUT}({name}, {key})"
     columns = ", ".join(_q(c) for c in COLUMNS)
-    after, last, cut, updates = _q("after_row"), _q("last_enqueued"), _q("cut"), _q("updates")
+    after, last, place, updates = (_q("after_row"), _q("last_enqueued"), _q("cut"),
+                                   _q("updates"))
     return (
-        f"CREATE TEMP TRIGGER IF NOT EXISTS {_q(f'{PREFIX}{table.name}_enqueue')} AFTER INSERT ON "
-        f"{_q(table.name)} FOR EACH ROW WHEN {ARRIVE}({name}, {keys})\nBEGIN\n"
-        f"  INSERT INTO {_q(QUEUE_TABLE)} ({columns}) VALUES ({name}, {ENTRY_KEY}(), {NOW}(), "
-        f"{NOW}(), {CUT}(), NULL, {encode}({values}), 1)\n"
-        f"  ON CONFLICT ({', '.join(_q(c) for c in KEY)}) DO UPDATE SET "
-        f"{after} = excluded.{after}, {last} = excluded.{last}, "
-        f"{cut} = CASE WHEN excluded.{cut} < 0 THEN excluded.{cut} ELSE {cut} END, "
+        f"CREATE TEMP TRIGGER IF NOT EXISTS {_q(f'{PREFIX}{table.name}_enqueue')} AFTER "
+        f"INSERT ON {_q(table.name)} FOR EACH ROW\nBEGIN\n"
+        f"  INSERT INTO {_q(QUEUE_TABLE)} ({columns}) VALUES ({name}, {key}, {now}, {now}, "
+        f"{cut}, NULL, {row}, 1)\n"
+        f"  ON CONFLICT ({', '.join(_q(c) for c in UPDATE_KEY)}) DO UPDATE SET "
+        f"{after} = excluded.{after}, {last} = excluded.{last}, {place} = CASE WHEN "
+        f"excluded.{place} < 0 THEN excluded.{place} ELSE {place} END, "
         f"{updates} = {updates} + 1\n"
         # a queued entry with a new row is an update whose delete half queued it whole
         f"  WHERE {after} IS NULL;\nEND")
@@ -74,9 +80,5 @@ def _plain_json(declared: str) -> bool:
 
 def functions(queue: StoreQueue) -> dict[str, tuple[int, Callable[..., Any]]]:
     """The connection functions the triggers call (name -> argument count, function)."""
-    def arrive(base: str, *key: Any) -> int:
-        return 1 if queue.arrive(base, list(key)) else 0
-
-    return {ARRIVE: (-1, arrive), ENTRY_KEY: (0, lambda: queue.arrival[0]),
-            NOW: (0, lambda: queue.arrival[1]), CUT: (0, lambda: queue.arrival[2]),
+    return {NOW: (2, queue.stamp), CUT: (2, queue.cut), KEY: (-1, lambda *values: key_text(list(values))),
             ROW: (-1, lambda *values: _encode(values))}

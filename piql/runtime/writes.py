@@ -27,6 +27,7 @@ from piql.catalog import CardinalityConstraint, Catalog, ForeignKey, Table
 from piql.planner.async_views import as_of_bound, as_of_tables
 from piql.planner.triggers_sqlite import PLAN_MOVED
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
+from piql.planner.update_queues import QueuePolicy
 from piql.planner.write_bounds import WriteBound
 from piql.query_block import Aggregate, MaintenanceMode
 from piql.runtime.errors import BoundExceeded, ConstraintError, StoreRefused
@@ -126,6 +127,9 @@ class Maintainer:
     strict: bool = True
     # staging view -> the time windows whose late epochs its writes mark for refresh
     epoch_windows: dict[str, list[EpochWindow]] = field(default_factory=dict)
+    # how this process enqueues (``StoreQueue.policy``): the store's triggers queue inserts
+    # under a lossy policy (and into the tables read as of the queue under any)
+    queue_policy: QueuePolicy = QueuePolicy.IN_PLACE
     # (table, event) -> its program; (table) -> the foreign keys referring to it
     programs: dict[tuple[str, WriteEvent], WriteProgram] = field(init=False)
     referencing: dict[str, tuple[tuple[Table, Any], ...]] = field(init=False)
@@ -140,7 +144,8 @@ class Maintainer:
         self.statements = DeltaStatements(self.store)
         deferring = any(view.rules for view in self.views
                         if view.maintenance is MaintenanceMode.ASYNC)
-        self.queue = StoreQueue(self.store, tables=self.catalog.tables, as_of=frozenset(
+        self.queue = StoreQueue(self.store, self.queue_policy, tables=self.catalog.tables,
+                                as_of=frozenset(
             t.lower() for t in as_of_tables(self.views))) if deferring else None
         self.as_of = AsOfQueue(self.store, self.queue) if self.queue is not None else None
         self.enqueued = self._queue_triggers()
@@ -169,7 +174,8 @@ class Maintainer:
         tables = [t for t in self.catalog.tables if any(
             view.maintenance is MaintenanceMode.ASYNC and rule.event == WriteEvent.INSERT
             and rule.table.lower() == t.name.lower() for view in self.views
-            for rule in view.rules)]
+            for rule in view.rules) and (self.queue.policy.lossy
+                                         or t.name.lower() in self.queue.as_of)]
         add(queue_triggers.functions(self.queue), [queue_triggers.sqlite_trigger(t)
                                                    for t in tables])
         return frozenset(t.name for t in tables)

@@ -113,3 +113,15 @@ def test_the_append_queue_keeps_an_entry_per_insert():
         assert all(v.consistent for v in db.check().views)
     finally:
         db.close()
+
+
+def test_a_non_ascii_key_is_the_key_piql_looks_up(db):
+    for tag in ("é", 'q"\\\n\x01✓'):
+        db.insert("post_tags", postId=1, tag=tag)
+        assert db.maintainer.queue.holds("post_tags", [1, tag])
+    db.insert("post_tags", postId=1, tag="a")
+    db.drain()
+    assert [r[0] for r in tags(db, "é", "a")] == [1]
+    db.delete("post_tags", postId=1, tag="é")  # seen: its delete rules run now
+    assert list(tags(db, "é", "a")) == []
+    assert all(v.consistent for v in db.check().views)
