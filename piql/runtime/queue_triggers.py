@@ -35,8 +35,7 @@ from piql.planner.trigger_rules import PREFIX
 from piql.runtime.update_queue import KEY as UPDATE_KEY
 from piql.runtime.update_queue import COLUMNS, QUEUE_TABLE, StoreQueue, _encode, key_text
 
-NOW = f"{PREFIX}queue_now"  # (base, row_key) -> the insert's time (ns)
-CUT = f"{PREFIX}queue_cut"  # (base, row_key) -> its LINECUTTING place (-time: cuts)
+CUT = f"{PREFIX}queue_cut"  # (base, row_key) -> its time, or minus it: a slow updater
 KEY = f"{PREFIX}queue_key"  # (values...) -> the key as piql's enqueue writes it
 ROW = f"{PREFIX}queue_row"  # (values...) -> the row as piql's enqueue writes it
 
@@ -53,15 +52,16 @@ def sqlite_trigger(table: Table) -> str:
     plain = {c.name: _plain_json(c.type) for c in table.columns}
     key = f"{'json_array' if all(plain[c] for c in table.primary_key) else KEY}({keys})"
     row = f"{'json_array' if all(plain.values()) else ROW}({values})"
-    now, cut = f"{NOW}({name}, {key})", f"{CUT}({name}, {key})"
+    cut = f"{CUT}({name}, {key})"
     columns = ", ".join(_q(c) for c in COLUMNS)
     after, last, place, updates = (_q("after_row"), _q("last_enqueued"), _q("cut"),
                                    _q("updates"))
     return (
         f"CREATE TEMP TRIGGER IF NOT EXISTS {_q(f'{PREFIX}{table.name}_enqueue')} AFTER "
         f"INSERT ON {_q(table.name)} FOR EACH ROW\nBEGIN\n"
-        f"  INSERT INTO {_q(QUEUE_TABLE)} ({columns}) VALUES ({name}, {key}, {now}, {now}, "
-        f"{cut}, NULL, {row}, 1)\n"
+        # one ask of the process: its place under LINECUTTING, minus the time if it cuts
+        f"  INSERT INTO {_q(QUEUE_TABLE)} ({columns}) SELECT {name}, {key}, abs(p), abs(p), "
+        f"p, NULL, {row}, 1 FROM (SELECT {cut} AS p) WHERE true\n"
         f"  ON CONFLICT ({', '.join(_q(c) for c in UPDATE_KEY)}) DO UPDATE SET "
         f"{after} = excluded.{after}, {last} = excluded.{last}, {place} = CASE WHEN "
         f"excluded.{place} < 0 THEN excluded.{place} ELSE {place} END, "
@@ -80,5 +80,5 @@ def _plain_json(declared: str) -> bool:
 
 def functions(queue: StoreQueue) -> dict[str, tuple[int, Callable[..., Any]]]:
     """The connection functions the triggers call (name -> argument count, function)."""
-    return {NOW: (2, queue.stamp), CUT: (2, queue.cut), KEY: (-1, lambda *values: key_text(list(values))),
+    return {CUT: (2, queue.cut), KEY: (-1, lambda *values: key_text(list(values))),
             ROW: (-1, lambda *values: _encode(values))}
