@@ -26,6 +26,10 @@ maintainer's choice when it claims entries (``piql maintain --policy``):
 Positions are times (ns; a process never repeats one), so a new entry goes to the back
 without reading the queue's tail.
 
+On SQLite an insert is queued by the store's own trigger instead (``runtime.queue_triggers``),
+which writes the same entries, asking this process for the time and LINECUTTING place
+(:meth:`StoreQueue.cut`).
+
 :func:`drain` claims entries in the policy's order and applies them, a batch per
 transaction together with the entries' removal, so a crash mid-batch loses nothing and
 applies nothing twice. On PostgreSQL the claim is ``FOR UPDATE SKIP LOCKED``; on SQLite

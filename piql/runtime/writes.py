@@ -13,7 +13,8 @@ lists, the bound, the referencing foreign keys), not on every write.
 
 The rules of asynchronous views (``-- maintenance: async``) are not run by the write: it
 enqueues the changed row (``runtime.update_queue``), and :meth:`Maintainer.apply_deferred`
-runs them when the queue is drained. Their rules that read base tables run as of the
+runs them when the queue is drained (on SQLite, an insert's enqueue is the store's own
+trigger: ``runtime.queue_triggers``, so such an insert is one statement). Their rules that read base tables run as of the
 queue (``runtime.as_of``); a delete of a row of a table they read, which the views have
 seen, runs the asynchronous views' delete rules in its own transaction, as of the queue
 (``planner.async_views``).
