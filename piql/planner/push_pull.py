@@ -174,6 +174,68 @@ def min_cost_feeds(edges: Iterable[Edge], rates: Rates, costs: Costs,
     return assign(every, push, rates, costs)
 
 
+@dataclass(frozen=True)
+class Guarded:
+    """:func:`guarded`'s choice: the assignment to apply, which candidate it is
+    (``"hybrid"``, ``"push"`` or ``"pull"``), the hybrid's estimated saving over the
+    cheaper extreme and that saving's standard error (both per unit time)."""
+
+    assignment: Assignment
+    chosen: str
+    saving: float
+    error: float
+
+
+def guarded(edges: Iterable[Edge], hybrid: Assignment, all_push: Iterable[Edge],
+            rates: Rates, costs: Costs, margin: float = 0.01, unit: float = 0.0,
+            z: float = 2.0) -> Guarded:
+    """The hybrid only if it is estimated below the cheaper extreme (all ``all_push``
+    pushed, or every edge pulled) by a margin, else that extreme.
+
+    Lemma 1 is optimal for the *estimated* rates; an edge it pulls where all-push
+    would push saves ``phi_p·H - phi_c·L``, a difference of two estimates. Where the
+    extremes are nearly right (many reads per write: almost every edge push), the few
+    edges the hybrid decides otherwise save less than their rates' sampling error, and
+    the hybrid lands above the extreme it barely differs from. So the hybrid must save
+    more than ``margin`` of the extreme's cost *and* more than ``z`` standard errors of
+    its estimated saving: each rate is a count of events (``unit``: the rate of one
+    event), Poisson, so var(phi) = max(phi, unit)·unit, and the saving is linear in the
+    rates (its variance: Σ coefficient² · var over producers and consumers). With
+    ``unit`` 0 only the margin guards."""
+    every = list(edges)
+    candidates = {"push": assign(every, all_push, rates, costs),
+                  "pull": assign(every, (), rates, costs)}
+    cost = {name: with_feed_reads(a, rates, costs) for name, a in candidates.items()}
+    extreme = min(cost, key=lambda name: (cost[name], name))
+    saving = cost[extreme] - with_feed_reads(hybrid, rates, costs)
+    error = _saving_error(candidates[extreme], hybrid, rates, costs, unit)
+    if saving > margin * cost[extreme] and saving > z * error:
+        return Guarded(hybrid, "hybrid", saving, error)
+    return Guarded(candidates[extreme], extreme, saving, error)
+
+
+def _saving_error(extreme: Assignment, hybrid: Assignment, rates: Rates, costs: Costs,
+                  unit: float) -> float:
+    """The standard error of ``cost(extreme) - cost(hybrid)`` (:func:`with_feed_reads`)
+    when every rate is a Poisson count of events of rate ``unit`` each."""
+    if unit <= 0:
+        return 0.0
+    producers: dict[Node, float] = {}  # d saving / d phi_p
+    consumers: dict[Node, float] = {}  # d saving / d phi_c
+    for edge in extreme.push ^ hybrid.push:
+        sign = 1.0 if edge in extreme.push else -1.0  # pushed by the extreme, not the hybrid
+        producers[edge.producer] = producers.get(edge.producer, 0.0) + sign * costs.push
+        consumers[edge.consumer] = consumers.get(edge.consumer, 0.0) - sign * costs.pull
+    readers = {e.consumer for e in extreme.push}
+    hybrid_readers = {e.consumer for e in hybrid.push}
+    for consumer in readers ^ hybrid_readers:
+        sign = 1.0 if consumer in readers else -1.0
+        consumers[consumer] = consumers.get(consumer, 0.0) + sign * costs.read_push
+    variance = sum(a * a * max(rates.producer(p), unit) * unit for p, a in producers.items()) \
+        + sum(b * b * max(rates.consumer(c), unit) * unit for c, b in consumers.items())
+    return variance ** 0.5
+
+
 def capped(push: Iterable[Edge], cap: int, rates: Rates) -> list[Edge]:
     """At most ``cap`` push edges per producer: those of its most frequent readers."""
     if cap < 0:
@@ -416,13 +478,15 @@ def _reachable(residual: "networkx.DiGraph", source: object) -> set:
     """The nodes reachable from ``source`` over residual edges with capacity left. Float
     flows leave a saturated edge a rounding error short of its capacity, so "left" is
     relative to the largest capacity; networkx's own cut reads the sink's side instead,
-    where such an error moved nodes across and gave a cut above the minimum."""
+    where such an error moved nodes across and gave a cut above the minimum. An edge no
+    flow crossed keeps its whole capacity, however small beside the largest."""
     eps = 1e-9 * residual.graph["inf"]
     seen, stack = {source}, [source]
     while stack:
         node = stack.pop()
         for _, nxt, data in residual.out_edges(node, data=True):
-            if nxt not in seen and data["capacity"] - data["flow"] > eps:
+            left = data["capacity"] - data["flow"]  # an edge no flow touched is not short:
+            if nxt not in seen and (left > eps or (left > 0 and data["flow"] == 0)):
                 seen.add(nxt)
                 stack.append(nxt)
     return seen

@@ -19,12 +19,14 @@ baselines).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Callable
 
 from piql.planner.push_pull import (
-    Costs, Decision, Edge, Rates as DecisionRates, latency_constrained, min_cost_feeds,
+    Costs, Decision, Edge, Rates as DecisionRates, guarded, latency_constrained,
+    min_cost_feeds,
 )
 from piql.runtime.feeds import CONSUMER, PRODUCER, Feed
 from piql.runtime.foreign_writes import guard_feed
@@ -53,6 +55,7 @@ class AdaptReport:
     push_cost: float  # the measured H
     pull_cost: float  # the measured L
     met: bool | None = None  # LATENCY: whether the read budget holds
+    chosen: str | None = None  # MINCOST: "hybrid", or the extreme the guard kept
 
 
 def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mode,
@@ -66,7 +69,7 @@ def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mod
         transaction(lambda: (feed.activate(), guard_feed(store, feed.layout)))
     edges, current = _edges(feed, mode)
     costs = decision_costs(feed)
-    met = None
+    met = chosen = None
     if mode == Mode.PUSH:
         wanted = _capped_all(edges, feed.cap)
     elif mode == Mode.PULL:
@@ -83,7 +86,9 @@ def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mod
                                         start=best, offsets=read_offsets(feed, edges, costs))
             wanted, met = set(found.assignment.push), found.met
         else:
-            wanted = set(best.push)
+            choice = guarded(readers, best, _capped_all(edges, feed.cap), rates, costs,
+                                 unit=_one_event(feed))
+            wanted, chosen = set(choice.assignment.push), choice.chosen
     switches = [(e, Decision.PULL) for e in sorted(current - wanted, key=repr)] + \
         [(e, Decision.PUSH) for e in sorted(wanted - current, key=repr)]
     todo = switches if steps is None else switches[:steps]
@@ -97,7 +102,13 @@ def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mod
     return AdaptReport(feed.layout.query, pushed, len(todo) - pushed, len(stale),
                        len(switches) - len(todo),
                        len(current) + pushed - (len(todo) - pushed),
-                       store.counter.ops - start, costs.push, costs.pull, met)
+                       store.counter.ops - start, costs.push, costs.pull, met, chosen)
+
+
+def _one_event(feed: Feed) -> float:
+    """The rate one counted event adds (``runtime.rates``: count · ln 2 / half-life):
+    the unit of the guard's Poisson error."""
+    return math.log(2) / feed.rates.reads.half_life
 
 
 def decision_costs(feed: Feed) -> Costs:
