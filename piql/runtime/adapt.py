@@ -83,7 +83,8 @@ def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mod
                 raise ValueError("the latency mode needs a read budget (ops per read)")
             target = latency_target(feed, budget, percentile)
             found = latency_constrained(readers, rates, costs, budget, target, feed.cap,
-                                        start=best, offsets=read_offsets(feed, edges, costs))
+                                        start=best, offsets=read_offsets(feed, edges, costs),
+                                        unit=_one_event(feed))
             wanted, met = set(found.assignment.push), found.met
         else:
             choice = guarded(readers, best, _capped_all(edges, feed.cap), rates, costs,

@@ -219,6 +219,22 @@ def test_the_guard_keeps_the_extreme_when_the_hybrid_saves_less_than_its_error()
     assert guarded(edges, hybrid, edges, rates, costs, margin=0.2).chosen == "push"
 
 
+def test_the_latency_budget_holds_with_confidence_over_rare_readers():
+    """p90, budget 5, H = 1, L = 10, reading a pushed feed 1. a (95 reads) reads its pushed
+    feed: 1. b (5 reads) pulls p (60 writes: MinCost pulls it), 10 per read. By estimate b's
+    reads are 5 % of all, within the 10 % allowed: nothing moves. Counted in events of rate
+    2, b's over-budget weight is 5 + 2·sqrt(5·2) = 11.3 > 10: (p, b) moves to push."""
+    costs = Costs(push=1, pull=10, read_push=1)
+    rates = Rates.of({"p": 60, "q": 0}, {"a": 95, "b": 5})
+    edges = [Edge("q", "a"), Edge("p", "b")]
+    plain = latency_constrained(edges, rates, costs, budget=5, percentile=0.9)
+    assert plain.met and plain.assignment.push == {Edge("q", "a")}
+    sure = latency_constrained(edges, rates, costs, budget=5, percentile=0.9, unit=2)
+    assert sure.met and sure.assignment.push == frozenset(edges)
+    assert not latency_constrained([Edge("p", "b")], rates, costs, budget=0.5,
+                                   percentile=0.9, unit=2).met  # b alone: never within
+
+
 @settings(max_examples=150, deadline=None)
 @given(workloads(), st.floats(0, 1, allow_nan=False), st.floats(0, 0.5, allow_nan=False))
 def test_the_guarded_choice_never_costs_more_than_either_extreme(workload, unit, margin):
