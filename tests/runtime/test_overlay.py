@@ -157,6 +157,30 @@ def test_with_sharing_one_pushed_partial_aggregate_serves_both(new_store):
     assert_answers(db)
 
 
+def test_a_partial_aggregate_feeding_only_push_readers_is_routed(new_store):
+    """All push with sharing: the node's readers are both push, so no one reads its row.
+    It keeps none, and a write adds to the two readers only, as without sharing (EAGr
+    charges the node too: 2 ops more). Switched back to EAGr's choice (node push, readers
+    pull), the node's row is rebuilt from its writers and answers stay right."""
+    db = frequent_readers(new_store)
+    db.adapt_overlay("friendCheckins", mode="push", sharing=True)
+    overlay = db.overlays["friendCheckins"]
+    assert overlay.routed == {("a", 0)} and len(db.rows("friendCheckins_overlay")) == 3
+    before = db.store.counter.ops
+    db.insert("checkins", checkinId=100, userId=4, points=1)
+    shared_write = db.store.counter.ops - before
+    db.adapt_overlay("friendCheckins", mode="push", sharing=False)
+    before = db.store.counter.ops
+    db.insert("checkins", checkinId=101, userId=4, points=1)
+    assert db.store.counter.ops - before == shared_write
+    db.adapt_overlay("friendCheckins", mode="push", sharing=True)
+    db.insert("checkins", checkinId=102, userId=5, points=1)
+    db.adapt_overlay("friendCheckins", sharing=True)
+    assert overlay.push == {("a", 0)} and not overlay.routed
+    assert db.query("friendCheckins", me=1).ops == one_row(db)
+    assert_answers(db)
+
+
 def test_adapt_overlay_refuses_unknown_modes_and_queries():
     db = App(PLAN).deploy(":memory:")
     with pytest.raises(ParameterError, match="unknown overlay mode"):
