@@ -55,7 +55,7 @@ def test_answers_equal_sql_under_random_writes_edges_and_decisions(new_store, se
         for followee in rng.sample(list(USERS), 5):
             db.insert("follows", follower=follower, followee=followee)
     checkins: set[int] = set()
-    shared_seen = 0
+    shared_seen = routed_seen = 0
     for step in range(300):
         roll = rng.random()
         if roll < 0.15:
@@ -84,10 +84,12 @@ def test_answers_equal_sql_under_random_writes_edges_and_decisions(new_store, se
             report = db.adapt_overlay(rng.choice(QUERIES), mode=rng.choice(["eagr", "push", "pull"]),
                                       sharing=rng.random() < 0.7)
             shared_seen = max(shared_seen, report.shared_nodes)
+            routed_seen = max(routed_seen, *(len(o.routed) for o in db.overlays.values()))
         if step % 30 == 29:
             assert_answers(db)
     assert_answers(db)
     assert shared_seen > 0  # answers were checked through partial aggregate nodes
+    assert routed_seen > 0  # and through routed ones (all push with sharing)
 
 
 def test_a_pushed_reader_reads_one_row(new_store):
