@@ -3,8 +3,9 @@
 The decisions themselves are ``planner.push_pull``'s (pure): MinCost per edge (Feeding
 Frenzy Lemma 1 with the measured H and L; a consumer pushes only if its edges' savings
 cover reading its pushed feed, ``min_cost_feeds``; at most ``cap`` push edges per
-producer), or
-its latency-constrained greedy for a per-read budget. This module gathers the edges to
+producer; applied only if it beats the cheaper extreme by more than its rates' sampling
+error, ``guarded``), or its latency-constrained greedy for a per-read budget (which
+weighs each consumer left over budget with its rate's error too). This module gathers the edges to
 decide, turns the measured rates into ``push_pull.Rates`` and applies the switches, each
 edge in a transaction of its own (O(k) operations), at most ``steps`` per call, so reads
 and writes wait for one bounded step at a time; the switches left are found again at
