@@ -174,14 +174,22 @@ def min_cost_feeds(edges: Iterable[Edge], rates: Rates, costs: Costs,
     return assign(every, push, rates, costs)
 
 
+class Candidate(StrEnum):
+    """Which assignment :func:`guarded` applied: MinCost's hybrid or an extreme."""
+
+    HYBRID = "hybrid"
+    PUSH = "push"
+    PULL = "pull"
+
+
 @dataclass(frozen=True)
 class Guarded:
-    """:func:`guarded`'s choice: the assignment to apply, which candidate it is
-    (``"hybrid"``, ``"push"`` or ``"pull"``), the hybrid's estimated saving over the
-    cheaper extreme and that saving's standard error (both per unit time)."""
+    """:func:`guarded`'s choice: the assignment to apply, which candidate it is, the
+    hybrid's estimated saving over the cheaper extreme and that saving's standard error
+    (both per unit time)."""
 
     assignment: Assignment
-    chosen: str
+    chosen: Candidate
     saving: float
     error: float
 
@@ -203,14 +211,14 @@ def guarded(edges: Iterable[Edge], hybrid: Assignment, all_push: Iterable[Edge],
     rates (its variance: Σ coefficient² · var over producers and consumers). With
     ``unit`` 0 only the margin guards."""
     every = list(edges)
-    candidates = {"push": assign(every, all_push, rates, costs),
-                  "pull": assign(every, (), rates, costs)}
+    candidates = {Candidate.PUSH: assign(every, all_push, rates, costs),
+                  Candidate.PULL: assign(every, (), rates, costs)}
     cost = {name: with_feed_reads(a, rates, costs) for name, a in candidates.items()}
     extreme = min(cost, key=lambda name: (cost[name], name))
     saving = cost[extreme] - with_feed_reads(hybrid, rates, costs)
     error = _saving_error(candidates[extreme], hybrid, rates, costs, unit)
     if saving > margin * cost[extreme] and saving > z * error:
-        return Guarded(hybrid, "hybrid", saving, error)
+        return Guarded(hybrid, Candidate.HYBRID, saving, error)
     return Guarded(candidates[extreme], extreme, saving, error)
 
 

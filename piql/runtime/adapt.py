@@ -26,7 +26,7 @@ from enum import StrEnum
 from typing import Any, Callable
 
 from piql.planner.push_pull import (
-    Costs, Decision, Edge, Rates as DecisionRates, guarded, latency_constrained,
+    Candidate, Costs, Decision, Edge, Rates as DecisionRates, guarded, latency_constrained,
     min_cost_feeds,
 )
 from piql.runtime.feeds import CONSUMER, PRODUCER, Feed
@@ -56,7 +56,7 @@ class AdaptReport:
     push_cost: float  # the measured H
     pull_cost: float  # the measured L
     met: bool | None = None  # LATENCY: whether the read budget holds
-    chosen: str | None = None  # MINCOST: "hybrid", or the extreme the guard kept
+    chosen: Candidate | None = None  # MINCOST: the hybrid, or the extreme the guard kept
 
 
 def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mode,
