@@ -279,6 +279,8 @@ class Deployment:
         served = self._served.get(name) or self._serving(name)
         self._open()
         served.check(params)
+        if served.query.pair is not None:  # its view keeps one orientation of each pair
+            params = served.query.pair.in_order(params)
         return self._interpreted(served, params)
 
     def _interpreted(self, served: Served, params: dict[str, Any]) -> Result:
