@@ -405,7 +405,8 @@ def _store_plan(pair: Stores) -> list[str]:
 
 def view_select(db, driver: Driver) -> str:
     """The hand-written SELECT of twoTags on the view table (the physical floor): the view's
-    key range, in the view's order, stop after 5, placeholders in the driver's dialect."""
+    key range, in the view's order, stop after 5, placeholders in the driver's dialect
+    (a symmetric-pair view's caller passes the two tags in order, as ``_systems`` does)."""
     view = db.query_plan("twoTags").physical.accesses[0]
     quote = lambda name: sqlgen.identifier(name, driver.dialect)  # noqa: E731
     keys = " AND ".join(f"{quote(c)} = {driver.param(p)}"
@@ -421,10 +422,13 @@ def _systems(pair: Stores) -> dict[str, Callable[[dict[str, str]], list]]:
     ondemand = sqlgen.block_sql(block, pair.baseline_driver.dialect)
     floor = view_select(pair.db, pair.db_driver)
     db, on_baseline, on_view = pair.db, pair.baseline_driver, pair.db_driver
+    # A view of one orientation per pair is read with its tags in order, by hand too.
+    symmetric = db.query_plan("twoTags").pair
+    order = symmetric.in_order if symmetric is not None else (lambda p: p)
     return {
         pair.names.imv: lambda p: [r[0] for r in db.query("twoTags", **p).rows],
         pair.names.ondemand: lambda p: [r[0] for r in on_baseline.rows(ondemand, p)],
-        pair.names.floor: lambda p: [r[0] for r in on_view.rows(floor, p)],
+        pair.names.floor: lambda p: [r[0] for r in on_view.rows(floor, order(p))],
     }
 
 

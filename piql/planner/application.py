@@ -29,6 +29,7 @@ from piql.planner.params import ParamSpec, param_specs
 from piql.planner.physical import IndexSpec, PhysicalPlan
 from piql.planner.store_layout import store_layout
 from piql.planner.pushdown import plan_pushdown
+from piql.planner.symmetric_pair import SymmetricPair
 from piql.planner.tuple_window import plan_window_then_rest, rest_sql, split_window
 from piql.planner.view_construction import Invariant, Rejection, view_extensions
 from piql.planner.views import TraceSection, ViewDef, WriteEvent
@@ -56,6 +57,8 @@ class QueryPlan:
     trace: tuple[TraceSection, ...] = ()
     params: tuple[ParamSpec, ...] = ()
     adaptive: AdaptivePlan | None = None  # both a pull and a push plan are bounded
+    # Its view keeps one orientation of each pair: a call passes these parameters in order.
+    pair: SymmetricPair | None = None
 
     @property
     def name(self) -> str:
@@ -217,7 +220,7 @@ def incremental_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
         return _beyond_views(query, "no scale-independent view", beyond[0])
     name = names.claim(query.view_name or f"{query.name}_view",
                        holder=f"the view of query {query.name}", owner=query.name)
-    built = build_imv(catalog, query.block, name, (query.name,), names=names)
+    built = build_imv(catalog, query.block, name, (query.name,), names=names, symmetric=True)
     if isinstance(built, Rejection):
         hotspot = built.invariant == Invariant.HOTSPOT
         reason = built.message if built.invariant in (Invariant.HOTSPOT, Invariant.UNSUPPORTED) \
@@ -238,7 +241,7 @@ def incremental_view(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,
            if view.aggregate and not view.key]
     return QueryPlan(query, Level.SI2, built.plan.ops_bound, built.plan, tuple(indexes),
                      tuple(v.name for v in views), sqlgen.block_sql(built.rewritten),
-                     (note, *hot), phase0, views, built.trace)
+                     (note, *hot), phase0, views, built.trace, pair=built.pair)
 
 
 def aggregate_pushdown(catalog: Catalog, query: NamedQuery, phase0: Phase0Result,

@@ -7,7 +7,7 @@ creating views for delta queries that need them, up to ``MAX_DEPTH`` levels.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from piql import sqlgen
 from piql.catalog import Catalog, Column, Table
@@ -16,9 +16,12 @@ from piql.planner.maintenance import DeltaPlan, Maintenance, maintenance_rules
 from piql.planner.naming import Names
 from piql.planner.bounded_plans import plan_query
 from piql.planner.physical import PhysicalPlan
-from piql.planner.storage import bound_storage
+from piql.planner.storage import bound_storage, symmetric_bound
+from piql.planner.symmetric_pair import SymmetricPair, halves_storage, symmetric_pair
 from piql.planner.view_construction import Construction, Invariant, Rejection, construct_view
-from piql.planner.views import TraceSection, ViewColumn, ViewDef, ViewKind, key_may_hold_null
+from piql.planner.views import (
+    TraceSection, ViewColumn, ViewDef, ViewKind, ViewLayout, key_may_hold_null,
+)
 from piql.query_block import Aggregate, QueryBlock, base_attr
 
 MAX_DEPTH = 3
@@ -33,16 +36,30 @@ class ViewPlan:
     rewritten: QueryBlock
     plan: PhysicalPlan
     trace: tuple[TraceSection, ...]
+    pair: SymmetricPair | None = None  # the view keeps one orientation of each pair
 
 
 def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple[str, ...],
-              depth: int = 0, names: Names | None = None) -> ViewPlan | Rejection:
+              depth: int = 0, names: Names | None = None,
+              symmetric: bool = False) -> ViewPlan | Rejection:
     """Phases 1–3 for ``block``; the view is accepted only when every invariant holds.
-    ``names`` gives out the names of the views maintenance needs (and of indexes)."""
+    ``names`` gives out the names of the views maintenance needs (and of indexes).
+    ``symmetric``: the view is read by a query call (which can order its parameters), so
+    a self-join symmetric in its two occurrences keeps one orientation of each pair
+    (``planner.symmetric_pair``)."""
     constructed = construct_view(catalog, block, name)
     if isinstance(constructed, Rejection):
         return constructed
     trace = list(constructed.trace)
+    pair = symmetric_pair(catalog, block) if symmetric else None
+    if pair is not None:
+        constructed = replace(constructed, definition=replace(
+            constructed.definition,
+            predicates=constructed.definition.predicates + (pair.predicate,)))
+        trace.append(TraceSection("layout: symmetric pair", (
+            f"swapping {pair.first.alias} with {pair.second.alias} and <{pair.low}> with "
+            f"<{pair.high}> gives the same query: the view keeps {pair.predicate}, and a "
+            f"call reads <{pair.low}> <= <{pair.high}>",)))
     hotspot = leading_temporal(catalog, block, constructed.columns)
     if hotspot is not None:
         return Rejection(
@@ -64,6 +81,10 @@ def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple
     trace += storage.trace
     if storage.bound is None:
         return Rejection(Invariant.STORAGE, storage.message, storage.hint, tuple(trace))
+    if pair is not None and halves_storage(catalog, block, pair):
+        storage = symmetric_bound(catalog, constructed.definition, pair.first.alias,
+                                  pair.second.alias, storage.bound)
+        trace += storage.trace
     maintenance = maintenance_rules(
         name, constructed.definition, constructed.columns,
         lambda delta, hint: _plan_delta(catalog, delta, hint, for_queries, depth, names))
@@ -82,8 +103,10 @@ def build_imv(catalog: Catalog, block: QueryBlock, name: str, for_queries: tuple
                    f"CREATE VIEW {name} AS {sqlgen.block_sql(constructed.definition)}",
                    storage.bound, maintenance.rules,
                    nullable_key=key_may_hold_null(catalog, ViewKind.IMV, constructed.columns,
-                                                  constructed.definition))
-    return ViewPlan(view, maintenance.nested_views, constructed.rewritten, read.plan, tuple(trace))
+                                                  constructed.definition),
+                   layout=ViewLayout.ORDERED if pair is None else ViewLayout.SYMMETRIC_PAIR)
+    return ViewPlan(view, maintenance.nested_views, constructed.rewritten, read.plan, tuple(trace),
+                    pair)
 
 
 def _plan_delta(catalog: Catalog, delta: QueryBlock, hint: str, for_queries: tuple[str, ...],

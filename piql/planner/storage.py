@@ -203,3 +203,29 @@ def _table(catalog: Catalog, name: str | None) -> Table:
     table = catalog.table(name or "")
     assert table is not None, name
     return table
+
+
+def symmetric_bound(catalog: Catalog, definition: QueryBlock, first: str, second: str,
+                    bound: StorageBound) -> StorageResult:
+    """The bound of a symmetric-pair view (``planner.symmetric_pair``) whose pair column and
+    join hold the table's key. The unordered view (``bound``: ``F`` rows per row of the
+    table) is closed under swapping the two occurrences ``first`` and ``second``; keeping
+    one orientation keeps half of its rows whose two occurrences differ, and every row
+    where both are one row (at most one per row of the table when the two occurrences'
+    keys determine the whole row, the closure below). So ``|view| <= (F + 1) / 2 x
+    |table|``, rounded up."""
+    deps = dependencies(catalog, definition)
+    directed = deps + [Dependency(d.rhs, d.lhs, 1, d.rule) for d in deps if d.rule == "equality"]
+    rels = {r.alias: r for r in definition.relations}
+    start = {Attr(a, c) for a in (first, second)
+             for c in _table(catalog, rels[a].table).primary_key} | {FIXED}
+    target = {Attr(r.alias, c) for r in definition.relations
+              for c in _table(catalog, r.table).column_names}
+    derived, per_pair, steps = _closure(start, directed, target)
+    if not target <= derived or per_pair != 1 or bound.alias not in (first, second):
+        return StorageResult(bound, ())
+    halved = StorageBound(bound.relation, bound.alias, (bound.factor + 2) // 2)
+    return StorageResult(halved, (TraceSection(
+        "symmetric pair: one orientation of each pair", tuple(steps) + (
+            f"a pair's two rows determine its view row; |view| <= ({bound.factor} + 1) / 2 "
+            f"x |{bound.relation}| = {halved.factor} x |{bound.relation}|",)),))

@@ -34,6 +34,15 @@ class WriteEvent(StrEnum):
     UPDATE = "update"
 
 
+class ViewLayout(StrEnum):
+    """How a view keeps its rows: every row of its definition, or (a self-join whose query
+    is symmetric in its two occurrences, ``planner.symmetric_pair``) one orientation of each
+    pair, read with the query's two parameters in order."""
+
+    ORDERED = "ordered"
+    SYMMETRIC_PAIR = "symmetric pair"
+
+
 class RuleAction(StrEnum):
     """What a delta rule does with the rows its delta query produces: insert or delete view
     rows, add or subtract aggregate state, or (a periodic time window's rule on a joined
@@ -128,6 +137,8 @@ class ViewDef:
     a staging view, the one that reads it (whose layout says how its rows are spread).
     ``nullable_key``: some key column may hold NULL (see :func:`key_may_hold_null`), so the
     store cannot cluster the view on its key and keeps a unique index on it instead.
+    ``layout``: :attr:`ViewLayout.SYMMETRIC_PAIR` when the definition keeps one orientation
+    of each pair (its predicate is part of ``definition``, so maintenance needs nothing more).
     """
 
     name: str
@@ -142,6 +153,7 @@ class ViewDef:
     refresh: RefreshPlan | None = None
     nullable_key: bool = False
     maintenance: MaintenanceMode = MaintenanceMode.SYNC  # async: rules run from the queue
+    layout: ViewLayout = ViewLayout.ORDERED
 
     @property
     def key(self) -> tuple[ViewColumn, ...]:
@@ -214,6 +226,7 @@ class ViewDef:
             "storage_bound": None if self.storage is None else {
                 "relation": self.storage.relation or None, "factor": self.storage.factor},
             "rules": [r.to_json() for r in self.rules],
+            "layout": self.layout.value,
         }
         if self.frozen:
             document["frozen_columns"] = [{"table": f.table, "columns": list(f.columns)}

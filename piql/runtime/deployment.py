@@ -44,7 +44,7 @@ from piql.runtime.progress import Progress
 from piql.runtime.refresh import RefreshReport, refresh_view
 from piql.runtime.rows import RowCheck, complete_row, key_of, read_rows
 from piql.runtime.schedule import RefreshSchedule
-from piql.runtime.serving import Result, Served
+from piql.runtime.serving import Result, Served, in_pair_order
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
 from piql.runtime.background import DEFAULT_IDLE, BackgroundMaintainer
 from piql.runtime.update_queue import DRAIN_BATCH, QueueStats, drain
@@ -280,8 +280,12 @@ class Deployment:
         read of a feed or overlay's query, else the query's own ``Served.serve``."""
         served = self._served.get(name) or self._serving(name)
         self._open()
-        call = self.adaptive.reader(served) if self.adaptive.serves(
-            served.query.name) else served.serve
+        if not self.adaptive.serves(served.query.name):
+            call = served.serve
+        elif served.query.pair is None:
+            call = self.adaptive.reader(served)
+        else:  # the same answer, read from one orientation
+            call = in_pair_order(self.adaptive.reader(served), served.query.pair.in_order)
         self._calls[name] = call
         return call
 
@@ -292,6 +296,8 @@ class Deployment:
         served = self._served.get(name) or self._serving(name)
         self._open()
         served.check(params)
+        if served.query.pair is not None:  # its view keeps one orientation of each pair
+            params = served.query.pair.in_order(params)
         return self._interpreted(served, params)
 
     def _interpreted(self, served: Served, params: dict[str, Any]) -> Result:

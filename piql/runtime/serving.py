@@ -141,6 +141,8 @@ class Served:
                               lambda params: interpret(served[0], params))
             if staleness is not None:
                 serve = _aged(serve, staleness)
+        if query.pair is not None:  # its view keeps one orientation of each pair
+            serve = in_pair_order(serve, query.pair.in_order)
         served.append(cls(query, block, tuple(i.name for i in block.select),
                           query.ops_bound or 0, check, statement, serve, staleness))
         return served[0]
@@ -148,6 +150,16 @@ class Served:
     def exceeded(self, ops: int) -> BoundExceeded:
         """Strict mode's error for an execution that measured ``ops`` over the bound."""
         return _exceeded(self.query.name, ops, self.bound)
+
+
+def in_pair_order(serve: Callable[[dict[str, Any]], Result],
+               order: Callable[[dict[str, Any]], dict[str, Any]]
+               ) -> Callable[[dict[str, Any]], Result]:
+    """``serve`` called with the parameters of a symmetric pair in order
+    (``planner.symmetric_pair``)."""
+    def ordered(params: dict[str, Any]) -> Result:
+        return serve(order(params))
+    return ordered
 
 
 def _aged(serve: Callable[[dict[str, Any]], Result],

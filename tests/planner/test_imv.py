@@ -174,7 +174,8 @@ def test_new_tag_rule_is_the_papers(paper_plan):
     rule = next(r for r in view.rules if r.event == "insert" and r.aliases == ("t1",))
     assert rule.sql.endswith(
         "INSERT INTO twoTags_view SELECT <tag> AS t1_tag, t2.tag AS t2_tag, d.timestamp, d.docId "
-        "FROM Tags AS t2, Documents AS d WHERE t2.docId = <docId> AND d.docId = <docId>")
+        "FROM Tags AS t2, Documents AS d WHERE t2.docId = <docId> AND d.docId = <docId> "
+        "AND t2.tag >= <tag>")  # the symmetric-pair layout: one orientation per pair
     assert rule.level == "SI-0"
     assert rule.read_ops == 11 and rule.write_ops == 10
 
@@ -203,7 +204,8 @@ def test_every_rule_of_two_tags_is_bounded(paper_plan):
     by_rule = {(r.event, r.table, r.aliases): r.ops_bound for r in view.rules}
     assert by_rule[("insert", "Documents", ("d",))] == 10 + 100 + 100
     assert all(bound is not None and bound > 0 for bound in by_rule.values())
-    assert (view.storage.relation, view.storage.factor) == ("Tags", 10)
+    # one orientation of each pair: (10 + 1) / 2 rows per tag, rounded up (symmetric pair)
+    assert (view.storage.relation, view.storage.factor) == ("Tags", 6)
 
 
 def test_delta_queries_substitute_the_written_tuple():

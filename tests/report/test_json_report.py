@@ -157,7 +157,8 @@ def test_two_tags_view(document):
     assert [(k["column"], k["source"]) for k in view["key"]] == [
         ("t1_tag", "t1.tag"), ("t2_tag", "t2.tag"), ("timestamp", "d.timestamp"),
         ("docId", "d.docId")]
-    assert view["storage_bound"] == {"relation": "Tags", "factor": 10}
+    assert view["storage_bound"] == {"relation": "Tags", "factor": 6}  # one orientation
+    assert view["layout"] == "symmetric pair"
     assert view["sql"].startswith("CREATE VIEW twoTags_view")
 
 

@@ -294,7 +294,7 @@ def test_views_are_built_from_rows_already_there(database, dialect):
     db.write(f"INSERT INTO {q('Documents', d)} VALUES (1, 10, 'x'), (2, NULL, 'y')")
     db.write(f"INSERT INTO {q('Tags', d)} VALUES (1, 'a', 10), (1, 'b', 11), (2, 'a', NULL)")
     db.apply("-- secondary indexes" + rest)
-    assert db.rows(f"SELECT count(*) FROM {q('twoTags_view', d)}")[0][0] == 5
+    assert db.rows(f"SELECT count(*) FROM {q('twoTags_view', d)}")[0][0] == 4  # (a,a) (a,b) (b,b) of doc 1, (a,a) of doc 2: one orientation per pair
     assert sorted(db.rows(f"SELECT tag, cnt FROM {q('docsPerTag', d)}")) == [("a", 2), ("b", 1)]
     assert_views_right(db, plan)
 
