@@ -21,6 +21,7 @@ from piql.planner.views import ViewKind
 from piql.runtime.errors import ConstraintError, PiqlError
 from piql.runtime.spark_jobs import STAGE_PREFIX
 from tests.engines.test_engines import paper_rows, temporal_app
+from tests.runtime.test_load_files import MULTILINE, MULTILINE_ROWS
 from tests.runtime.test_spark_jobs import maintained
 from tests.runtime.workload import oracle
 
@@ -137,6 +138,29 @@ def test_a_refused_load_names_the_constraint_and_changes_nothing(
         with pytest.raises(PiqlError, match=r"Documents.timestamp is BIGINT; got 'soon'"):
             db.load("Documents", path=bad)
         assert state(db) == before
+
+
+def test_a_multiline_csv_loads_in_spark_and_a_bad_value_names_its_line(
+        postgres_stores, paper, tmp_path):
+    """Quoted fields holding newlines and doubled quotes load through Spark's tasks as on
+    DuckDB; a value a task refuses is named by file, line and field (found again on the
+    driver, as the one-machine reader names it), and nothing changes."""
+    good = tmp_path / "good.csv"
+    good.write_bytes(MULTILINE)
+    with paper.deploy(postgres_stores(), engine="spark", partitions=2) as db:
+        assert db.load("Documents", path=good) == 3
+        assert sorted(db.rows("Documents")) == MULTILINE_ROWS
+        before = state(db)
+        for bad, message in [
+                (b'4,x,d\n', r"bad\.csv:8:2: Documents\.timestamp is BIGINT; got 'x'"),
+                (b'"7\n",late,g\n', r"bad\.csv:9:2: Documents\.timestamp is BIGINT; got 'late'"),
+                (b'8,9,h,i\n', r"bad\.csv:8:1: row has 4 fields, the header has 3")]:
+            path = tmp_path / "bad.csv"
+            path.write_bytes(MULTILINE.replace(b"\n1,", b"\n11,").replace(b"\n2,", b"\n12,")
+                             .replace(b"\n3,", b"\n13,") + bad)
+            with pytest.raises(PiqlError, match=message):
+                db.load("Documents", path=path)
+            assert state(db) == before
 
 
 def test_a_sqlite_store_loads_through_the_driver_and_a_remote_master_is_refused(tmp_path, paper):
