@@ -19,7 +19,7 @@ import piql
 from piql.planner.naming import RUNTIME_TABLES
 from piql.planner.views import ViewKind
 from piql.runtime.errors import ConstraintError, PiqlError
-from piql.runtime.spark_jobs import STAGE_PREFIX
+from piql.runtime.spark_jobs import STAGE_PREFIX, SparkJobs
 from tests.engines.test_engines import paper_rows, temporal_app
 from tests.runtime.test_load_files import MULTILINE, MULTILINE_ROWS
 from tests.runtime.test_spark_jobs import maintained
@@ -169,7 +169,7 @@ def test_a_multiline_csv_loads_in_spark_and_a_bad_value_names_its_line(
 
 
 def test_a_sqlite_store_loads_in_local_executors_and_a_remote_master_is_refused(
-        tmp_path, paper):
+        tmp_path, paper, monkeypatch):
     with paper.deploy(tmp_path / "app.db", engine="spark", spark_master="spark://head:7077") as db:
         docs = csv_file(tmp_path / "d.csv", "Documents", [(1, 2, "x")])
         with pytest.raises(PiqlError, match="SQLite file, which only a local Spark master"):
@@ -180,6 +180,10 @@ def test_a_sqlite_store_loads_in_local_executors_and_a_remote_master_is_refused(
     data = paper_rows(random.Random(9), docs=30)
     documents = csv_file(tmp_path / "documents.csv", "Documents", data["Documents"])
     tags = parquet_dir(tmp_path / "tags", "Tags", data["Tags"])
+    staged = []  # the tables whose rows Spark's tasks staged (a spy: the real call runs)
+    stage = SparkJobs.stage
+    monkeypatch.setattr(SparkJobs, "stage", lambda self, like, *rest: (
+        staged.append(like), stage(self, like, *rest))[1])
     loaded = {}
     for engine in ("duckdb", "spark"):
         with paper.deploy(tmp_path / f"{engine}.db", engine=engine, partitions=2) as db:
@@ -187,6 +191,7 @@ def test_a_sqlite_store_loads_in_local_executors_and_a_remote_master_is_refused(
                 [len(data["Documents"]), len(data["Tags"])]
             loaded[engine] = state(db)
             if engine == "spark":
+                assert staged[:2] == ["Documents", "Tags"]  # the files, by the tasks
                 jobs = db.spark_jobs()
                 assert jobs.last_writes and all(t.pid != os.getpid() for t in jobs.last_writes)
                 with pytest.raises(ConstraintError, match=r"breaks FOREIGN KEY \(docId\)"):
