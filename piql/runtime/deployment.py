@@ -93,7 +93,8 @@ class Deployment:
         self._served: dict[str, Served] = {}  # by the name queries are called with
         self._row_checks: dict[str, RowCheck] = {}  # by the name inserts are called with
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
-                                     plan.writes, strict, self.epoch_windows)
+                                     plan.writes, strict, self.epoch_windows,
+                                     _policy(queue_policy))
         self.adaptive = AdaptiveServing(plan, self.store, self.lock, lambda: self.strict,
                                         self._transaction)
         if self.maintainer.queue is not None:
