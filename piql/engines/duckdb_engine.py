@@ -3,9 +3,20 @@ parallel query (DuckDB parallelizes the per-partition window over its threads).
 
 Tables come in as a stream of Arrow record batches and are copied into DuckDB's own
 (compressed, columnar) tables, and results go out in batches: Python holds
-one batch at a time, never a whole table."""
+one batch at a time, never a whole table.
+
+DuckDB's tables live in a scratch database file of the engine's own, not in memory, and
+DuckDB may use at most :data:`MEMORY_LIMIT` of memory, spilling the rest (of a join, an
+aggregate, a sort) to that file's directory: an in-memory database keeps every table it
+is given in the process, so a check (the base tables, the recomputed and the stored view)
+grew the process's memory with the data. The file goes when the engine is closed (or the
+process ends)."""
 from __future__ import annotations
 
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
 from typing import Any, Iterator
 
 import duckdb
@@ -14,13 +25,20 @@ import pyarrow as pa
 from piql.engines.base import BATCH_ROWS, Engine, TableData
 from piql.sqlgen import identifier
 
+# DuckDB's buffer pool: table blocks beyond it are evicted to the scratch file, and
+# joins, aggregates and sorts beyond it spill beside it.
+MEMORY_LIMIT = "128MB"
+
 
 class DuckDBEngine(Engine):
     name = "duckdb"
     dialect = "duckdb"
 
-    def __init__(self) -> None:
-        self.connection = duckdb.connect()
+    def __init__(self, memory_limit: str = MEMORY_LIMIT) -> None:
+        self.scratch = Path(tempfile.mkdtemp(prefix="piql-duckdb-"))
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self.scratch, True)
+        self.connection = duckdb.connect(str(self.scratch / "engine.duckdb"), config={
+            "memory_limit": memory_limit, "temp_directory": str(self.scratch / "spill")})
 
     def register(self, data: TableData) -> None:
         # batch by batch on the caller's thread (a stream handed to DuckDB would be read
@@ -54,3 +72,4 @@ class DuckDBEngine(Engine):
 
     def close(self) -> None:
         self.connection.close()
+        self._cleanup()

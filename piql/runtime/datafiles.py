@@ -35,10 +35,11 @@ GLOB_CHARACTERS = frozenset("*?[")
 def read_file(table: Table, path: str | Path) -> Iterator[dict[str, Any]]:
     """The rows of the CSV or Parquet file(s) at ``path`` for ``table`` (a ``.parquet``
     suffix means Parquet), file after file."""
-    return _chained(table, data_files(path))
+    return read_files(table, data_files(path))
 
 
-def _chained(table: Table, found: list[Path]) -> Iterator[dict[str, Any]]:
+def read_files(table: Table, found: list[Path]) -> Iterator[dict[str, Any]]:
+    """The rows of the files ``found`` (as :func:`data_files` lists them), file after file."""
     for file in found:
         yield from (_parquet_rows if is_parquet(file) else _csv_rows)(table, file)
 
@@ -85,8 +86,10 @@ def _csv_rows(table: Table, path: Path) -> Iterator[dict[str, Any]]:
             if header is None:
                 return
             columns = csv_header(table, header, name)
+            last = reader.line_num  # the file's lines read so far
             for record in reader:
-                line = reader.line_num
+                # a quoted field may hold newlines: a record spans lines first..last
+                line, last = last + 1, reader.line_num
                 if not record:
                     continue  # a blank line
                 if any("\x00" in field for field in record):
@@ -96,8 +99,7 @@ def _csv_rows(table: Table, path: Path) -> Iterator[dict[str, Any]]:
                     raise DataFileError(
                         f"row has {len(record)} fields, the header has {len(header)}",
                         Location(name, line, 1))
-                yield {column: typed(table, column, text, Location(name, line, position + 1))
-                       for position, (column, text) in enumerate(zip(columns, record))}
+                yield dict(_typed_record(table, columns, record, name, line))
     except UnicodeDecodeError:
         line, column, byte = _first_non_utf8(path)
         raise DataFileError(f"not UTF-8 text (byte 0x{byte:02x}); save the file as UTF-8",
@@ -107,6 +109,15 @@ def _csv_rows(table: Table, path: Path) -> Iterator[dict[str, Any]]:
                             Location(name, reader.line_num or 1, 1)) from None
     except OSError as err:
         raise DataFileError(f"{name}: cannot be read: {err.strerror or err}") from None
+
+
+def _typed_record(table: Table, columns: list[str], record: list[str], name: str,
+                  line: int) -> Iterator[tuple[str, Any]]:
+    """A record's values typed, an error naming the line its field starts on (the record's
+    first line, plus the newlines of the quoted fields before it)."""
+    for position, (column, text) in enumerate(zip(columns, record)):
+        yield column, typed(table, column, text, Location(name, line, position + 1))
+        line += text.count("\n")
 
 
 def _first_non_utf8(path: Path) -> tuple[int, int, int]:

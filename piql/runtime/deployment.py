@@ -494,12 +494,10 @@ class Deployment:
         return counts
 
     def _spark_loads(self) -> bool:
-        """Whether files load through Spark's executors: engine spark on a store every
-        executor reaches (PostgreSQL; a SQLite file loads through the driver)."""
-        if self.engine_name != "spark":
-            return False
-        tables = self.store.tables()
-        return tables is not None and not tables.local_only
+        """Whether files load through Spark's executors: engine spark on a store they open
+        themselves (PostgreSQL; a SQLite file with a local master, any other being refused
+        when Spark starts; an in-memory SQLite store loads through the driver)."""
+        return self.engine_name == "spark" and self.store.tables() is not None
 
     def _load_in_spark(self, pairs: list[tuple[Table, str | Path]]) -> list[int]:
         """``load_many`` of files, read, checked and written by Spark's tasks

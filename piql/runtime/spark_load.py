@@ -33,7 +33,7 @@ from piql.catalog import Table
 from piql.errors import Location, PiqlError
 from piql.planner.views import ViewDef, ViewKind
 from piql.runtime import bulk_load
-from piql.runtime.datafiles import csv_header, data_files, is_parquet, typed
+from piql.runtime.datafiles import csv_header, data_files, is_parquet, read_files, typed
 from piql.runtime.engine_bridge import tables_read
 from piql.runtime.epochs import EpochWindow
 from piql.runtime.errors import ConstraintError, DataFileError, StoreRefused
@@ -136,8 +136,11 @@ def _staged(jobs: SparkJobs, table: Table, path: str | Path) -> tuple[str, int]:
             frame = reader.parquet(*files)
             names = _parquet_columns(table, frame.columns, files[0])
         else:
+            # RFC 4180 as Python's reader: quotes doubled inside a quoted field, which may
+            # hold newlines (multiLine: Spark then reads each file in one task)
             frame = reader.options(header=True, mode="FAILFAST", inferSchema=False,
-                                   encoding="UTF-8").csv(files)
+                                   encoding="UTF-8", multiLine=True, quote='"',
+                                   escape='"').csv(files)
             names = csv_header(table, frame.columns, files[0])
     except PiqlError:
         raise
@@ -149,14 +152,31 @@ def _staged(jobs: SparkJobs, table: Table, path: str | Path) -> tuple[str, int]:
     try:
         stage, done = jobs.stage(table.name, table.column_names, frame.rdd, task)
     except Exception as err:  # a file Spark could not parse (FAILFAST), after planning
-        raise DataFileError(f"{path}: not a readable {'Parquet' if parquet else 'CSV'} "
-                            f"file: {_first_line(err)}") from None
+        raise _located(DataFileError(
+            f"{path}: not a readable {'Parquet' if parquet else 'CSV'} file: "
+            f"{_first_line(err)}"), table, files, parquet) from None
     refused = [error for _, error in done if error is not None]
     if refused:
         jobs.tables.drop(stage)
-        raise refused[0]
+        raise _located(refused[0], table, files, parquet)
     jobs.last_writes = [report for report, _ in done]
     return stage, sum(report.rows for report, _ in done)
+
+
+def _located(error: PiqlError, table: Table, files: list[str], parquet: bool) -> PiqlError:
+    """A task's error in a CSV file, with the line and field it is on. A task knows no line
+    numbers (Spark splits the files between tasks and counts no lines), so the driver reads
+    the local file(s) again as the one-machine reader does, a row at a time, up to the
+    first value it refuses: the error of that value (with the same message as a load on
+    DuckDB), or ``error`` as it is when the files are not local or that reader takes them."""
+    if parquet or not isinstance(error, DataFileError) or any("://" in f for f in files):
+        return error
+    try:
+        for _ in read_files(table, [Path(f) for f in files]):
+            pass
+    except DataFileError as located:
+        return located
+    return error
 
 
 def _files(path: str | Path) -> tuple[list[str], bool]:

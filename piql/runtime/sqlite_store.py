@@ -550,6 +550,27 @@ class SQLiteStore:
             tables.drop(staged)
         return count
 
+    def append_from(self, table: str, staged: str) -> int:
+        """Insert every row tasks wrote into the staging file ``staged`` into ``table``, in
+        this transaction, past the triggers (a bulk load, which rebuilds the views
+        set-oriented), copied batch by batch through a TEMP table; the file stays (the
+        caller drops it after the transaction). How many rows."""
+        scratch = f"_piql_append_{staged}"
+        columns = self.shapes[table].columns
+        rows = [0]
+
+        def counted() -> Iterator[tuple]:
+            for batch in SQLiteTables(self.path).staged_rows(staged, columns):
+                rows[0] += len(batch)
+                yield from batch
+
+        self.stage(scratch, table, counted())
+        try:
+            self.insert_staged(scratch, table)
+        finally:
+            self.drop_staged(scratch)
+        return rows[0]
+
     def reader(self) -> Reader | None:
         """A reader with a read-only connection of its own per call, for an engine's tasks
         (None for an in-memory store, which no other connection can open). It is a closure
@@ -613,8 +634,10 @@ class SQLiteTables:
     def read(self, table: str, columns: Sequence[str], key: Sequence[str], part: int,
              parts: int, batch_rows: int, snapshot: str | None = None) -> Iterator[list[tuple]]:
         """The rows whose ``key`` hashes to ``part`` of ``parts`` (a CRC of the key's values),
-        ``batch_rows`` at a time; ``snapshot`` is ignored (each task reads the latest commit)."""
-        connection = self._open(self.path, read_only=True)
+        ``batch_rows`` at a time; ``snapshot`` is ignored (each task reads the latest commit).
+        A staging table is read from its own file."""
+        stage = self.stage_file(table)
+        connection = self._open(stage if os.path.exists(stage) else self.path, read_only=True)
         try:
             connection.execute(CASE_SENSITIVE_LIKE)
             connection.create_function("piql_part", -1, _part_of(parts), deterministic=True)

@@ -106,3 +106,33 @@ def test_a_csv_with_a_byte_order_mark_and_blank_lines_loads(tmp_path):
     db = APP.deploy()
     assert db.load("Documents", path=path) == 2
     assert sorted(db.rows("Documents")) == [(1, 5, "x"), (2, 6, None)]
+
+
+# quoted fields holding newlines (and a doubled quote): rows 1 and 2 span lines 2-4 and 5-6
+MULTILINE = b'docId,timestamp,text\n1,5,"two\nlines, ""quoted""\nthree"\n2,6,"a\r\nb"\n3,7,c\n'
+MULTILINE_ROWS = [(1, 5, 'two\nlines, "quoted"\nthree'), (2, 6, "a\r\nb"), (3, 7, "c")]
+
+
+def test_a_csv_with_quoted_newlines_loads(tmp_path):
+    path = tmp_path / "multi.csv"
+    path.write_bytes(MULTILINE)
+    db = APP.deploy(engine="duckdb")
+    assert db.load("Documents", path=path) == 3
+    assert sorted(db.rows("Documents")) == MULTILINE_ROWS
+    assert db.check().consistent
+
+
+@pytest.mark.parametrize("bad, where", [
+    # a bad value after a multi-line record: the lines it spans are counted
+    (b'4,x,d\n', "multi.csv:8:2"),
+    # a bad value in the record after a field's newlines: the line the field starts on
+    (b'"5\n",8,"e\nf",x\n', "multi.csv:8:1"),
+    (b'"7\n",late,g\n', "multi.csv:9:2"),
+])
+def test_errors_after_quoted_newlines_name_the_right_line(tmp_path, bad, where):
+    path = tmp_path / "multi.csv"
+    path.write_bytes(MULTILINE + bad)
+    db = APP.deploy(engine="duckdb")
+    with pytest.raises(DataFileError, match=where.replace(".", r"\.")):
+        db.load("Documents", path=path)
+    assert db.rows("Documents") == []
