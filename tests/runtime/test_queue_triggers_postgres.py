@@ -139,3 +139,11 @@ def test_a_process_whose_policy_the_trigger_cannot_follow_queues_itself(url, pol
     assert db.query("followerCount", userId=2).rows == ((1,),)
     assert db.query("followerCount", userId=1).rows == ((1,),)
     assert all(v.consistent for v in db.check().views)
+
+
+def test_a_bulk_load_queues_nothing_and_rebuilds(db):
+    db.insert("follows", follower=1, followee=2, since=5)  # queued by the trigger
+    db.load("follows", [{"follower": 2, "followee": 2, "since": 1}])
+    assert queued(db) == []  # the rebuild already counts the queued follow
+    assert db.query("followerCount", userId=2).rows == ((2,),)
+    assert db.drain() == 0 and all(v.consistent for v in db.check().views)
