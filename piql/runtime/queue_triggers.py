@@ -24,6 +24,9 @@ the front under LINECUTTING); a queued entry with a new row is an update whose d
 half (piql's write path) queued it whole, and the insert half changes nothing. The
 append queue (no coalescing) keeps piql's own enqueue: the trigger is made only for lossy queues and the tables read as of
 the queue (whose entries coalesce by key under any policy).
+
+On PostgreSQL the trigger is the database's own (PL/pgSQL, :func:`postgres_trigger`), so
+any client's plain INSERT queues; it asks nothing of the process (see below).
 """
 from __future__ import annotations
 

@@ -166,9 +166,9 @@ class Maintainer:
             for (table, event), p in self.programs.items() if p.at_once}
 
     def _queue_triggers(self) -> frozenset[str]:
-        """On a store whose triggers can queue (SQLite), the enqueue trigger of every table
-        whose inserts asynchronous views' rules read: such an insert is then one statement
-        (``runtime.queue_triggers``). The tables, by name."""
+        """On a store whose triggers can queue (SQLite, PostgreSQL), the enqueue trigger of
+        every table whose inserts asynchronous views' rules read: such an insert is then one
+        statement (``runtime.queue_triggers``). The tables, by name."""
         add = getattr(self.store, "queue_triggers", None)
         if self.queue is None or add is None:
             return frozenset()
