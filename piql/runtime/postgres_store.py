@@ -365,10 +365,14 @@ class PostgresStore:
                        statements: Sequence[str]) -> None:
         """Create the update queue's enqueue triggers (``runtime.queue_triggers``; part of
         the database, as the plan's), unless it runs these already (their hash, in the
-        metadata). ``functions``: none here, the triggers ask nothing of the process."""
+        metadata). ``functions``: none here, the triggers ask nothing of the process.
+        Statements that only drop are skipped on a store never given one."""
         assert not functions
         found = hashlib.sha256("\n".join(statements).encode()).hexdigest()
-        if self.get_meta(QUEUE_TRIGGERS) != found:
+        made = self.get_meta(QUEUE_TRIGGERS)
+        if made is None and not any(s.startswith("CREATE") for s in statements):
+            return
+        if made != found:
             with self.transaction():
                 if self.get_meta(QUEUE_TRIGGERS) != found:  # another process may have
                     for statement in statements:

@@ -149,3 +149,13 @@ def postgres_trigger(table: Table) -> list[str]:
         f"DROP TRIGGER IF EXISTS {trigger} ON {target}",
         f"CREATE TRIGGER {trigger} AFTER INSERT ON {target} FOR EACH ROW EXECUTE FUNCTION "
         f"{function}()"]
+
+
+def postgres_drop(table: Table) -> list[str]:
+    """Drop ``table``'s enqueue trigger and its function, if made (for an earlier plan)."""
+    def pg(name: str) -> str:
+        return sqlgen.identifier(name, "postgres")
+
+    name = pg(enqueue_function(table.name))
+    return [f"DROP TRIGGER IF EXISTS {name} ON {pg(table.name)}",
+            f"DROP FUNCTION IF EXISTS {name}()"]

@@ -170,10 +170,10 @@ class Maintainer:
         every table whose inserts asynchronous views' rules read: such an insert is then one
         statement (``runtime.queue_triggers``). The tables, by name."""
         add = getattr(self.store, "queue_triggers", None)
+        if add is not None and self.store.dialect == "postgres":
+            return self._postgres_queue_triggers(add)
         if self.queue is None or add is None:
             return frozenset()
-        if self.store.dialect == "postgres":
-            return self._postgres_queue_triggers(add)
         tables = [t for t in self._async_insert_tables() if self.queue.policy.lossy
                   or t.name.lower() in self.queue.as_of]
         add(queue_triggers.functions(self.queue), [queue_triggers.sqlite_trigger(t)
@@ -193,10 +193,16 @@ class Maintainer:
         this process's policy, so any client's insert queues. They queue IN-PLACE entries
         with the server's clock: a process under LINECUTTING (the slow-updater test is
         its own statistics) or APPEND (no coalescing) queues itself, and its transactions
-        tell the triggers so (``PostgresStore.own_enqueue``)."""
-        assert self.queue is not None
-        tables = [t for t in self._async_insert_tables() if queue_triggers.postgres_ready(t)]
-        add({}, [s for t in tables for s in queue_triggers.postgres_trigger(t)])
+        tell the triggers so (``PostgresStore.own_enqueue``). Other tables' triggers, made
+        for an earlier plan, are dropped."""
+        tables = [] if self.queue is None else [
+            t for t in self._async_insert_tables() if queue_triggers.postgres_ready(t)]
+        made = {t.name for t in tables}
+        add({}, [s for t in tables for s in queue_triggers.postgres_trigger(t)]
+            + [s for t in self.catalog.tables if t.name not in made
+               for s in queue_triggers.postgres_drop(t)])
+        if self.queue is None:
+            return frozenset()
         policy = self.queue.policy
         if policy is QueuePolicy.LINECUTTING or not policy.lossy:
             self.store.own_enqueue = True
