@@ -44,6 +44,7 @@ views and time-window marks are kept by the runtime, through this protocol.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import threading
 from contextlib import contextmanager
@@ -62,6 +63,7 @@ from piql.planner.physical import KeyExpression, KeyPart
 from piql.planner.compile_exprs import ascii_case
 from piql.planner.store_layout import index_path
 from piql.runtime import exact_sums
+from piql.runtime.queue_triggers import ENQUEUE, enqueue_function
 from piql.runtime.errors import (
     DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
 )
@@ -82,6 +84,7 @@ except ImportError as missing:  # pragma: no cover - the extra is part of the de
 
 META, DIRTY = RUNTIME_TABLES  # piql's metadata, and the epochs marked for refresh
 VERSION = VERSION_SEQUENCE  # a sequence each write transaction bumps
+QUEUE_TRIGGERS = "queue_triggers"  # the metadata: the hash of the enqueue triggers made
 MIN_SERVER = 150000  # NULLS NOT DISTINCT
 # The advisory lock piql's write transactions take: a pair of int4, piql's key and the
 # hash of the schema (advisory locks are per database already)
@@ -162,6 +165,9 @@ class PostgresStore:
         self.shapes: dict[str, TableShape] = {}
         self.maintained_rules: frozenset[str] = frozenset()  # set by runtime.install
         self.checked_tables: frozenset[str] = frozenset()  # set by runtime.install
+        # this process queues its inserts itself, not the enqueue triggers (its policy is
+        # one they cannot follow: ``runtime.queue_triggers``); set by runtime.writes
+        self.own_enqueue = False
         self._local = threading.local()
         # each serving thread's reader connection (_reader), closed with the store
         self._readers: list[tuple[threading.Thread, psycopg.Connection]] = []
@@ -351,8 +357,27 @@ class PostgresStore:
                 self._run(f"DROP TABLE IF EXISTS {_quote(table)} CASCADE", prepare=False)
                 self.shapes.pop(table, None)
             self._run(f"DROP SEQUENCE IF EXISTS {_quote(VERSION)}", prepare=False)
-            self._drop_functions([function_name(t) for t in tables] + list(HELPER_FUNCTIONS))
+            self._drop_functions([function_name(t) for t in tables] + list(HELPER_FUNCTIONS)
+                                + [enqueue_function(t) for t in tables])
         return True
+
+    def queue_triggers(self, functions: Mapping[str, tuple[int, Callable[..., Any]]],
+                       statements: Sequence[str]) -> None:
+        """Create the update queue's enqueue triggers (``runtime.queue_triggers``; part of
+        the database, as the plan's), unless it runs these already (their hash, in the
+        metadata). ``functions``: none here, the triggers ask nothing of the process.
+        Statements that only drop are skipped on a store never given one."""
+        assert not functions
+        found = hashlib.sha256("\n".join(statements).encode()).hexdigest()
+        made = self.get_meta(QUEUE_TRIGGERS)
+        if made is None and not any(s.startswith("CREATE") for s in statements):
+            return
+        if made != found:
+            with self.transaction():
+                if self.get_meta(QUEUE_TRIGGERS) != found:  # another process may have
+                    for statement in statements:
+                        self._run(statement, prepare=False)
+                    self.set_meta(QUEUE_TRIGGERS, found)
 
     def _drop_functions(self, names: Sequence[str]) -> None:
         """Drop the functions piql created in this schema (its tables' trigger functions,
@@ -388,6 +413,8 @@ class PostgresStore:
             yield
             return
         lock = self._lock_key()
+        if self.own_enqueue:  # in the same round trip
+            lock += f"; SET LOCAL {ENQUEUE} = 'piql'"
         if tables_first:
             lock = (f"SET LOCAL lock_timeout = {literal(wait, 'postgres')}; LOCK TABLE "
                     + ", ".join(_quote(t) for t in tables_first)

@@ -24,6 +24,9 @@ the front under LINECUTTING); a queued entry with a new row is an update whose d
 half (piql's write path) queued it whole, and the insert half changes nothing. The
 append queue (no coalescing) keeps piql's own enqueue: the trigger is made only for lossy queues and the tables read as of
 the queue (whose entries coalesce by key under any policy).
+
+On PostgreSQL the trigger is the database's own (PL/pgSQL, :func:`postgres_trigger`), so
+any client's plain INSERT queues; it asks nothing of the process (see below).
 """
 from __future__ import annotations
 
@@ -31,7 +34,8 @@ from typing import Any, Callable
 
 from piql import sqlgen
 from piql.catalog import Table
-from piql.planner.trigger_rules import PREFIX
+from piql.sql_types import TypeFamily, family
+from piql.planner.trigger_rules import BULK, PREFIX
 from piql.runtime.update_queue import KEY as UPDATE_KEY
 from piql.runtime.update_queue import COLUMNS, QUEUE_TABLE, StoreQueue, _encode, key_text
 
@@ -82,3 +86,76 @@ def functions(queue: StoreQueue) -> dict[str, tuple[int, Callable[..., Any]]]:
     """The connection functions the triggers call (name -> argument count, function)."""
     return {CUT: (2, queue.cut), KEY: (-1, lambda *values: key_text(list(values))),
             ROW: (-1, lambda *values: _encode(values))}
+
+
+# -- PostgreSQL ------------------------------------------------------------------------
+# The trigger is part of the database, so a plain INSERT from any client queues. It asks
+# nothing of the writing process: the time is the server's clock (clock_timestamp, in ns
+# of whole microseconds: two inserts in one microsecond tie, served by key), and the place
+# is IN-PLACE's (LINECUTTING's slow-updater test needs a process's rate statistics). A
+# piql process that enqueues itself (APPEND, LINECUTTING) says so in its transactions
+# (``ENQUEUE``), and the trigger leaves its inserts to it.
+ENQUEUE = "piql.enqueue"  # a transaction-local setting: 'piql', the process queues itself
+_PLAIN = (TypeFamily.INTEGER, TypeFamily.BOOLEAN, TypeFamily.TEXT)
+
+
+def enqueue_function(table: str) -> str:
+    """The name of ``table``'s enqueue trigger function on PostgreSQL."""
+    return f"{PREFIX}{table}_enqueue"
+
+
+def postgres_ready(table: Table) -> bool:
+    """Can the server encode ``table``'s rows as piql does? Integers (booleans are kept as
+    0/1) and text only: JSON of a double or a numeric is not Python's text of it."""
+    return all(family(c.type) in _PLAIN for c in table.columns)
+
+
+def postgres_trigger(table: Table) -> list[str]:
+    """The AFTER INSERT trigger of ``table`` queueing its inserted rows (and its
+    function), as statements."""
+    def pg(name: str) -> str:
+        return sqlgen.identifier(name, "postgres")
+
+    def array(columns: tuple[str, ...] | list[str]) -> str:
+        # piql's JSON text exactly: no spaces (json_build_array writes ", "), SQL NULL
+        # as null; to_json escapes a string as Python's json.dumps(ensure_ascii=False)
+        items = ", ".join(f"coalesce(to_json(NEW.{pg(c)})::text, 'null')" for c in columns)
+        return f"'[' || concat_ws(',', {items}) || ']'"
+
+    function, queue = pg(enqueue_function(table.name)), pg(QUEUE_TABLE)
+    columns = ", ".join(pg(c) for c in COLUMNS)
+    after, last, updates = pg("after_row"), pg("last_enqueued"), pg("updates")
+    body = "\n".join([
+        "DECLARE stamp bigint;",
+        "BEGIN",
+        f"  IF current_setting('{ENQUEUE}', true) = 'piql'",
+        f"     OR current_setting('{BULK}', true) = 'on' THEN",
+        "    RETURN NULL;  -- the process queues itself; a bulk load rebuilds the views",
+        "  END IF;",
+        "  stamp := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000;",
+        f"  INSERT INTO {queue} AS q ({columns}) VALUES (",
+        f"    {sqlgen.literal(table.name, 'postgres')}, {array(table.primary_key)}, stamp, "
+        f"stamp, stamp, NULL, {array(table.column_names)}, 1)",
+        f"  ON CONFLICT ({', '.join(pg(c) for c in UPDATE_KEY)}) DO UPDATE SET "
+        f"{after} = EXCLUDED.{after}, {last} = EXCLUDED.{last}, {updates} = q.{updates} + 1",
+        # a queued entry with a new row is an update whose delete half queued it whole
+        f"  WHERE q.{after} IS NULL;",
+        "  RETURN NULL;",
+        "END"])
+    trigger, target = pg(enqueue_function(table.name)), pg(table.name)
+    return [
+        f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS "
+        f"$piql$\n{body} $piql$",
+        f"DROP TRIGGER IF EXISTS {trigger} ON {target}",
+        f"CREATE TRIGGER {trigger} AFTER INSERT ON {target} FOR EACH ROW EXECUTE FUNCTION "
+        f"{function}()"]
+
+
+def postgres_drop(table: Table) -> list[str]:
+    """Drop ``table``'s enqueue trigger and its function, if made (for an earlier plan)."""
+    def pg(name: str) -> str:
+        return sqlgen.identifier(name, "postgres")
+
+    name = pg(enqueue_function(table.name))
+    return [f"DROP TRIGGER IF EXISTS {name} ON {pg(table.name)}",
+            f"DROP FUNCTION IF EXISTS {name}()"]

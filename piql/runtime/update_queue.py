@@ -28,7 +28,8 @@ without reading the queue's tail.
 
 On SQLite an insert is queued by the store's own trigger instead (``runtime.queue_triggers``),
 which writes the same entries, asking this process for the time and LINECUTTING place
-(:meth:`StoreQueue.cut`).
+(:meth:`StoreQueue.cut`); on PostgreSQL by the database's trigger, with the server's
+clock and the IN-PLACE place (a LINECUTTING or APPEND process queues itself).
 
 :func:`drain` claims entries in the policy's order and applies them, a batch per
 transaction together with the entries' removal, so a crash mid-batch loses nothing and

@@ -166,19 +166,47 @@ class Maintainer:
             for (table, event), p in self.programs.items() if p.at_once}
 
     def _queue_triggers(self) -> frozenset[str]:
-        """On a store whose triggers can queue (SQLite), the enqueue trigger of every table
-        whose inserts asynchronous views' rules read: such an insert is then one statement
-        (``runtime.queue_triggers``). The tables, by name."""
+        """On a store whose triggers can queue (SQLite, PostgreSQL), the enqueue trigger of
+        every table whose inserts asynchronous views' rules read: such an insert is then one
+        statement (``runtime.queue_triggers``). The tables, by name."""
         add = getattr(self.store, "queue_triggers", None)
+        if add is not None and self.store.dialect == "postgres":
+            return self._postgres_queue_triggers(add)
         if self.queue is None or add is None:
             return frozenset()
-        tables = [t for t in self.catalog.tables if any(
-            view.maintenance is MaintenanceMode.ASYNC and rule.event == WriteEvent.INSERT
-            and rule.table.lower() == t.name.lower() for view in self.views
-            for rule in view.rules) and (self.queue.policy.lossy
-                                         or t.name.lower() in self.queue.as_of)]
+        tables = [t for t in self._async_insert_tables() if self.queue.policy.lossy
+                  or t.name.lower() in self.queue.as_of]
         add(queue_triggers.functions(self.queue), [queue_triggers.sqlite_trigger(t)
                                                    for t in tables])
+        return frozenset(t.name for t in tables)
+
+    def _async_insert_tables(self) -> list[Table]:
+        """The tables whose inserts asynchronous views' rules read."""
+        return [t for t in self.catalog.tables if any(
+            view.maintenance is MaintenanceMode.ASYNC and rule.event == WriteEvent.INSERT
+            and rule.table.lower() == t.name.lower() for view in self.views
+            for rule in view.rules)]
+
+    def _postgres_queue_triggers(self, add: Callable[..., None]) -> frozenset[str]:
+        """On PostgreSQL the triggers are the database's, made for every such table whose
+        rows the server encodes as piql does (``queue_triggers.postgres_ready``), whatever
+        this process's policy, so any client's insert queues. They queue IN-PLACE entries
+        with the server's clock: a process under LINECUTTING (the slow-updater test is
+        its own statistics) or APPEND (no coalescing) queues itself, and its transactions
+        tell the triggers so (``PostgresStore.own_enqueue``). Other tables' triggers, made
+        for an earlier plan, are dropped."""
+        tables = [] if self.queue is None else [
+            t for t in self._async_insert_tables() if queue_triggers.postgres_ready(t)]
+        made = {t.name for t in tables}
+        add({}, [s for t in tables for s in queue_triggers.postgres_trigger(t)]
+            + [s for t in self.catalog.tables if t.name not in made
+               for s in queue_triggers.postgres_drop(t)])
+        if self.queue is None:
+            return frozenset()
+        policy = self.queue.policy
+        if policy is QueuePolicy.LINECUTTING or not policy.lossy:
+            self.store.own_enqueue = True
+            return frozenset()
         return frozenset(t.name for t in tables)
 
     # -- the two primitive writes ---------------------------------------------

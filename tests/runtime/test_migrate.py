@@ -242,6 +242,8 @@ def test_a_view_made_asynchronous_keeps_its_rows_and_back_needs_the_queue_draine
     db.insert("bookmarks", userId=9, url="a.org", title="t", savedAt=10)
     assert list(db.query("saveCount", url="a.org").rows) == base(
         db, "SELECT COUNT(*) FROM bookmarks WHERE url = 'a.org'")
+    # nothing queues it any more (on PostgreSQL: the enqueue trigger went with the plan)
+    assert base(db, 'SELECT COUNT(*) FROM "_piql_update_queue"') == [(0,)]
     db.close()
 
 

@@ -279,7 +279,9 @@ def test_a_bulk_load_rebuilds_the_view_and_drops_its_queued_changes(db):
 
 
 def test_staleness_stats_and_linecutting_on_postgresql(postgres_stores):
-    with Deployment(social(*ASYNC), postgres_stores()) as pg:
+    # a LINECUTTING process queues its inserts itself, with its clock and statistics (the
+    # server's trigger queues other processes' in place: runtime.queue_triggers)
+    with Deployment(social(*ASYNC), postgres_stores(), queue_policy="linecutting") as pg:
         queue = pg.maintainer.queue
         queue.clock = itertools.count(10**6, 10**6).__next__  # 1 ms a reading
         queue.cost_ns, queue.rates = 1, (lambda key, now: 0.1 if key[1] == "[1,1]" else 1.0)

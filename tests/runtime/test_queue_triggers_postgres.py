@@ -1,0 +1,149 @@
+"""The enqueue made by PostgreSQL's trigger (``runtime.queue_triggers``): an insert reaching
+asynchronous views is one statement from piql; the trigger is the database's, so a plain
+INSERT from any client's connection queues too; a refused insert queues nothing; the
+entries are those piql's own enqueue writes, and after a drain every view is right."""
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from piql.planner.update_queues import QueuePolicy, RowChange
+from piql.runtime.deployment import Deployment
+from piql.runtime.errors import ConstraintError
+from piql.runtime.update_queue import QUEUE_TABLE
+from tests.planner.test_async_views import social
+from tests.runtime.test_queue_triggers import ASYNC, queued, tags
+
+
+def deploy(url: str, policy: str = "in-place") -> Deployment:
+    db = Deployment(social(*ASYNC), url, queue_policy=policy)
+    for user in (1, 2):
+        db.insert("users", userId=user, name=f"u{user}", email=f"{user}@x", createdAt=0)
+    for post in (1, 2):
+        db.insert("posts", postId=post, author=1, createdAt=post, body=f"p{post}")
+    db.drain()
+    return db
+
+
+@pytest.fixture
+def url(postgres_stores) -> str:
+    return postgres_stores()
+
+
+@pytest.fixture
+def db(url):
+    return deploy(url)
+
+
+def test_an_async_insert_is_one_statement_of_the_store(db):
+    tables = {t.name: t for t in db.plan.catalog.tables}
+    assert db.maintainer.at_once(tables["post_tags"]) and db.maintainer.at_once(tables["follows"])
+    writes = db.store.counter.writes
+    db.insert("post_tags", postId=1, tag="a")
+    db.insert("post_tags", postId=1, tag="b")
+    assert db.store.counter.writes == writes + 2  # a statement each, queued by the server
+    assert queued(db) == [("post_tags", '[1,"a"]', RowChange(None, (1, "a")), 1),
+                          ("post_tags", '[1,"b"]', RowChange(None, (1, "b")), 1)]
+    # the server's clock; the place IN-PLACE's under every policy (no slow-updater test)
+    assert all(e.cut == e.first_enqueued == e.last_enqueued > 0
+               for e in db.maintainer.queue.head(99))
+    assert list(tags(db, "a", "b")) == []  # the view lags until the queue is drained
+    assert db.drain() == 2
+    assert [r[0] for r in tags(db, "a", "b")] == [1] and queued(db) == []
+    assert all(v.consistent for v in db.check().views)
+
+
+def test_a_refused_insert_queues_nothing(db):
+    for number in range(10):
+        db.insert("post_tags", postId=1, tag=f"t{number}")
+    db.insert("follows", follower=1, followee=2, since=5)
+    before = queued(db)
+    with pytest.raises(ConstraintError, match="CARDINALITY"):
+        db.insert("post_tags", postId=1, tag="t10")  # an 11th tag of post 1
+    with pytest.raises(ConstraintError, match="already has a row"):
+        db.insert("post_tags", postId=1, tag="t3")
+    with pytest.raises(ConstraintError, match="FOREIGN KEY"):
+        db.insert("follows", follower=1, followee=9, since=5)  # no user 9
+    assert queued(db) == before
+    db.drain()
+    assert all(v.consistent for v in db.check().views)
+
+
+def test_a_plain_insert_from_another_connection_queues(db, url):
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute('INSERT INTO "post_tags" ("postId", "tag") VALUES (%s, %s), (%s, %s)',
+                      [2, "a", 2, "b"])
+        other.execute('INSERT INTO "follows" VALUES (%s, %s, %s)', [2, 1, 7])
+        with pytest.raises(psycopg.errors.UniqueViolation):  # refused: queues nothing
+            other.execute('INSERT INTO "follows" VALUES (%s, %s, %s)', [2, 1, 8])
+        with pytest.raises(psycopg.Error, match="CARDINALITY"):
+            other.execute('INSERT INTO "post_tags" ("postId", "tag") SELECT 2, '
+                          "'x' || i FROM generate_series(1, 20) AS i")
+    assert queued(db) == [("follows", "[2,1]", RowChange(None, (2, 1, 7)), 1),
+                          ("post_tags", '[2,"a"]', RowChange(None, (2, "a")), 1),
+                          ("post_tags", '[2,"b"]', RowChange(None, (2, "b")), 1)]
+    db.drain()
+    assert [r[0] for r in tags(db, "a", "b")] == [2]
+    assert db.query("followerCount", userId=1).rows == ((1,),)
+    assert all(v.consistent for v in db.check().views)
+
+
+def test_an_insert_after_a_queued_delete_keeps_its_place(db):
+    db.insert("follows", follower=1, followee=2, since=5)
+    db.insert("follows", follower=2, followee=1, since=5)
+    db.drain()
+    db.delete("follows", follower=1, followee=2)  # queued by piql: (old, None)
+    db.insert("follows", follower=2, followee=2, since=1)  # a later key
+    db.insert("follows", follower=1, followee=2, since=8)  # coalesced by the trigger
+    first, second = db.maintainer.queue.head(99, QueuePolicy.IN_PLACE)
+    assert (first.row_key, first.change, first.updates) == (
+        "[1,2]", RowChange((1, 2, 5), (1, 2, 8)), 2)
+    assert first.last_enqueued >= second.first_enqueued > first.first_enqueued
+    db.update("follows", follower=1, followee=2, since=9)  # its insert half queues nothing more
+    (entry, _) = db.maintainer.queue.head(99, QueuePolicy.IN_PLACE)
+    assert (entry.change, entry.updates) == (RowChange((1, 2, 5), (1, 2, 9)), 3)
+    db.drain()
+    assert db.query("followerCount", userId=2).rows == ((2,),)
+    assert all(v.consistent for v in db.check().views)
+
+
+def test_a_key_is_the_text_piql_looks_up(db):
+    for tag in ("é", 'q"\\\n\x01\x1f/✓', "t\tb\x08f\x0c"):
+        db.insert("post_tags", postId=1, tag=tag)
+        assert db.maintainer.queue.holds("post_tags", [1, tag])
+    db.insert("post_tags", postId=1, tag="a")
+    db.drain()
+    assert [r[0] for r in tags(db, "é", "a")] == [1]
+    db.delete("post_tags", postId=1, tag="é")  # seen: its delete rules run now
+    assert list(tags(db, "é", "a")) == []
+    assert all(v.consistent for v in db.check().views)
+
+
+@pytest.mark.parametrize("policy", ["append", "linecutting"])
+def test_a_process_whose_policy_the_trigger_cannot_follow_queues_itself(url, policy):
+    db = deploy(url, policy)
+    assert not db.maintainer.enqueued and db.store.own_enqueue
+    db.insert("follows", follower=1, followee=2, since=5)
+    db.delete("follows", follower=1, followee=2)
+    db.insert("follows", follower=1, followee=2, since=6)
+    rows = sorted(key for key, in db.store.sql(f'SELECT "row_key" FROM "{QUEUE_TABLE}"'))
+    # piql's own entries only: one per change under APPEND, coalesced under LINECUTTING
+    if policy == "linecutting":
+        assert rows == ["[1,2]"]
+    else:
+        assert len(rows) == 3 and all(key.startswith("[1,2]@") for key in rows)
+    with psycopg.connect(url, autocommit=True) as other:  # another client: the trigger
+        other.execute('INSERT INTO "follows" VALUES (%s, %s, %s)', [2, 1, 7])
+    assert db.maintainer.queue.holds("follows", [2, 1])
+    db.drain()
+    assert db.query("followerCount", userId=2).rows == ((1,),)
+    assert db.query("followerCount", userId=1).rows == ((1,),)
+    assert all(v.consistent for v in db.check().views)
+
+
+def test_a_bulk_load_queues_nothing_and_rebuilds(db):
+    db.insert("follows", follower=1, followee=2, since=5)  # queued by the trigger
+    db.load("follows", [{"follower": 2, "followee": 2, "since": 1}])
+    assert queued(db) == []  # the rebuild already counts the queued follow
+    assert db.query("followerCount", userId=2).rows == ((2,),)
+    assert db.drain() == 0 and all(v.consistent for v in db.check().views)
