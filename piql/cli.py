@@ -178,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     queues.add_argument("--keys", type=int, default=100, help="update keys (default: 100)")
     queues.add_argument("--two-class-writes", type=int, default=2000,
                         help="writes per point of the two-class mix (default: 2000)")
+    queues.add_argument("--insert-writes", type=int, default=1500,
+                        help="twoTags inserts per mode and run, 3 runs (default: 1500)")
     queues.add_argument("--seed", type=int, default=7, help="random seed")
     _postgres_option(queues)
     queues.add_argument("--out", default="bench-results", help="output directory")
@@ -676,12 +678,14 @@ def _bench_queues(args: argparse.Namespace) -> int:
     if not loads or min(loads) <= 0:
         raise InputError(f"--loads expects positive numbers, got {args.loads!r}")
     for option, value in (("--writes", args.writes), ("--keys", args.keys),
-                          ("--two-class-writes", args.two_class_writes)):
+                          ("--two-class-writes", args.two_class_writes),
+                          ("--insert-writes", args.insert_writes)):
         if value < 1:
             raise InputError(f"{option} expects a positive integer, got {value}")
     out = Path(args.out)
     document = bench.run(bench.Settings(loads, args.writes, args.keys,
                                         two_class_writes=args.two_class_writes, seed=args.seed,
+                                        insert_writes=args.insert_writes,
                                         postgres=_postgres(args.postgres)), out)
     print(bench.summary(document))
     print(f"\nwrote {out / 'queues.json'} and {', '.join(bench.FIGURES)} in {out}")

@@ -174,3 +174,80 @@ def test_the_maintenance_option_makes_unmarked_queries_async(capsys, tmp_path):
     assert main(["maintain", *files, "--db", store, "--once", "--engine", "store",
                  "--maintenance", "async", "-q"]) == 0
     assert "applied 1 queued changes" in capsys.readouterr().out
+
+
+# -- an asynchronous join view (twoTags: post_tags x post_tags x posts, as of the queue) --
+
+JOINS = ASYNC + ("twoTags",)
+TAG_SETS = [("a", "b", "c"), ("a", "b"), ("b", "c", "d"), ("a", "c"), ("a", "b", "d"),
+            ("c", "d")]
+
+
+@pytest.fixture
+def join_files(tmp_path):
+    queries = QUERIES
+    for name in JOINS:
+        queries = queries.replace(f"-- name: {name}\n", f"-- name: {name}\n-- maintenance: async\n")
+    (tmp_path / "schema.sql").write_text(SCHEMA)
+    (tmp_path / "queries.sql").write_text(queries)
+    return [str(tmp_path / "schema.sql"), str(tmp_path / "queries.sql")]
+
+
+def queued_tagged_posts(location: str) -> int:
+    """A store whose queue holds every post and every tag of it (none applied yet)."""
+    with Deployment(social(*JOINS), location, engine="store") as db:
+        db.insert("users", userId=1, name="u1", email="1@x", createdAt=0)
+        for post, tags in enumerate(TAG_SETS, 1):
+            db.insert("posts", postId=post, author=1, createdAt=10 * post, body=f"p{post}")
+            for tag in tags:
+                db.insert("post_tags", postId=post, tag=tag)
+        return len(db.maintainer.queue)
+
+
+def assert_two_tags_exact_after_drain(location: str) -> None:
+    """The oracle: after a drain every view equals its recomputation, and twoTags answers
+    what its SQL does on the base tables (computed here from their rows)."""
+    with Deployment(social(*JOINS), location, engine="store") as db:
+        db.drain()
+        assert db.check().consistent and len(db.maintainer.queue) == 0
+        posts = {row[0]: row for row in db.rows("posts")}
+        tagged = {(post, tag) for post, tag in db.rows("post_tags")}
+        for first in "abcd":
+            for second in "abcd":
+                expected = sorted((posts[p] for p in posts if (p, first) in tagged
+                                   and (p, second) in tagged), key=lambda r: -r[2])[:10]
+                assert db.query("twoTags", tag1=first, tag2=second).rows == tuple(
+                    (p[0], p[2], p[3]) for p in expected)
+
+
+def test_a_maintainer_killed_mid_batch_of_a_join_view_loses_nothing(join_files, store_url):
+    queued = queued_tagged_posts(store_url)
+    assert queued == len(TAG_SETS) + sum(map(len, TAG_SETS))
+    # batches of 5: the first commits, the second dies on its third entry (a join's rules
+    # half applied: the view rows it wrote roll back with its claims)
+    child = subprocess.run([sys.executable, "-c", DYING, *join_files, store_url, "8", "5"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    with Deployment(social(*JOINS), store_url, engine="store") as db:
+        assert len(db.maintainer.queue) == queued - 5  # the killed batch is queued again
+    assert_two_tags_exact_after_drain(store_url)
+
+
+def test_a_killed_maintain_process_of_a_join_view_is_restarted(join_files, tmp_path):
+    store = str(tmp_path / "s.db")
+    queued = queued_tagged_posts(store)
+    command = [sys.executable, "-m", "piql.cli", "maintain", *join_files, "--db", store,
+               "--batch", "3", "--engine", "store", "-q"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    with Deployment(social(*JOINS), store, engine="store") as watcher:
+        deadline = time.monotonic() + 120
+        while len(watcher.maintainer.queue) == queued and time.monotonic() < deadline:
+            time.sleep(0.005)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)
+    with Deployment(social(*JOINS), store, engine="store") as db:
+        assert 0 <= len(db.maintainer.queue) < queued  # some batches committed
+    assert main(["maintain", *join_files, "--db", store, "--once", "--engine", "store",
+                 "-q"]) == 0
+    assert_two_tags_exact_after_drain(store)

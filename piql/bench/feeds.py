@@ -195,7 +195,7 @@ def run_strategy(settings: Settings, load: Workload, ratio: float, strategy: str
     return figures | {
         "storage_rows": storage, "adapt_ops": adapted.ops, "push_edges": adapted.push_edges,
         "H": round(adapted.push_cost, 2), "L": round(adapted.pull_cost, 2),
-        "budget_met": adapted.met}
+        "budget_met": adapted.met, "chosen": adapted.chosen}
 
 
 def run_aggregate(settings: Settings, load: Workload, ratio: float, strategy: str,

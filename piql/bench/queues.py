@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from piql.bench.common import machine, percentile, pyplot, save_figure, write_json
+from piql.bench.queue_inserts import MODES, two_tags_inserts
 from piql.bench.stores import PostgresPlace
 from piql.planner.update_queues import Dequeue, Entry, ObservedRates, QueuePolicy, Schedule
 from piql.runtime.deployment import Deployment
@@ -66,6 +67,8 @@ class Settings:
     ratios: tuple[int, ...] = (10, 100)  # how much slower the slow class updates
     two_class_load: float = 5.0
     seed: int = 7
+    insert_writes: int = 1500  # twoTags inserts per mode and run
+    insert_runs: int = 3
     postgres: str | None = None  # also on PostgreSQL: a URI, or "embedded"
 
 
@@ -285,6 +288,9 @@ def _store_figures(settings: Settings, new_store: Callable[[], str],
     latency = write_latency(settings, new_store)
     say(f"{kind} write p50/p99 ms: " + ", ".join(
         f"{m} {v['p50_ms']:.3f}/{v['p99_ms']:.3f}" for m, v in latency.items()))
+    inserts = two_tags_inserts(new_store, settings.insert_writes, settings.insert_runs,
+                               settings.seed)
+    say(f"{kind} {_inserts_line(inserts)}")
     loads: dict[str, dict[str, Any]] = {}
     for load in settings.loads:
         arrivals = zipf_arrivals(settings.writes, settings.keys, settings.zipf, load,
@@ -318,7 +324,16 @@ def _store_figures(settings: Settings, new_store: Callable[[], str],
         two_class[str(ratio)] = points
         say(f"{kind} two-class mix, slow keys {ratio}x slower: IN-PLACE/LINECUTTING " + " ".join(
             f"{p['in_place_over_linecutting']:.2f}" for p in points))
-    return {"write_latency": latency, "loads": loads, "two_class": two_class}
+    return {"write_latency": latency, "two_tags_insert": inserts, "loads": loads,
+            "two_class": two_class}
+
+
+def _inserts_line(inserts: dict[str, Any]) -> str:
+    return ("twoTags insert p50/p99 ms (medians of "
+            f"{inserts['runs']} interleaved runs): " + ", ".join(
+                f"{m} {inserts[m]['p50_ms']:.3f}/{inserts[m]['p99_ms']:.3f}" for m in MODES)
+            + f"; async p99 / plain p99 {inserts['async_p99_over_plain']:.2f} (per run "
+            + " ".join(f"{r:.2f}" for r in inserts["per_run_async_p99_over_plain"]) + ")")
 
 
 def _two_tags() -> tuple[str, str]:
@@ -364,6 +379,10 @@ def targets(document: dict[str, Any]) -> dict[str, Any]:
         checks["async_write_p99_over_plain"] = {
             m: figures_["write_latency"][m]["p99_over_plain"] for m in ("in-place", "append")}
         checks["sync_write_p99_over_plain"] = figures_["write_latency"]["sync"]["p99_over_plain"]
+        inserts = figures_.get("two_tags_insert")
+        if inserts:
+            checks["two_tags_insert_async_p99_over_plain"] = inserts["async_p99_over_plain"]
+            checks["differences"] += inserts["differences"]
         if five:
             checks["load5_max_queue_length"] = {p: five[p]["max_queue_length"] for p in QUEUED}
             checks["load5_distinct_keys"] = five["in-place"]["distinct_keys"]
@@ -432,6 +451,8 @@ def summary(document: dict[str, Any]) -> str:
     for kind, figures_ in document["stores"].items():
         lines.append(f"{kind}: write latency p50/p99 ms (interleaved): " + ", ".join(
             f"{m} {v['p50_ms']:.3f}/{v['p99_ms']:.3f}" for m, v in figures_["write_latency"].items()))
+        if "two_tags_insert" in figures_:
+            lines.append(f"{kind}: {_inserts_line(figures_['two_tags_insert'])}")
         lines.append(f"{kind}: per load factor, write p99 ms / avg queue staleness (c) / "
                      "max queue length / entries applied")
         for load, row in sorted(figures_["loads"].items(), key=lambda i: float(i[0])):

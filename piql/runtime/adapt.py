@@ -3,8 +3,9 @@
 The decisions themselves are ``planner.push_pull``'s (pure): MinCost per edge (Feeding
 Frenzy Lemma 1 with the measured H and L; a consumer pushes only if its edges' savings
 cover reading its pushed feed, ``min_cost_feeds``; at most ``cap`` push edges per
-producer), or
-its latency-constrained greedy for a per-read budget. This module gathers the edges to
+producer; applied only if it beats the cheaper extreme by more than its rates' sampling
+error, ``guarded``), or its latency-constrained greedy for a per-read budget (which
+weighs each consumer left over budget with its rate's error too). This module gathers the edges to
 decide, turns the measured rates into ``push_pull.Rates`` and applies the switches, each
 edge in a transaction of its own (O(k) operations), at most ``steps`` per call, so reads
 and writes wait for one bounded step at a time; the switches left are found again at
@@ -19,12 +20,14 @@ baselines).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Callable
 
 from piql.planner.push_pull import (
-    Costs, Decision, Edge, Rates as DecisionRates, latency_constrained, min_cost_feeds,
+    Candidate, Costs, Decision, Edge, Rates as DecisionRates, guarded, latency_constrained,
+    min_cost_feeds,
 )
 from piql.runtime.feeds import CONSUMER, PRODUCER, Feed
 from piql.runtime.foreign_writes import guard_feed
@@ -53,6 +56,7 @@ class AdaptReport:
     push_cost: float  # the measured H
     pull_cost: float  # the measured L
     met: bool | None = None  # LATENCY: whether the read budget holds
+    chosen: Candidate | None = None  # MINCOST: the hybrid, or the extreme the guard kept
 
 
 def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mode,
@@ -66,7 +70,7 @@ def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mod
         transaction(lambda: (feed.activate(), guard_feed(store, feed.layout)))
     edges, current = _edges(feed, mode)
     costs = decision_costs(feed)
-    met = None
+    met = chosen = None
     if mode == Mode.PUSH:
         wanted = _capped_all(edges, feed.cap)
     elif mode == Mode.PULL:
@@ -80,10 +84,13 @@ def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mod
                 raise ValueError("the latency mode needs a read budget (ops per read)")
             target = latency_target(feed, budget, percentile)
             found = latency_constrained(readers, rates, costs, budget, target, feed.cap,
-                                        start=best, offsets=read_offsets(feed, edges, costs))
+                                        start=best, offsets=read_offsets(feed, edges, costs),
+                                        unit=_one_event(feed))
             wanted, met = set(found.assignment.push), found.met
         else:
-            wanted = set(best.push)
+            choice = guarded(readers, best, _capped_all(edges, feed.cap), rates, costs,
+                                 unit=_one_event(feed))
+            wanted, chosen = set(choice.assignment.push), choice.chosen
     switches = [(e, Decision.PULL) for e in sorted(current - wanted, key=repr)] + \
         [(e, Decision.PUSH) for e in sorted(wanted - current, key=repr)]
     todo = switches if steps is None else switches[:steps]
@@ -97,7 +104,13 @@ def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mod
     return AdaptReport(feed.layout.query, pushed, len(todo) - pushed, len(stale),
                        len(switches) - len(todo),
                        len(current) + pushed - (len(todo) - pushed),
-                       store.counter.ops - start, costs.push, costs.pull, met)
+                       store.counter.ops - start, costs.push, costs.pull, met, chosen)
+
+
+def _one_event(feed: Feed) -> float:
+    """The rate one counted event adds (``runtime.rates``: count · ln 2 / half-life):
+    the unit of the guard's Poisson error."""
+    return math.log(2) / feed.rates.reads.half_life
 
 
 def decision_costs(feed: Feed) -> Costs:

@@ -12,6 +12,7 @@ delegates here for the tables and queries these serve.
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import Any, Callable
 
 from piql.catalog import Table
@@ -53,6 +54,27 @@ class AdaptiveServing:
         return query in self.feeds or query in self.overlays
 
     # -- reads ---------------------------------------------------------------
+    def reader(self, served: Served) -> Callable[[dict[str, Any]], Result]:
+        """:meth:`read` for ``served``'s calls, with what it looks up decided once: a
+        feed (no overlay) that pulls runs its plan and counts the read with its rates'
+        own methods, without the name and feed lookups of :meth:`read`."""
+        read = partial(self.read, served)
+        feed = self.feeds.get(served.query.name)
+        if feed is None or served.query.name in self.overlays:
+            return read
+        serve, param = served.serve, feed.layout.param
+        count, measure = feed.rates.read, feed.rates.read_ops.measure
+
+        def pulled(params: dict[str, Any]) -> Result:
+            if feed.active:
+                return read(params)
+            result = serve(params)  # the query's own plan, which checks the values
+            consumer = params[param]
+            count(consumer)
+            measure(consumer, result.ops, None, False)  # every edge pulled
+            return result
+        return pulled
+
     def read(self, served: Served, params: dict[str, Any]) -> Result:
         """Answer a call of an adaptive query (checked once: by ``served.serve`` or here)
         and count its consumer's read."""

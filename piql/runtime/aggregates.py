@@ -85,6 +85,9 @@ class Overlay:
         self.outputs: dict[Hashable, set[Hashable]] = {}
         self.members: dict[Hashable, frozenset] = {}  # partial aggregate -> its writers
         self.push: set[Hashable] = set()
+        # push partial aggregates whose outputs are all push: no pull node reads them, so
+        # they keep no row and a write passes through them to their readers uncharged
+        self.routed: set[Hashable] = set()
         self.ids: dict[Hashable, int] = {}
         self.graph: OverlayGraph | None = None
         self.sharing = True
@@ -108,6 +111,7 @@ class Overlay:
         self.sharing = sharing
         self.graph = build(self.neighbourhoods(), sharing)
         self.inputs, self.outputs, self.members, self.push, self.ids = {}, {}, {}, set(), {}
+        self.routed = set()
         for shared in self.graph.shared:
             node = ("a", shared.number)
             self.members[node] = shared.writers
@@ -126,6 +130,7 @@ class Overlay:
             self.store.replace_rows(self.table.name, [])
         self.active = False
         self.inputs, self.outputs, self.members, self.push, self.ids = {}, {}, {}, set(), {}
+        self.routed = set()
 
     def _link(self, source: Hashable, target: Hashable) -> None:
         self.inputs.setdefault(target, set()).add(source)
@@ -174,6 +179,23 @@ class Overlay:
             if node[0] != "w" and node in push and node not in self.push:
                 self._store(node, self._sum(self.inputs[node]))
                 self.push.add(node)
+        self._route()
+
+    def _route(self) -> None:
+        """Which push partial aggregates are routed: with every output push, their row
+        would be read by no one (EAGr charges a push node on every write; here it costs
+        nothing then). A routed node is read, if ever, as a pull node (its writers)."""
+        self.routed &= self.push
+        for node in sorted(self.push, key=repr):
+            if node[0] != "a":
+                continue
+            routed = all(t in self.push for t in self.outputs.get(node, ()))
+            if routed and node not in self.routed:
+                self.store.delete(self.table.name, {NODE: self._id(node)})
+                self.routed.add(node)
+            elif not routed and node in self.routed:
+                self.routed.discard(node)
+                self._store(node, self._sum(self.inputs[node]))
 
     # -- values -------------------------------------------------------------------------
     def _zero(self) -> Values:
@@ -195,7 +217,7 @@ class Overlay:
         inputs summed (each read counted by the store)."""
         if node[0] == "w":
             return self._writer(node[1])
-        if node in self.push:
+        if node in self.push and node not in self.routed:
             return self._row(self.table.name, {NODE: self._id(node)}, self.table.columns)
         return self._sum(self.inputs.get(node, ()))
 
@@ -212,8 +234,11 @@ class Overlay:
             self.store.insert(self.table.name, {NODE: self._id(node)} | values)
 
     def _add(self, node: Hashable, delta: Values) -> None:
-        """Add ``delta`` to a push node and, through it, to its push outputs."""
-        self.store.add(self.table.name, {NODE: self._id(node)}, delta, self.count, self.sums)
+        """Add ``delta`` to a push node (unless routed) and, through it, to its push
+        outputs."""
+        if node not in self.routed:
+            self.store.add(self.table.name, {NODE: self._id(node)}, delta, self.count,
+                           self.sums)
         for target in self.outputs.get(node, ()):
             if target in self.push:
                 self._add(target, delta)
@@ -283,6 +308,7 @@ class Overlay:
         for source in list(self.inputs.pop(node, ())):
             self.outputs[source].discard(node)
         self.members.pop(node, None)
+        self.routed.discard(node)
         if node in self.push:
             self.push.discard(node)
             self.store.delete(self.table.name, {NODE: self._id(node)})

@@ -91,9 +91,13 @@ class Deployment:
         self._schema_seen: int | None = None  # the store's schema version at the last write
         self.epoch_windows = epoch_windows(self.views)
         self._served: dict[str, Served] = {}  # by the name queries are called with
+        # what query(name) calls, by that name: Served.serve, or the adaptive read;
+        # emptied on close, so a call after it takes the slow path, which refuses it
+        self._calls: dict[str, Callable[[dict[str, Any]], Result]] = {}
         self._row_checks: dict[str, RowCheck] = {}  # by the name inserts are called with
         self.maintainer = Maintainer(plan.catalog, self.views, self.store, partition_of,
-                                     plan.writes, strict, self.epoch_windows)
+                                     plan.writes, strict, self.epoch_windows,
+                                     _policy(queue_policy))
         self.adaptive = AdaptiveServing(plan, self.store, self.lock, lambda: self.strict,
                                         self._transaction)
         if self.maintainer.queue is not None:
@@ -137,6 +141,7 @@ class Deployment:
             return
         self.stop_maintainer()
         self.closed = True
+        self._calls = {}
         if self._engine is not None:
             self._engine.close()
         try:
@@ -265,12 +270,20 @@ class Deployment:
         express, or an execution the statement cannot answer (SQLite's SUM overflowing 64
         bits, where SQL's SUM is exact), is answered by the interpreter. What a call
         needs of the query is read once, on its first call (``runtime.serving``)."""
+        call = self._calls.get(name)
+        if call is None:
+            call = self._calling(name)
+        return call(params)
+
+    def _calling(self, name: str) -> Callable[[dict[str, Any]], Result]:
+        """What :meth:`query` calls for ``name``, decided on its first call: the adaptive
+        read of a feed or overlay's query, else the query's own ``Served.serve``."""
         served = self._served.get(name) or self._serving(name)
-        if self.closed:
-            self._open()
-        if self.adaptive and self.adaptive.serves(served.query.name):
-            return self.adaptive.read(served, params)
-        return served.serve(params)
+        self._open()
+        call = self.adaptive.reader(served) if self.adaptive.serves(
+            served.query.name) else served.serve
+        self._calls[name] = call
+        return call
 
     def interpret(self, name: str, /, **params: Any) -> Result:
         """Run a named query with the plan's interpreter (``piql.runtime.executor``):
@@ -500,13 +513,20 @@ class Deployment:
         return counts
 
     # -- periodic views and checks ------------------------------------------
-    def refresh(self, now_ms: int | None = None) -> list[RefreshReport]:
-        """Recompute every SI-3 periodic view from its staging view, on the engine."""
+    def refresh(self, now_ms: int | None = None, *,
+                since_ms: int | None = None) -> list[RefreshReport]:
+        """Recompute every SI-3 periodic view from its staging view, on the engine.
+
+        A time window refreshes the epoch of ``now_ms`` (default: now), the one before, and
+        every older epoch a write marked since; with ``since_ms``, only the marked epochs
+        from the one holding ``since_ms`` on (the older stay marked, for a refresh
+        without it): after a bulk load of history, what a reader of recent epochs needs."""
         self._open()
-        if now_ms is not None and (not isinstance(now_ms, int) or isinstance(now_ms, bool)
-                                   or not sqlvalues.fits(now_ms)):
-            raise ParameterError(f"now_ms is a time in milliseconds, an integer in the "
-                                 f"store's range (-2**63 .. 2**63-1); got {now_ms!r}")
+        for label, value in (("now_ms", now_ms), ("since_ms", since_ms)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                      or not sqlvalues.fits(value)):
+                raise ParameterError(f"{label} is a time in milliseconds, an integer in the "
+                                     f"store's range (-2**63 .. 2**63-1); got {value!r}")
         reports = []
         with self.lock:  # the views refreshed together, as one step for other writers
             for view in self.views:
@@ -517,7 +537,7 @@ class Deployment:
                         else None
                     with self.progress.step(f"refreshing {view.name}"):
                         reports.append(refresh_view(self.store, view.refresh, now_ms,
-                                                    self.strict, engine, jobs))
+                                                    self.strict, engine, jobs, since_ms))
         return reports
 
     def run_refresh_every(self, seconds: float) -> RefreshSchedule:

@@ -51,7 +51,9 @@ class DecayedCounter:
         self.half_life = half_life
         self._weights: dict[Hashable, float] = {}  # forward-decayed weight of each key
         self._errors: dict[Hashable, float] = {}  # weight inherited from an evicted key
-        self._heap: list[tuple[float, int, Hashable]] = []  # lazy min-heap of weights
+        # lazy min-heap of weights, kept only once the counter is full (None before: no
+        # key is evicted until then, and a push per event cost a read of a feed ~1 µs)
+        self._heap: list[tuple[float, int, Hashable]] | None = None
         self._serial = 0  # heap tie-break: keys need not be comparable
         self._landmark = 0.0  # ticks are measured from here (moved on rescaling)
 
@@ -71,7 +73,8 @@ class DecayedCounter:
             del self._weights[lightest], self._errors[lightest]
             self._weights[key] = floor + weight
             self._errors[key] = floor
-        self._push(key)
+        if self._heap is not None:
+            self._push(key)
 
     def estimate(self, key: Hashable, now: float) -> Estimate:
         """``key``'s decayed count at ``now`` (0 for a key not kept)."""
@@ -94,14 +97,16 @@ class DecayedCounter:
         return key in self._weights
 
     def _push(self, key: Hashable) -> None:
+        assert self._heap is not None
         self._serial += 1
         heapq.heappush(self._heap, (self._weights[key], self._serial, key))
         if len(self._heap) > 4 * self.capacity:  # drop stale entries now and then
-            self._heap = [(w, n, k) for n, (k, w) in enumerate(self._weights.items())]
-            heapq.heapify(self._heap)
-            self._serial = len(self._heap)
+            self._heapify()
 
     def _lightest(self) -> tuple[Hashable, float]:
+        if self._heap is None:
+            self._heapify()
+        assert self._heap is not None
         while True:
             weight, _, key = heapq.heappop(self._heap)
             if self._weights.get(key) == weight:  # else a stale entry of a key since grown
@@ -113,6 +118,10 @@ class DecayedCounter:
         for key in self._weights:
             self._weights[key] /= factor
             self._errors[key] /= factor
+        if self._heap is not None:
+            self._heapify()
+
+    def _heapify(self) -> None:
         self._heap = [(w, n, k) for n, (k, w) in enumerate(self._weights.items())]
         heapq.heapify(self._heap)
         self._serial = len(self._heap)
@@ -158,8 +167,10 @@ class MeasuredReads:
                 pushed: bool) -> None:
         self.recent.append(ops)
         seen = self._reads.pop(consumer, None)
-        if seen is not None and (seen.pulls, seen.pushed) == (pulls, pushed):
-            ops = seen.ops + self.weight * (ops - seen.ops)
+        if seen is not None and seen.pulls == pulls and seen.pushed == pushed:
+            seen.ops += self.weight * (ops - seen.ops)  # in place: no new record per read
+            self._reads[consumer] = seen  # the newest last
+            return
         self._reads[consumer] = MeasuredRead(ops, pulls, pushed)
         if len(self._reads) > self.capacity:
             del self._reads[next(iter(self._reads))]

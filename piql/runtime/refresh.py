@@ -51,15 +51,18 @@ def tuples_read(rows: list[tuple], keys: tuple[tuple[int, ...], ...]) -> int:
 
 
 def refresh_view(store: Store, plan: RefreshPlan, now_ms: int | None = None, strict: bool = True,
-                 engine: Engine | None = None, jobs: Any = None) -> RefreshReport:
+                 engine: Engine | None = None, jobs: Any = None,
+                 since_ms: int | None = None) -> RefreshReport:
     """Recompute the periodic view of ``plan`` from its staging view and replace it
     atomically. ``jobs`` (``runtime.spark_jobs.SparkJobs``): the results are computed,
-    ranked and written by Spark's tasks (``runtime.spark_refresh``), never collected."""
+    ranked and written by Spark's tasks (``runtime.spark_refresh``), never collected.
+    ``since_ms``: a time window's late epochs before the one holding it are left as they
+    are, still marked for a later refresh without it (:func:`_epochs`)."""
     started = time.perf_counter()
     # Other connections (processes) may write while the shares are read; if one did, the
     # epochs' marks stay for the next refresh to look again (see below).
     version = store.version()
-    epochs = [None] if plan.window == WindowKind.TUPLE else _epochs(store, plan, now_ms)
+    epochs = [None] if plan.window == WindowKind.TUPLE else _epochs(store, plan, now_ms, since_ms)
     if jobs is not None and store.reader() is not None:
         from piql.runtime.spark_refresh import SparkRefresh
 
@@ -88,14 +91,22 @@ def refresh_view(store: Store, plan: RefreshPlan, now_ms: int | None = None, str
                          engine.name if engine is not None else "store")
 
 
-def _epochs(store: Store, plan: RefreshPlan, now_ms: int | None) -> list[int | None]:
-    """A time window's epochs to refresh: the current, the previous, and the late ones."""
+def _epochs(store: Store, plan: RefreshPlan, now_ms: int | None,
+            since_ms: int | None = None) -> list[int | None]:
+    """A time window's epochs to refresh: the current, the previous, and the late ones
+    (those a write marked), or with ``since_ms`` only the late ones from the epoch holding
+    it on: a bulk load marks every epoch it filled (60 days of hours for TPC-W's orders),
+    and a reader of recent epochs alone need not wait for all of them."""
     assert plan.epoch_width is not None
     now = int(time.time() * 1000) if now_ms is None else now_ms
     width = plan.epoch_width
     current = sqlvalues.epoch(now, width)
     previous = [current - width] if current - width >= sqlvalues.INT64_MIN else []
-    return sorted({*previous, current, *store.marked_epochs(plan.view)})
+    late = store.marked_epochs(plan.view)
+    if since_ms is not None:
+        first = sqlvalues.epoch(since_ms, width)
+        late = [e for e in late if e >= first]
+    return sorted({*previous, current, *late})
 
 
 class DriverResults:

@@ -9,6 +9,7 @@ written. Parameters are checked against the column each is compared with (the pl
 from __future__ import annotations
 
 import math
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -138,6 +139,59 @@ class ParamCheck:
             if value.__class__ is not common or (
                     common is int and not INT64_MIN <= value <= INT64_MAX):
                 self._other(name, value)
+
+    def binding(self, names: tuple[str, ...] | None,
+                arguments: Callable[[dict[str, Any]], tuple]) -> Callable[[dict[str, Any]], tuple]:
+        """The check fused with binding: a function from the parameters by name to
+        ``arguments(params)``, the tuple a statement binds, once they pass this check.
+
+        ``names``: the parameters the statement binds, in order (None: it binds literals
+        too). When every one of the query's parameters is bound and has a common class,
+        a call of the common case costs a length test, a lookup and one class test per
+        value, with no check called; anything else takes the full check (the same
+        errors), then ``arguments``."""
+        check = self.__call__
+        commons = dict(self.classes)
+        if not names or set(names) != self.names or None in commons.values():
+            def checked(params: dict[str, Any]) -> tuple:
+                check(params)
+                return arguments(params)
+            return checked
+        low, high, count = INT64_MIN, INT64_MAX, len(self.names)
+        if len(names) == 1:
+            name, common = names[0], commons[names[0]]
+
+            def single(params: dict[str, Any]) -> tuple:
+                if len(params) == 1:
+                    try:
+                        value = params[name]
+                    except KeyError:
+                        pass
+                    else:
+                        if value.__class__ is common and (
+                                common is not int or low <= value <= high):
+                            return (value,)
+                check(params)
+                return arguments(params)
+            return single
+        getter, classes = itemgetter(*names), tuple(commons[n] for n in names)
+
+        def several(params: dict[str, Any]) -> tuple:
+            if len(params) == count:
+                try:
+                    values = getter(params)
+                except KeyError:
+                    values = ()
+                for value, common in zip(values, classes):
+                    if value.__class__ is not common or (
+                            common is int and not low <= value <= high):
+                        break
+                else:
+                    if values:
+                        return values
+            check(params)
+            return arguments(params)
+        return several
 
     def _other(self, name: str, value: Any) -> None:
         """A value not of its parameter's common class: accepted or refused in full."""

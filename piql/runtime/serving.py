@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 
 from piql.planner.application import QueryPlan
 from piql.planner.compile import CompiledQuery
-from piql.query_block import QueryBlock
+from piql.query_block import Param, QueryBlock
 from piql.runtime.errors import BoundExceeded, StoreOverflow
 from piql.runtime.evaluate import row_limit
 from piql.runtime.rows import ParamCheck
@@ -160,6 +160,13 @@ def _aged(serve: Callable[[dict[str, Any]], Result],
     return aged
 
 
+def _binding(check: ParamCheck, statement: CompiledQuery) -> Callable[[dict[str, Any]], tuple]:
+    """The parameter check fused with the statement's binding (``ParamCheck.binding``)."""
+    names = tuple(p.name for p in statement.parameters if isinstance(p, Param))
+    return check.binding(names if len(names) == len(statement.parameters) else None,
+                         statement.binder)
+
+
 def _exceeded(name: str, ops: int, bound: int) -> BoundExceeded:
     return BoundExceeded(f"query {name} did {ops} operations; its bound is {bound}")
 
@@ -178,10 +185,11 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
     arguments, run = statement.binder, store.prepared(statement.sql)
     per_row = statement.ops_per_row
     if per_row is not None and block.limit_param is None and not statement.text_parameters:
+        bind = _binding(check, statement)
+
         def plain(params: dict[str, Any]) -> Result:
-            check(params)
             try:
-                rows = run(arguments(params))
+                rows = run(bind(params))
             except StoreOverflow:
                 return interpret(params)
             ops = len(rows) * per_row or 1
@@ -199,14 +207,21 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
     count = None if counting is None else (counting.answer, counting.binder,
                                            store.prepared(counting.sql))
 
+    # without LIMIT <n> or text parameters, nothing is read between check and binding
+    bind = _binding(check, statement) if block.limit_param is None and not text else None
+
     def serve(params: dict[str, Any]) -> Result:
-        check(params)
-        if block.limit_param is not None:
-            row_limit(block, params)  # LIMIT <n>: 0 to its declared maximum, or refused
-        if text and not all(isinstance(params[n], str) or params[n] is None for n in text):
-            return interpret(params)  # read as text: only text is the same
+        if bind is not None:
+            values = bind(params)
+        else:
+            check(params)
+            if block.limit_param is not None:
+                row_limit(block, params)  # LIMIT <n>: 0 to its declared maximum, or refused
+            if text and not all(isinstance(params[n], str) or params[n] is None for n in text):
+                return interpret(params)  # read as text: only text is the same
+            values = arguments(params)
         try:
-            rows, ops = answer(run(arguments(params)))
+            rows, ops = answer(run(values))
             if ops is None:
                 assert count is not None
                 rows, ops = count[0](count[2](count[1](params)))
@@ -229,16 +244,16 @@ def _unique(query: QueryPlan, statement: CompiledQuery, found: tuple[int, int],
     assert block is not None and statement.counting is not None
     name, bound = query.name, query.ops_bound or 0
     columns = tuple(i.name for i in block.select)
-    arguments, run = statement.binder, store.prepared(statement.sql)
+    run = store.prepared(statement.sql)
     counting = statement.counting
     count_arguments, count_run = counting.binder, store.prepared(counting.sql)
     first, per_row = found
     tail = statement.tail
+    bind = _binding(check, statement)
 
     def unique(params: dict[str, Any]) -> Result:
-        check(params)
         try:
-            rows = run(arguments(params))
+            rows = run(bind(params))
             if rows:
                 if tail:  # each row ends with the stop-after's marker: NULL, none found
                     rows = [row[:-1] for row in rows] if rows[0][-1] is not None else []

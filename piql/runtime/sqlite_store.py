@@ -409,6 +409,16 @@ class SQLiteStore:
                                for s in statements)
         self._create_triggers()
 
+    def queue_triggers(self, functions: Mapping[str, tuple[int, Callable[..., Any]]],
+                       statements: Sequence[str]) -> None:
+        """Add the update queue's enqueue triggers (``runtime.queue_triggers``, ``TEMP``)
+        and the connection functions they call, after the plan's triggers."""
+        for name, (arguments, function) in functions.items():
+            self.connection.create_function(name, arguments, function)
+        self._triggers += tuple(statements)
+        for statement in statements:
+            self.connection.execute(statement)
+
     def _create_triggers(self) -> None:
         for statement in self._triggers:
             self.connection.execute(statement)

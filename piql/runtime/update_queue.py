@@ -26,6 +26,10 @@ maintainer's choice when it claims entries (``piql maintain --policy``):
 Positions are times (ns; a process never repeats one), so a new entry goes to the back
 without reading the queue's tail.
 
+On SQLite an insert is queued by the store's own trigger instead (``runtime.queue_triggers``),
+which writes the same entries, asking this process for the time and LINECUTTING place
+(:meth:`StoreQueue.cut`).
+
 :func:`drain` claims entries in the policy's order and applies them, a batch per
 transaction together with the entries' removal, so a crash mid-batch loses nothing and
 applies nothing twice. On PostgreSQL the claim is ``FOR UPDATE SKIP LOCKED``; on SQLite
@@ -128,11 +132,14 @@ class StoreQueue:
         # the update whose delete half was just queued in this transaction (any other
         # change, or a new transaction, clears it)
         self._replacing: Optional[tuple[str, str, dict[str, Any]]] = None
+        # the last insert a store trigger queued (``runtime.queue_triggers``) and its time
+        self._stamped: Optional[tuple[tuple[str, str], int, int]] = None
 
     def _now(self) -> int:
         """The clock, never repeating a value in this process (so two changes of one
         row, an update's halves, keep their order)."""
         self._last = max(self.clock(), self._last + 1)
+        self._stamped = None
         return self._last
 
     # -- writers ------------------------------------------------------------
@@ -176,6 +183,30 @@ class StoreQueue:
             cut = -now  # to the front, ahead of earlier cutters
         self._write(QueuedChange(table.name, row_key, change, first, now, cut,
                                  1 if queued is None else queued.updates + 1))
+
+    def stamp(self, base: str, row_key: str) -> int:
+        """The time of an insert the store's trigger queues (``runtime.queue_triggers``):
+        one reading of the clock per insert, however often the trigger asks. The insert
+        counts in the key's rate statistics, as :meth:`enqueue` counts it, unless it is an
+        update's insert half (its delete half queued the whole change)."""
+        if self._stamped is not None and self._stamped[0] == (base, row_key):
+            return self._stamped[1]
+        key, now, residents = (base, row_key), self._now(), self.residents
+        replacing, self._replacing = self._replacing, None
+        cut = now
+        if replacing is None or replacing[:2] != key:
+            self.observed.arrive(key, now)
+            self.residents += 1  # an estimate: the insert may coalesce with a queued delete
+            if self._slow(key, now, residents):
+                cut = -now  # to the front, ahead of earlier cutters
+        self._stamped = (key, now, cut)
+        return now
+
+    def cut(self, base: str, row_key: str) -> int:
+        """The LINECUTTING place of that insert: its time, or minus it for a slow updater."""
+        self.stamp(base, row_key)
+        assert self._stamped is not None
+        return self._stamped[2]
 
     def new_transaction(self) -> None:
         """A write transaction begins (or a write queued no delete half): no update's
@@ -333,7 +364,8 @@ def _encode(values: Optional[Any]) -> Optional[str]:
     (floats round-trip exactly: JSON keeps their shortest repr)."""
     if values is None:
         return None
-    return json.dumps([_tagged(v) for v in values], separators=(",", ":"))
+    # non-ASCII text as itself, as SQLite's json_array writes it (the store's triggers)
+    return json.dumps([_tagged(v) for v in values], separators=(",", ":"), ensure_ascii=False)
 
 
 def _tagged(value: Any) -> Any:

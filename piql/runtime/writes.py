@@ -13,7 +13,8 @@ lists, the bound, the referencing foreign keys), not on every write.
 
 The rules of asynchronous views (``-- maintenance: async``) are not run by the write: it
 enqueues the changed row (``runtime.update_queue``), and :meth:`Maintainer.apply_deferred`
-runs them when the queue is drained. Their rules that read base tables run as of the
+runs them when the queue is drained (on SQLite, an insert's enqueue is the store's own
+trigger: ``runtime.queue_triggers``, so such an insert is one statement). Their rules that read base tables run as of the
 queue (``runtime.as_of``); a delete of a row of a table they read, which the views have
 seen, runs the asynchronous views' delete rules in its own transaction, as of the queue
 (``planner.async_views``).
@@ -27,13 +28,14 @@ from piql.catalog import CardinalityConstraint, Catalog, ForeignKey, Table
 from piql.planner.async_views import as_of_bound, as_of_tables
 from piql.planner.triggers_sqlite import PLAN_MOVED
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
+from piql.planner.update_queues import QueuePolicy
 from piql.planner.write_bounds import WriteBound
 from piql.query_block import Aggregate, MaintenanceMode
 from piql.runtime.errors import BoundExceeded, ConstraintError, StoreRefused
 from piql.runtime.evaluate import aggregate, holds, value
 from piql.runtime.executor import execute
 from piql.runtime.as_of import AsOfQueue
-from piql.runtime import sessions
+from piql.runtime import queue_triggers, sessions
 from piql.runtime.delta_statements import DeltaStatements
 from piql.runtime.epochs import EpochWindow, mark_epochs
 from piql.runtime.store import Store
@@ -92,9 +94,11 @@ class WriteProgram:
     @classmethod
     def of(cls, table: Table, event: WriteEvent, views: tuple[ViewDef, ...],
            bounds: tuple[WriteBound, ...], in_database: frozenset[str],
-           checked: frozenset[str] = frozenset()) -> "WriteProgram":
+           checked: frozenset[str] = frozenset(),
+           enqueued: frozenset[str] = frozenset()) -> "WriteProgram":
         """``in_database`` names the rules the store runs itself (``Store.maintained_rules``),
-        ``checked`` the tables whose inserts its triggers check (``Store.checked_tables``)."""
+        ``checked`` the tables whose inserts its triggers check (``Store.checked_tables``),
+        ``enqueued`` those whose inserts its triggers queue (``runtime.queue_triggers``)."""
         rules = [(view, rule) for view in views for rule in view.rules
                  if rule.table.lower() == table.name.lower() and rule.event == event]
         steps = [RuleStep.of(view, rule) for view, rule in rules if rule.name not in in_database]
@@ -105,7 +109,8 @@ class WriteProgram:
         # an insert the database checks (its key always; CARDINALITY and FOREIGN KEYs in the
         # table's triggers) and maintains alone: piql sends the row, nothing else
         checks = table.name in checked or not (table.cardinalities or table.foreign_keys)
-        at_once = event == WriteEvent.INSERT and not steps and not deferred and checks \
+        queued = not deferred or table.name in enqueued
+        at_once = event == WriteEvent.INSERT and not steps and queued and checks \
             and not table.unique_keys
         return cls(bound, tuple(s for s in steps if s.rule.action != RuleAction.MARK),
                    tuple(s for s in steps if s.rule.action == RuleAction.MARK),
@@ -123,6 +128,9 @@ class Maintainer:
     strict: bool = True
     # staging view -> the time windows whose late epochs its writes mark for refresh
     epoch_windows: dict[str, list[EpochWindow]] = field(default_factory=dict)
+    # how this process enqueues (``StoreQueue.policy``): the store's triggers queue inserts
+    # under a lossy policy (and into the tables read as of the queue under any)
+    queue_policy: QueuePolicy = QueuePolicy.IN_PLACE
     # (table, event) -> its program; (table) -> the foreign keys referring to it
     programs: dict[tuple[str, WriteEvent], WriteProgram] = field(init=False)
     referencing: dict[str, tuple[tuple[Table, Any], ...]] = field(init=False)
@@ -131,13 +139,22 @@ class Maintainer:
     at_once_reports: dict[str, WriteReport] = field(init=False)
     queue: StoreQueue | None = field(init=False)  # of the asynchronous views, if any
     as_of: AsOfQueue | None = field(init=False)  # the store as of the queue, for their joins
+    enqueued: frozenset[str] = field(init=False)  # tables whose inserts the store queues
 
     def __post_init__(self) -> None:
         self.statements = DeltaStatements(self.store)
+        deferring = any(view.rules for view in self.views
+                        if view.maintenance is MaintenanceMode.ASYNC)
+        self.queue = StoreQueue(self.store, self.queue_policy, tables=self.catalog.tables,
+                                as_of=frozenset(
+            t.lower() for t in as_of_tables(self.views))) if deferring else None
+        self.as_of = AsOfQueue(self.store, self.queue) if self.queue is not None else None
+        self.enqueued = self._queue_triggers()
         self.programs = {(table.name, event): WriteProgram.of(table, event, self.views,
                                                               self.bounds,
                                                               self.store.maintained_rules,
-                                                              self.store.checked_tables)
+                                                              self.store.checked_tables,
+                                                              self.enqueued)
                          for table in self.catalog.tables
                          for event in (WriteEvent.INSERT, WriteEvent.DELETE)}
         self.referencing = {table.name: tuple(
@@ -147,10 +164,22 @@ class Maintainer:
             table: WriteReport(table, p.bound.event, p.bound.ops_bound, p.bound.ops_bound,
                                tuple((r.name, r.ops_bound, r.ops_bound) for r in p.in_database))
             for (table, event), p in self.programs.items() if p.at_once}
-        deferring = any(p.deferred for p in self.programs.values())
-        self.queue = StoreQueue(self.store, tables=self.catalog.tables, as_of=frozenset(
-            t.lower() for t in as_of_tables(self.views))) if deferring else None
-        self.as_of = AsOfQueue(self.store, self.queue) if self.queue is not None else None
+
+    def _queue_triggers(self) -> frozenset[str]:
+        """On a store whose triggers can queue (SQLite), the enqueue trigger of every table
+        whose inserts asynchronous views' rules read: such an insert is then one statement
+        (``runtime.queue_triggers``). The tables, by name."""
+        add = getattr(self.store, "queue_triggers", None)
+        if self.queue is None or add is None:
+            return frozenset()
+        tables = [t for t in self.catalog.tables if any(
+            view.maintenance is MaintenanceMode.ASYNC and rule.event == WriteEvent.INSERT
+            and rule.table.lower() == t.name.lower() for view in self.views
+            for rule in view.rules) and (self.queue.policy.lossy
+                                         or t.name.lower() in self.queue.as_of)]
+        add(queue_triggers.functions(self.queue), [queue_triggers.sqlite_trigger(t)
+                                                   for t in tables])
+        return frozenset(t.name for t in tables)
 
     # -- the two primitive writes ---------------------------------------------
     def insert(self, table: Table, row: dict[str, Any]) -> WriteReport:
@@ -168,7 +197,7 @@ class Maintainer:
         measured = [self._apply(step, rows, reads) for step, rows, reads in pending]
         # with the tuple in: it may join itself
         measured += self._marks(program, row)
-        if program.deferred:
+        if program.deferred and table.name not in self.enqueued:  # else the store's trigger
             self.queue.enqueue(table, None, row)
         return self._report(table, program, start, measured)
 

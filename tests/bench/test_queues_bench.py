@@ -35,15 +35,19 @@ def test_coalescing_bounds_the_queue_by_the_distinct_keys(tmp_path):
 
 def test_a_small_run_writes_json_and_figures(tmp_path, capsys):
     code = main(["bench", "queues", "--loads", "1,5", "--writes", "60", "--keys", "10",
-                 "--two-class-writes", "40", "--out", str(tmp_path)])
+                 "--two-class-writes", "40", "--insert-writes", "50", "--out", str(tmp_path)])
     assert code == 0
     document = json.loads((tmp_path / "queues.json").read_text())
     assert set(document["stores"]["sqlite"]["loads"]) == {"1.0", "5.0"}
     assert document["targets"]["sqlite"]["differences"] == 0
     assert len(document["stores"]["sqlite"]["two_class"]["100"]) == 11
+    inserts = document["stores"]["sqlite"]["two_tags_insert"]
+    assert inserts["differences"] == 0 and inserts["async"]["p99_ms"] > 0
+    assert document["targets"]["sqlite"]["two_tags_insert_async_p99_over_plain"] > 0
     for name in queues.FIGURES:
         assert (tmp_path / name).stat().st_size > 0
-    assert "two-class" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "two-class" in printed and "twoTags insert" in printed
 
 
 def test_bad_loads_are_a_clear_error(capsys):

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from piql.planner.push_pull import (
-    Costs, Decision, Edge, NodeCost, Rates, assign, consistent, frequencies,
+    Costs, Decision, Edge, NodeCost, Rates, assign, consistent, frequencies, guarded,
     latency_constrained, min_cost, min_cost_feeds, node_costs, partition, partition_cost,
     prefers_push, read_percentile, with_feed_reads,
 )
@@ -200,6 +200,56 @@ def test_a_consumer_pushes_only_when_its_savings_cover_reading_its_feed():
     assert with_feed_reads(best, rates, costs) == 10 + 1 + 1 + 12
 
 
+def test_the_guard_keeps_the_extreme_when_the_hybrid_saves_less_than_its_error():
+    """H = L = 1, no feed read cost. c reads 100 times, p1 writes 10, p2 2: MinCost
+    pushes both (cost 12 = all-push). Add (p3, d): d reads 1, p3 writes 3, so the hybrid
+    pulls it (1 instead of 3): cost 13 against all-push's 15, a saving of 2. Unit 0.5 (one
+    event, rate 0.5): var = (H² · max(3, .5) + L² · max(1, .5)) · .5 = 2, error 1.41:
+    2 > 2 · 1.41 fails, all-push is kept. Unit 0.01: error 0.2, the hybrid stands. A
+    margin of 20 % (3 of 15) keeps all-push too."""
+    costs = Costs(push=1, pull=1)
+    rates = Rates.of({"p1": 10, "p2": 2, "p3": 3}, {"c": 100, "d": 1})
+    edges = [Edge("p1", "c"), Edge("p2", "c"), Edge("p3", "d")]
+    hybrid = min_cost_feeds(edges, rates, costs)
+    assert hybrid.pull == {Edge("p3", "d")} and hybrid.cost == 13
+    kept = guarded(edges, hybrid, edges, rates, costs, unit=0.5)
+    assert (kept.chosen, kept.assignment.push, kept.saving) == ("push", frozenset(edges), 2)
+    assert kept.error == pytest.approx(2 ** 0.5)
+    assert guarded(edges, hybrid, edges, rates, costs, unit=0.01).chosen == "hybrid"
+    assert guarded(edges, hybrid, edges, rates, costs, margin=0.2).chosen == "push"
+
+
+def test_the_latency_budget_holds_with_confidence_over_rare_readers():
+    """p90, budget 5, H = 1, L = 10, reading a pushed feed 1. a (95 reads) reads its pushed
+    feed: 1. b (5 reads) pulls p (60 writes: MinCost pulls it), 10 per read. By estimate b's
+    reads are 5 % of all, within the 10 % allowed: nothing moves. Counted in events of rate
+    2, b's over-budget weight is 5 + 2·sqrt(5·2) = 11.3 > 10: (p, b) moves to push."""
+    costs = Costs(push=1, pull=10, read_push=1)
+    rates = Rates.of({"p": 60, "q": 0}, {"a": 95, "b": 5})
+    edges = [Edge("q", "a"), Edge("p", "b")]
+    plain = latency_constrained(edges, rates, costs, budget=5, percentile=0.9)
+    assert plain.met and plain.assignment.push == {Edge("q", "a")}
+    sure = latency_constrained(edges, rates, costs, budget=5, percentile=0.9, unit=2)
+    assert sure.met and sure.assignment.push == frozenset(edges)
+    assert not latency_constrained([Edge("p", "b")], rates, costs, budget=0.5,
+                                   percentile=0.9, unit=2).met  # b alone: never within
+
+
+@settings(max_examples=150, deadline=None)
+@given(workloads(), st.floats(0, 1, allow_nan=False), st.floats(0, 0.5, allow_nan=False))
+def test_the_guarded_choice_never_costs_more_than_either_extreme(workload, unit, margin):
+    """Whatever the rates, margin and error, the guarded assignment's estimated cost is at
+    most the cheaper extreme's, and it is one of the three candidates."""
+    edges, rates, costs = workload
+    hybrid = min_cost_feeds(edges, rates, costs)
+    choice = guarded(edges, hybrid, edges, rates, costs, margin, unit)
+    cost = with_feed_reads(choice.assignment, rates, costs)
+    for extreme in (edges, []):
+        assert cost <= with_feed_reads(assign(edges, extreme, rates, costs), rates,
+                                       costs) + 1e-9
+    assert choice.assignment.push in (hybrid.push, frozenset(edges), frozenset())
+
+
 @settings(max_examples=150, deadline=None)
 @given(workloads())
 def test_min_cost_with_feed_reads_is_optimal(workload):
@@ -248,6 +298,8 @@ def overlays(draw):
            4: NodeCost(1.0, 0.0),  # edge's capacity: networkx's cut put 4 and 5 on push
            5: NodeCost(1.4649741704700645, 2.0227691989982652)},
           [(0, 5), (0, 1), (0, 2), (0, 3), (0, 4), (4, 5)]), {1})
+@example(({0: NodeCost(1.192092896e-07, 0.0), 1: NodeCost(0.0, 0.0),  # a saving far below
+           2: NodeCost(0.0, 0.0), 3: NodeCost(0.0, 40.0)}, []), set())  # the largest capacity
 def test_the_min_cut_partition_is_consistent_and_optimal(overlay, must_push):
     """Theorem 4.1 checked by brute force over every partition without an edge from a pull
     node to a push node (and with the forced nodes push)."""

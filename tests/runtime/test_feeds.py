@@ -155,7 +155,9 @@ def test_deleting_pushed_rows_falls_back_then_repairs(new_store):
 def test_rates_drive_mincost(new_store):
     """A consumer who reads often gets push edges from producers who write rarely; a
     producer writing far more than its consumers read stays pull (Lemma 1), and so does a
-    consumer whose few savings would not pay for reading its pushed feed."""
+    consumer whose few savings would not pay for reading its pushed feed. With 30 reads
+    the hybrid's estimated saving over all-pull is within two standard errors of its
+    rates' sampling noise: the guard keeps all-pull; with 60 it is not."""
     db = App(PLAN).deploy(new_store(), strict=True)
     quiet = (2, 5, 6, 7)
     for follower, followee in [*((1, q) for q in quiet), (1, 3), (4, 3), (4, 2)]:
@@ -168,6 +170,11 @@ def test_rates_drive_mincost(new_store):
         db.query("feed", me=1)
     db.query("feed", me=4)
     (report,) = db.adapt("feed")
+    assert report.chosen == "pull" and not db.rows("feed_push")
+    for _ in range(30):
+        db.query("feed", me=1)
+    (report,) = db.adapt("feed")
+    assert report.chosen == "hybrid"
     assert {tuple(r) for r in db.rows("feed_push")} == {(q, 1) for q in quiet}
     assert report.to_push == 4 and report.pull_cost == 2  # L = 3 rows, less the push row
     assert_answers(db)

@@ -55,7 +55,7 @@ def test_answers_equal_sql_under_random_writes_edges_and_decisions(new_store, se
         for followee in rng.sample(list(USERS), 5):
             db.insert("follows", follower=follower, followee=followee)
     checkins: set[int] = set()
-    shared_seen = 0
+    shared_seen = routed_seen = 0
     for step in range(300):
         roll = rng.random()
         if roll < 0.15:
@@ -84,10 +84,12 @@ def test_answers_equal_sql_under_random_writes_edges_and_decisions(new_store, se
             report = db.adapt_overlay(rng.choice(QUERIES), mode=rng.choice(["eagr", "push", "pull"]),
                                       sharing=rng.random() < 0.7)
             shared_seen = max(shared_seen, report.shared_nodes)
+            routed_seen = max(routed_seen, *(len(o.routed) for o in db.overlays.values()))
         if step % 30 == 29:
             assert_answers(db)
     assert_answers(db)
     assert shared_seen > 0  # answers were checked through partial aggregate nodes
+    assert routed_seen > 0  # and through routed ones (all push with sharing)
 
 
 def test_a_pushed_reader_reads_one_row(new_store):
@@ -154,6 +156,30 @@ def test_with_sharing_one_pushed_partial_aggregate_serves_both(new_store):
     before = db.store.counter.ops
     db.insert("checkins", checkinId=101, userId=4, points=1)
     assert db.store.counter.ops - before == shared_write + 2  # one more reader to add to
+    assert_answers(db)
+
+
+def test_a_partial_aggregate_feeding_only_push_readers_is_routed(new_store):
+    """All push with sharing: the node's readers are both push, so no one reads its row.
+    It keeps none, and a write adds to the two readers only, as without sharing (EAGr
+    charges the node too: 2 ops more). Switched back to EAGr's choice (node push, readers
+    pull), the node's row is rebuilt from its writers and answers stay right."""
+    db = frequent_readers(new_store)
+    db.adapt_overlay("friendCheckins", mode="push", sharing=True)
+    overlay = db.overlays["friendCheckins"]
+    assert overlay.routed == {("a", 0)} and len(db.rows("friendCheckins_overlay")) == 3
+    before = db.store.counter.ops
+    db.insert("checkins", checkinId=100, userId=4, points=1)
+    shared_write = db.store.counter.ops - before
+    db.adapt_overlay("friendCheckins", mode="push", sharing=False)
+    before = db.store.counter.ops
+    db.insert("checkins", checkinId=101, userId=4, points=1)
+    assert db.store.counter.ops - before == shared_write
+    db.adapt_overlay("friendCheckins", mode="push", sharing=True)
+    db.insert("checkins", checkinId=102, userId=5, points=1)
+    db.adapt_overlay("friendCheckins", sharing=True)
+    assert overlay.push == {("a", 0)} and not overlay.routed
+    assert db.query("friendCheckins", me=1).ops == one_row(db)
     assert_answers(db)
 
 

@@ -181,3 +181,22 @@ def test_an_update_of_a_parent_only_joined_column_is_refused_and_changes_nothing
     db.delete("item", i_id=3)
     db.refresh(now_ms=9 * HOUR)
     assert db.query("bestSellers", subject="A", hour=5 * HOUR).rows == ((1, 2),)
+
+
+def test_a_refresh_since_a_time_leaves_older_loaded_epochs_marked_for_later(tmp_path, store_url):
+    """A bulk load marks every epoch it filled; ``since_ms`` refreshes the late ones from
+    its epoch on (and the current and previous), leaving the older marked: a refresh
+    without it computes them."""
+    db = qa(tmp_path).deploy(store_url, engine="store", partitions=2)
+    db.load("questions", [(1, "a", HOUR + 5), (2, "b", 4 * HOUR + 1), (3, "c", 6 * HOUR + 9)])
+    db.load("question_tags", [(1, "x"), (2, "y"), (3, "z")])
+    db.refresh(now_ms=6 * HOUR + 10, since_ms=4 * HOUR + 30)
+    assert db.query("hotTags", hour=HOUR).rows == ()  # before since_ms: not computed
+    assert_hot_tags_equal_their_sql(db, (4, 6))
+    assert db.store.marked_epochs("hotTags") == [HOUR]
+    db.refresh(now_ms=6 * HOUR + 20)
+    assert_hot_tags_equal_their_sql(db, (1, 4, 6))
+    assert db.store.marked_epochs("hotTags") == []
+    with pytest.raises(piql.ParameterError, match="since_ms is a time in milliseconds"):
+        db.refresh(since_ms="yesterday")
+    db.close()
