@@ -36,8 +36,10 @@ demo: venv
 	@echo "== python $(EXAMPLE)/demo.py"
 	@$(VENV)/bin/python $(EXAMPLE)/demo.py
 
+# On every core (pytest-xdist): each worker process has its own PostgreSQL server; tests
+# sharing a module- or session-wide fixture stay on one worker (tests/conftest.py).
 test: venv
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -n auto --dist worksteal
 
 parser: venv
 	$(VENV)/bin/python -c 'from piql.language.schema_parser import write_shipped; print("wrote", write_shipped())'

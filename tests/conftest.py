@@ -186,15 +186,25 @@ def store_url(new_store) -> str:
 SPARK_CLUSTER = "local-cluster[2,1,1024]"
 
 
-@pytest.fixture(scope="module")
-def spark_cluster() -> str:
-    """The master URL of a ``local-cluster`` Spark session started for the module, shared by
-    its tests (deploy with ``engine="spark", spark_master=spark_cluster``) and stopped at
-    its end. A session another module left running is stopped first: one JVM per process
-    runs Spark at a time."""
-    from piql.engines.spark_engine import spark_session, stop_sessions
+@pytest.fixture(scope="session")
+def _spark_sessions_stopped():
+    """Stops the process's Spark sessions when the test session ends."""
+    yield
+    from piql.engines.spark_engine import stop_sessions
 
     stop_sessions()
-    spark_session(SPARK_CLUSTER)
-    yield SPARK_CLUSTER
-    stop_sessions()
+
+
+@pytest.fixture
+def spark_cluster(_spark_sessions_stopped) -> str:
+    """The master URL of a ``local-cluster`` Spark session, started on first use and shared
+    by every test of the session that asks for it (deploy with ``engine="spark",
+    spark_master=spark_cluster``): a start costs about 20 s. Only one Spark context runs per
+    process and a new session would silently join the running one, so when some other
+    session was started since (``local[*]``), it is stopped and the cluster started again."""
+    from piql.engines import spark_engine
+
+    if list(spark_engine._SESSIONS) != [(SPARK_CLUSTER, ())]:
+        spark_engine.stop_sessions()
+        spark_engine.spark_session(SPARK_CLUSTER)
+    return SPARK_CLUSTER
