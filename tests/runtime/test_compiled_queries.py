@@ -77,9 +77,11 @@ def compare_sqlite(db, context) -> int:
     compared = 0
     for query in bounded(db):
         statement = compiled(db, query.name)
+        # the runtime calls a symmetric pair's statement with its two values in order
+        ordered = query.pair.in_order if query.pair is not None else (lambda p: p)
         for params in parameter_sets(db, query):
             try:
-                rows, ops = run_sqlite(db, statement, params)
+                rows, ops = run_sqlite(db, statement, ordered(params))
             except sqlite3.OperationalError as err:
                 # SQLite's SUM raises where a partial sum leaves 64 bits; the runtime
                 # answers that execution with the interpreter (test_overflowing_sum_...)
