@@ -48,6 +48,10 @@ def _q(name: str) -> str:
     return sqlgen.identifier(name, "sqlite")
 
 
+def _pg(name: str) -> str:
+    return sqlgen.identifier(name, "postgres")
+
+
 def sqlite_trigger(table: Table) -> str:
     """The AFTER INSERT trigger of ``table`` queueing its inserted rows."""
     name = sqlgen.literal(table.name, "sqlite")
@@ -113,18 +117,15 @@ def postgres_ready(table: Table) -> bool:
 def postgres_trigger(table: Table) -> list[str]:
     """The AFTER INSERT trigger of ``table`` queueing its inserted rows (and its
     function), as statements."""
-    def pg(name: str) -> str:
-        return sqlgen.identifier(name, "postgres")
-
     def array(columns: tuple[str, ...] | list[str]) -> str:
         # piql's JSON text exactly: no spaces (json_build_array writes ", "), SQL NULL
         # as null; to_json escapes a string as Python's json.dumps(ensure_ascii=False)
-        items = ", ".join(f"coalesce(to_json(NEW.{pg(c)})::text, 'null')" for c in columns)
+        items = ", ".join(f"coalesce(to_json(NEW.{_pg(c)})::text, 'null')" for c in columns)
         return f"'[' || concat_ws(',', {items}) || ']'"
 
-    function, queue = pg(enqueue_function(table.name)), pg(QUEUE_TABLE)
-    columns = ", ".join(pg(c) for c in COLUMNS)
-    after, last, updates = pg("after_row"), pg("last_enqueued"), pg("updates")
+    function, queue = _pg(enqueue_function(table.name)), _pg(QUEUE_TABLE)
+    columns = ", ".join(_pg(c) for c in COLUMNS)
+    after, last, updates = _pg("after_row"), _pg("last_enqueued"), _pg("updates")
     body = "\n".join([
         "DECLARE stamp bigint;",
         "BEGIN",
@@ -136,13 +137,13 @@ def postgres_trigger(table: Table) -> list[str]:
         f"  INSERT INTO {queue} AS q ({columns}) VALUES (",
         f"    {sqlgen.literal(table.name, 'postgres')}, {array(table.primary_key)}, stamp, "
         f"stamp, stamp, NULL, {array(table.column_names)}, 1)",
-        f"  ON CONFLICT ({', '.join(pg(c) for c in UPDATE_KEY)}) DO UPDATE SET "
+        f"  ON CONFLICT ({', '.join(_pg(c) for c in UPDATE_KEY)}) DO UPDATE SET "
         f"{after} = EXCLUDED.{after}, {last} = EXCLUDED.{last}, {updates} = q.{updates} + 1",
         # a queued entry with a new row is an update whose delete half queued it whole
         f"  WHERE q.{after} IS NULL;",
         "  RETURN NULL;",
         "END"])
-    trigger, target = pg(enqueue_function(table.name)), pg(table.name)
+    trigger, target = _pg(enqueue_function(table.name)), _pg(table.name)
     return [
         f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS "
         f"$piql$\n{body} $piql$",
@@ -153,9 +154,6 @@ def postgres_trigger(table: Table) -> list[str]:
 
 def postgres_drop(table: Table) -> list[str]:
     """Drop ``table``'s enqueue trigger and its function, if made (for an earlier plan)."""
-    def pg(name: str) -> str:
-        return sqlgen.identifier(name, "postgres")
-
-    name = pg(enqueue_function(table.name))
-    return [f"DROP TRIGGER IF EXISTS {name} ON {pg(table.name)}",
+    name = _pg(enqueue_function(table.name))
+    return [f"DROP TRIGGER IF EXISTS {name} ON {_pg(table.name)}",
             f"DROP FUNCTION IF EXISTS {name}()"]
