@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from piql.errors import InputError, PiqlError
 from piql.language.loader import load_plan
@@ -94,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="keep refreshing on this period, e.g. '1 min' (until interrupted)")
     refresh.add_argument("--times", type=int, default=None, metavar="N",
                          help="with --every: stop after N refreshes")
+    refresh.add_argument("--since", metavar="TIME", default=None,
+                         help="refresh the epochs marked by writes only from the one holding "
+                              "TIME on (older ones stay marked for a refresh without it): "
+                              "milliseconds since 1970-01-01 UTC, or an ISO 8601 date or time "
+                              "(UTC unless it names an offset)")
     refresh.set_defaults(run=_refresh)
 
     check = _command(commands, "check", help="recompute maintained views and diff them (paper §7)")
@@ -519,18 +524,14 @@ def _parameter_name(key: str, names: Iterable[str]) -> str:
 def _refresh(args: argparse.Namespace) -> int:
     import time
 
-    from piql.interval import parse_interval
+    from piql.interval import parse_instant, parse_interval
 
-    period = None
-    if args.every:
-        try:
-            period = parse_interval(args.every).seconds
-        except ValueError as err:
-            raise InputError(f"--every: {err}") from None
+    period = _parsed("--every", lambda text: parse_interval(text).seconds, args.every)
+    since = _parsed("--since", parse_instant, args.since)
     db = _deployment(args)
     done = 0
     while True:
-        for report in db.refresh():
+        for report in db.refresh(since_ms=since):
             print(f"{report.view}: {report.rows} rows from {report.partitions} partitions on "
                   f"{report.engine}, at most {report.max_partition_reads} tuples read in one "
                   f"partition (bound {report.per_partition_bound}), {report.seconds * 1000:.1f} ms",
@@ -542,6 +543,16 @@ def _refresh(args: argparse.Namespace) -> int:
             time.sleep(period)
         except KeyboardInterrupt:
             return EXIT_OK
+
+
+def _parsed(flag: str, parse: Callable[[str], Any], text: str | None) -> Any:
+    """``parse(text)`` (None without the flag); a bad value is an input error naming it."""
+    if text is None:
+        return None
+    try:
+        return parse(text)
+    except ValueError as err:
+        raise InputError(f"{flag}: {err}") from None
 
 
 def _check(args: argparse.Namespace) -> int:
