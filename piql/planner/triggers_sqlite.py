@@ -87,16 +87,18 @@ def _sqlite_taken(table: Table) -> str:
 PLAN_MOVED = "piql: the store holds another plan than this connection's triggers"
 
 
-def plan_guard(table: str, meta: str, key: str, fingerprint: str) -> str:
-    """A connection's trigger refusing an insert into ``table`` once the store's plan is
-    not ``fingerprint`` (``meta``'s row ``key``): a migration by another process replaced
-    it, and this connection's triggers keep the old plan's views. One keyed read inside
-    the insert's own statement, so an insert sent alone needs no transaction around it."""
+def plan_guard(table: str, meta: str, key: str, fingerprint: str) -> list[str]:
+    """A connection's triggers refusing an insert into ``table``, a delete or an update
+    once the store's plan is not ``fingerprint`` (``meta``'s row ``key``): a migration by
+    another process replaced it, and this connection's triggers keep the old plan's views.
+    One keyed read inside the write's own statement, so a write sent alone needs no
+    transaction around it."""
     d = TriggerDialect.SQLITE
     moved = (f"(SELECT value FROM {quote(meta, d)} WHERE key = {literal(key)}) "
              f"IS NOT {literal(fingerprint)}")
-    return _sqlite_trigger(f"{PREFIX}{table}_plan", "INSERT", table, moved,
-                           [f"SELECT RAISE(ABORT, {literal(PLAN_MOVED)})"])
+    return [_sqlite_trigger(f"{PREFIX}{table}_plan" + ("" if op == "INSERT" else f"_{op.lower()}"),
+                            op, table, moved, [f"SELECT RAISE(ABORT, {literal(PLAN_MOVED)})"])
+            for op in ("INSERT", "DELETE", "UPDATE")]
 
 
 def _sqlite_trigger(name: str, op: str, table: str, when: str | None, body: list[str]) -> str:

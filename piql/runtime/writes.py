@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from piql import sqlgen
 from piql.catalog import CardinalityConstraint, Catalog, ForeignKey, Table
 from piql.planner.async_views import as_of_bound, as_of_tables
 from piql.planner.triggers_sqlite import PLAN_MOVED
@@ -88,7 +89,8 @@ class WriteProgram:
     marks: tuple[RuleStep, ...]  # the time windows' epoch-mark rules
     in_database: tuple[DeltaRule, ...]  # the rules the store's triggers run instead
     deferred: tuple[RuleStep, ...] = ()  # asynchronous views' rules, run on drain
-    # the database makes the whole write (an insert): its checks and every rule
+    # the database makes the whole write, one statement of piql's: its checks (an insert's
+    # in the triggers, a delete's in the statement) and every rule
     at_once: bool = False
 
     @classmethod
@@ -110,8 +112,10 @@ class WriteProgram:
         # table's triggers) and maintains alone: piql sends the row, nothing else
         checks = table.name in checked or not (table.cardinalities or table.foreign_keys)
         queued = not deferred or table.name in enqueued
-        at_once = event == WriteEvent.INSERT and not steps and queued and checks \
-            and not table.unique_keys
+        if event == WriteEvent.INSERT:
+            at_once = not steps and queued and checks and not table.unique_keys
+        else:  # the statement itself checks that no row refers to the deleted one
+            at_once = not steps and not deferred
         return cls(bound, tuple(s for s in steps if s.rule.action != RuleAction.MARK),
                    tuple(s for s in steps if s.rule.action == RuleAction.MARK),
                    tuple(rule for _, rule in rules if rule.name in in_database), deferred,
@@ -135,8 +139,11 @@ class Maintainer:
     programs: dict[tuple[str, WriteEvent], WriteProgram] = field(init=False)
     referencing: dict[str, tuple[tuple[Table, Any], ...]] = field(init=False)
     statements: DeltaStatements = field(init=False)  # the rules' plans, prepared
-    # table -> the report of each of its inserts, for the tables the database writes alone
-    at_once_reports: dict[str, WriteReport] = field(init=False)
+    # (table, event) -> the report of each such write, where the database makes it alone
+    at_once_reports: dict[tuple[str, WriteEvent], WriteReport] = field(init=False)
+    # table -> the condition of its one-statement delete: no row refers to the row
+    unreferenced: dict[str, str] = field(init=False)
+    frozen: frozenset[str] = field(init=False)  # tables with columns periodic views freeze
     queue: StoreQueue | None = field(init=False)  # of the asynchronous views, if any
     as_of: AsOfQueue | None = field(init=False)  # the store as of the queue, for their joins
     enqueued: frozenset[str] = field(init=False)  # tables whose inserts the store queues
@@ -161,9 +168,14 @@ class Maintainer:
             (child, fk) for child in self.catalog.tables for fk in child.foreign_keys
             if fk.ref_table.lower() == table.name.lower()) for table in self.catalog.tables}
         self.at_once_reports = {
-            table: WriteReport(table, p.bound.event, p.bound.ops_bound, p.bound.ops_bound,
-                               tuple((r.name, r.ops_bound, r.ops_bound) for r in p.in_database))
+            (table, event): WriteReport(table, event, p.bound.ops_bound, p.bound.ops_bound,
+                                        tuple((r.name, r.ops_bound, r.ops_bound)
+                                              for r in p.in_database))
             for (table, event), p in self.programs.items() if p.at_once}
+        self.unreferenced = {table.name: unreferenced(table, self.referencing[table.name],
+                                                      self.store.dialect)
+                             for table in self.catalog.tables}
+        self.frozen = frozenset(f.table.lower() for view in self.views for f in view.frozen)
 
     def _queue_triggers(self) -> frozenset[str]:
         """On a store whose triggers can queue (SQLite, PostgreSQL), the enqueue trigger of
@@ -229,9 +241,18 @@ class Maintainer:
             self.queue.enqueue(table, None, row)
         return self._report(table, program, start, measured)
 
-    def at_once(self, table: Table) -> bool:
-        """Is an insert into ``table`` one statement of the store's (:meth:`insert_at_once`)?"""
-        return table.name in self.at_once_reports
+    def at_once(self, table: Table, event: WriteEvent = WriteEvent.INSERT) -> bool:
+        """Is an insert into ``table`` (a delete from it) one statement of the store's
+        (:meth:`insert_at_once`, :meth:`delete_at_once`)?"""
+        return (table.name, event) in self.at_once_reports
+
+    def update_at_once(self, table: Table) -> bool:
+        """Is an update of a ``table`` row one statement (:meth:`replace_at_once`)? When
+        its delete and insert are, and the insert's triggers queue nothing (an enqueue
+        trigger fires on INSERT) nor check frozen columns (piql's message names the view)."""
+        return self.at_once(table) and self.at_once(table, WriteEvent.DELETE) and \
+            not self.programs[(table.name, WriteEvent.INSERT)].deferred and \
+            table.name.lower() not in self.frozen
 
     def insert_at_once(self, table: Table, row: dict[str, Any]) -> WriteReport:
         """Insert a row whose checks and maintenance the database makes (``at_once``): one
@@ -242,10 +263,51 @@ class Maintainer:
         try:
             self.store.write_row(table.name, row)
         except StoreRefused as err:
-            if PLAN_MOVED in str(err):
-                raise sessions.migrated(self.store) from None
-            raise _refusal(table, row, err) from None
-        return self.at_once_reports[table.name]  # the same every time: frozen
+            raise self._refused(table, row, err) from None
+        return self.at_once_reports[(table.name, WriteEvent.INSERT)]  # the same every time
+
+    def delete_at_once(self, table: Table, key: dict[str, Any]) -> WriteReport:
+        """Delete a row whose maintenance the database makes (``at_once``): one statement,
+        its own transaction unless one is open, which deletes the row only if no row refers
+        to it (:func:`unreferenced`); its triggers keep the views. When it deletes nothing,
+        the reason is read then (no such row, or the rows that refer to it), and nothing
+        changed. It reports its static bound, as :meth:`insert_at_once`."""
+        try:
+            deleted = self.store.delete_row(table.name, key, self.unreferenced[table.name])
+        except StoreRefused as err:
+            raise self._refused(table, key, err) from None
+        if not deleted:
+            self._not_deleted(table, key)
+        return self.at_once_reports[(table.name, WriteEvent.DELETE)]
+
+    def replace_at_once(self, table: Table, row: dict[str, Any]) -> list[WriteReport]:
+        """Update a row (``update_at_once``): one UPDATE, whose triggers run the delete's
+        rules with the old row, the insert's with the new one, and check the new row's
+        CARDINALITY and FOREIGN KEYs, as an update made of a delete and an insert. The
+        reports of both halves, at their static bounds."""
+        key = {c: row[c] for c in table.primary_key}
+        try:
+            updated = self.store.update_row(table.name, key, row)
+        except StoreRefused as err:
+            raise self._refused(table, row, err) from None
+        if not updated:
+            raise _missing(table, key)
+        return [self.at_once_reports[(table.name, WriteEvent.DELETE)],
+                self.at_once_reports[(table.name, WriteEvent.INSERT)]]
+
+    def _refused(self, table: Table, row: dict[str, Any], err: StoreRefused) -> Exception:
+        if PLAN_MOVED in str(err):
+            return sessions.migrated(self.store)
+        return _refusal(table, row, err)
+
+    def _not_deleted(self, table: Table, key: dict[str, Any]) -> None:
+        """Why a one-statement delete deleted nothing: the error piql's own checks raise."""
+        found = self.store.get(table.name, key)
+        if found is None:
+            raise _missing(table, key)
+        self._check_children(table, dict(zip(self.store.shapes[table.name].columns, found)))
+        raise ConstraintError(f"the store did not delete the {table.name} row with key "
+                              f"{_show(key)} (another writer changed it meanwhile?)")
 
     def delete(self, table: Table, key: dict[str, Any], *,
                replacing: dict[str, Any] | None = None) -> WriteReport:
@@ -255,7 +317,7 @@ class Maintainer:
         program = self.programs[(table.name, WriteEvent.DELETE)]
         found = self.store.get(table.name, key)
         if found is None:
-            raise ConstraintError(f"{table.name} has no row with key {_show(key)}")
+            raise _missing(table, key)
         row = dict(zip(self.store.shapes[table.name].columns, found))
         if replacing is not None:
             self._check_frozen(table, row, replacing)
@@ -435,6 +497,29 @@ def _sum_counts(view: ViewDef) -> dict[str, str]:
     columns = {c.source: c.name for c in view.columns if isinstance(c.source, Aggregate)}
     return {name: columns[Aggregate("COUNT", source.arg)] for source, name in columns.items()
             if source.func == "SUM" and Aggregate("COUNT", source.arg) in columns}
+
+
+def unreferenced(table: Table, referencing: tuple[tuple[Table, ForeignKey], ...],
+                 dialect: str) -> str:
+    """The condition of a one-statement delete from ``table`` (a table reference ``table``
+    in SQL): no row of ``referencing`` refers to the row, as piql's own check finds after
+    its delete (a row referring to itself is no child). Empty: nothing refers to it."""
+    def q(name: str) -> str:
+        return sqlgen.identifier(name, dialect)
+
+    target, conditions = q(table.name), []
+    for child, fk in referencing:
+        match = [f"piql_c.{q(c)} = {target}.{q(r)}" for c, r in zip(fk.columns, fk.ref_columns)]
+        if child.name.lower() == table.name.lower():
+            match.append("NOT (" + " AND ".join(f"piql_c.{q(c)} = {target}.{q(c)}"
+                                               for c in table.primary_key) + ")")
+        conditions.append(f"NOT EXISTS (SELECT 1 FROM {q(child.name)} AS piql_c WHERE "
+                          f"{' AND '.join(match)})")
+    return " AND ".join(conditions)
+
+
+def _missing(table: Table, key: dict[str, Any]) -> ConstraintError:
+    return ConstraintError(f"{table.name} has no row with key {_show(key)}")
 
 
 def _duplicate(table: Table, row: dict[str, Any]) -> ConstraintError:

@@ -98,3 +98,114 @@ def test_sqlite_triggers_add_sums_as_piql_does(tmp_path):
     assert db.query("total", g=1).rows == ((None, None),)
     assert db.check().consistent
     db.close()
+
+
+# Deletes and updates the database makes alone (``Maintainer.delete_at_once``,
+# ``replace_at_once``): one DELETE or UPDATE statement whose triggers keep the views.
+PARENTS = plan_text(
+    "CREATE TABLE p (g BIGINT PRIMARY KEY, name VARCHAR, up BIGINT, "
+    "FOREIGN KEY (up) REFERENCES p (g));"
+    "CREATE TABLE t (k BIGINT PRIMARY KEY, g BIGINT, v BIGINT, "
+    "FOREIGN KEY (g) REFERENCES p (g)) WITH CARDINALITY (k, 2) PER (g);",
+    "-- name: total\nSELECT p.name, SUM(t.v) AS total, COUNT(*) AS n FROM p, t "
+    "WHERE t.g = p.g AND p.name = <name> GROUP BY p.name\n"
+    "-- name: children\nSELECT g FROM p WHERE up = <up> LIMIT 5\n")
+
+
+def one_statement(monkeypatch, db, statements: list[str]) -> None:
+    """Record the statements piql sends to the store for each write."""
+    store = db.store
+    for name in ("delete_row", "update_row", "write_row", "get", "delete", "insert", "scan"):
+        original = getattr(store, name)
+        monkeypatch.setattr(store, name, lambda *a, _n=name, _o=original, **k: (
+            statements.append(_n), _o(*a, **k))[1])
+
+
+def test_deletes_and_updates_are_one_statement_reporting_their_bound(db, monkeypatch):
+    tags = db.plan.catalog.table("Tags")
+    assert db.maintainer.at_once(tags, "delete") and db.maintainer.update_at_once(tags)
+    sent: list[str] = []
+    one_statement(monkeypatch, db, sent)
+    report = db.delete("Tags", docId=1, tag="a")
+    assert sent == ["delete_row"] and report.ops == report.bound
+    assert {name for name, _, _ in report.rules} == \
+        {r.name for v in db.views for r in v.rules if r.table == "Tags" and r.event == "delete"}
+    sent.clear()
+    reports = db.update("Tags", docId=1, tag="b", timestamp=11)
+    assert sent == ["update_row"] and [r.event for r in reports] == ["delete", "insert"]
+    assert all(r.ops == r.bound for r in reports)
+    monkeypatch.undo()
+    assert db.query("twoTags", tag1="a", tag2="b").rows == ()
+    assert db.query("twoTags", tag1="b", tag2="c").rows == ((1,),)
+    assert db.check().consistent
+
+
+def written(db, at_once: bool, monkeypatch, writes) -> list:
+    """Run ``writes`` (callables of the deployment) with or without the one-statement
+    path; the error each raised (None: written), after checking a refusal changed nothing."""
+    if not at_once:
+        monkeypatch.setattr(db.maintainer, "at_once", lambda table, event="insert": False)
+        monkeypatch.setattr(db.maintainer, "update_at_once", lambda table: False)
+    found = []
+    for write in writes:
+        before = state(db)
+        try:
+            write(db)
+        except ConstraintError as err:
+            found.append(str(err))
+            assert state(db) == before
+        else:
+            found.append(None)
+    monkeypatch.undo()
+    assert db.check().consistent
+    return found
+
+
+@pytest.mark.parametrize("at_once", [True, False])
+def test_one_statement_deletes_and_updates_refuse_as_piqls_own_checks(store_url, monkeypatch,
+                                                                       at_once):
+    """The same writes, on the one-statement path and on piql's own, are refused with the
+    same messages and change nothing: a missing row, a parent with children (a row that
+    is its own parent is none), CARDINALITY and FOREIGN KEY of an update's new row, a
+    SUM leaving 64 bits."""
+    db = Deployment(PARENTS, store_url)
+    p, t = db.plan.catalog.table("p"), db.plan.catalog.table("t")
+    assert all(db.maintainer.at_once(x, "delete") and db.maintainer.update_at_once(x)
+               for x in (p, t))
+    for g, name, up in ((1, "a", 1), (2, "b", 1), (3, "c", None)):
+        db.insert("p", g=g, name=name, up=up)
+    for k, g, v in ((1, 1, 5), (2, 1, 6), (3, 2, 2 ** 62), (4, 3, 2 ** 62)):
+        db.insert("t", k=k, g=g, v=v)
+    found = written(db, at_once, monkeypatch, [
+        lambda d: d.delete("t", k=9),
+        lambda d: d.update("t", k=9, g=1, v=0),
+        lambda d: d.delete("p", g=3),  # t row 4 refers to it
+        lambda d: d.delete("p", g=1),  # t rows and p row 2 refer to it
+        lambda d: d.update("t", k=3, g=1, v=1),  # g 1 has two t rows already
+        lambda d: d.update("t", k=3, g=7, v=1),  # no p row 7
+        lambda d: d.update("t", k=3, g=3, v=2 ** 62),  # total c: 2**63
+        lambda d: d.update("p", g=2, name="c", up=1),  # moves 2**62 onto c's 2**62
+        lambda d: d.update("t", k=3, g=2, v=-1),
+        lambda d: d.delete("t", k=4),
+        lambda d: d.delete("p", g=3),  # no child left
+        lambda d: d.update("p", g=2, name="a", up=2),  # now its own parent
+        lambda d: d.update("p", g=1, name="a", up=None),
+    ])
+    assert found[:8] == [
+        "t has no row with key (k=9)", "t has no row with key (k=9)",
+        "delete from p breaks FOREIGN KEY (g) REFERENCES p of t: t rows still refer to (g=3)",
+        "delete from p breaks FOREIGN KEY (up) REFERENCES p of p: p rows still refer to (up=1)",
+        "insert into t breaks CARDINALITY (k, 2) PER (g): (g=1) already has 2 k values "
+        "(limit 2)",
+        "insert into t breaks FOREIGN KEY (g) REFERENCES p: no p row with (g=7)",
+        f"the write would make total_view.sum_v {2 ** 63}, outside the store's integer range "
+        "(-2**63 .. 2**63-1), where SQL's SUM overflows too",
+        f"the write would make total_view.sum_v {2 ** 63}, outside the store's integer range "
+        "(-2**63 .. 2**63-1), where SQL's SUM overflows too",
+    ] and found[8:] == [None] * 5
+    assert db.query("total", name="a").rows == (("a", 10, 3),)
+    db.delete("t", k=3)
+    db.delete("p", g=2)  # it was its own only child
+    assert db.rows("p") == [(1, "a", None)]
+    assert db.check().consistent
+    db.close()
