@@ -116,6 +116,8 @@ class StoreQueue:
                  clock: Callable[[], int] = time.time_ns, rates: Optional[Rates] = None,
                  cost_ns: Optional[int] = None, tables: Iterable[Table] = (),
                  as_of: frozenset[str] = frozenset()) -> None:
+        # set by the store's enqueue triggers' maker: called when :attr:`stamps` may change
+        self.on_stamping: Optional[Callable[[], None]] = None
         self.store = store
         self.policy = policy
         self.tables = {t.name.lower(): t for t in tables}
@@ -135,6 +137,45 @@ class StoreQueue:
         self._replacing: Optional[tuple[str, str, dict[str, Any]]] = None
         # the last insert a store trigger queued (``runtime.queue_triggers``) and its time
         self._stamped: Optional[tuple[tuple[str, str], int, int]] = None
+        # piql's write path is deleting a base row, whose change it queues itself (the
+        # store's delete and update triggers leave it alone)
+        self.own = False
+
+    @property
+    def policy(self) -> QueuePolicy:
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: QueuePolicy) -> None:
+        self._policy = policy
+        self._stamping_changed()
+
+    @property
+    def clock(self) -> Callable[[], int]:
+        return self._clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], int]) -> None:
+        self._clock = clock
+        self._stamping_changed()
+
+    @property
+    def stamps(self) -> bool:
+        """Does this process give the changes the store's triggers queue their LINECUTTING
+        place (the slow-updater test with its statistics: :meth:`cut`)? Only under
+        LINECUTTING: otherwise their place is IN-PLACE's (``runtime.queue_triggers``)."""
+        return self._policy is QueuePolicy.LINECUTTING
+
+    @property
+    def own_clock(self) -> bool:
+        """Is the clock not the wall clock (a virtual one: tests, ``piql bench queues``)?
+        Then the store's triggers ask it for the time instead of reading the database's."""
+        return self._clock is not time.time_ns
+
+    def _stamping_changed(self) -> None:
+        hook = getattr(self, "on_stamping", None)
+        if hook is not None and "_clock" in vars(self):
+            hook()
 
     def _now(self) -> int:
         """The clock, never repeating a value in this process (so two changes of one

@@ -99,6 +99,7 @@ def test_a_slow_updater_cuts_to_the_front_under_linecutting(db):
     """§5.3: key [1,3] updates once in a long while (u_k * c * n < 1), so its change is
     served first under LINECUTTING; IN-PLACE and FIFO keep their own orders."""
     queue = db.maintainer.queue
+    queue.policy = QueuePolicy.LINECUTTING  # this process's inserts carry a LINECUTTING place
     queue.clock, queue.cost_ns = itertools.count(1).__next__, 1
     queue.rates = lambda key, now: 1.0 if key[1] != "[1,3]" else 0.1
     db.insert("follows", follower=1, followee=2, since=5)  # n = 0: every key is slow
