@@ -6,27 +6,40 @@ the row (its key; CARDINALITY and FOREIGN KEYs in its BEFORE triggers, refusing 
 statement), writes it, and its AFTER trigger here queues the change in
 ``_piql_update_queue``, all in the one statement: a refused insert enqueues nothing.
 
-On SQLite the trigger is the connection's own (``TEMP``, as the plan's other triggers) and
-is SQL but for what only the writing process knows, asked of it once per insert
-(:meth:`StoreQueue.stamp`): the queue's clock (nanoseconds, never repeating; the virtual
-one of ``piql bench queues`` too) and the LINECUTTING test with this process's rate
-statistics (§5.3). Python work inside a trigger shows at the insert's tail (measured:
-encoding the row and key in Python put its p99 at 2-3x a plain insert's), so the row and
-its key are SQLite's ``json_array`` where every column is an integer or text, which the
-queue reads back as
-piql's own enqueue writes them (``update_queue.key_text``); other columns (REAL, BLOB,
-NUMERIC) go through piql's encoding.
+On SQLite the triggers are the connection's own (``TEMP``, as the plan's other triggers)
+and SQL alone (:class:`Stamp`): the time is SQLite's clock (whole milliseconds, read once
+per statement) and the place under LINECUTTING is IN-PLACE's, as on PostgreSQL. A call
+into the process inside a trigger shows at the insert's tail (measured: a clock and
+slow-updater call per insert put the async twoTags insert's p50 at 1.65x a plain one's,
+a clock call alone at 1.38x, SQL alone at 1.29x), so the process is asked only when it
+must be: under LINECUTTING (the slow-updater test with its rate statistics, §5.3:
+:meth:`StoreQueue.cut`) or when its clock is a virtual one (``piql bench queues``,
+tests). The row and its key are SQLite's ``json_array`` where every column is an integer
+or text, which the queue reads back as piql's own enqueue writes them
+(``update_queue.key_text``); other columns (REAL, BLOB, NUMERIC) go through piql's
+encoding.
 
 The entry coalesces as ``StoreQueue.enqueue`` does: a new key is a new entry
 ``(None, row)``; an insert of a key whose delete is queued ``(old, None)`` becomes the
 update ``(old, row)`` in its place (IN-PLACE: first arrival kept; a slow updater cuts to
 the front under LINECUTTING); a queued entry with a new row is an update whose delete
 half (piql's write path) queued it whole, and the insert half changes nothing. The
-append queue (no coalescing) keeps piql's own enqueue: the trigger is made only for lossy queues and the tables read as of
-the queue (whose entries coalesce by key under any policy).
+append queue (no coalescing) keeps piql's own enqueue: the triggers are made only for
+lossy queues and the tables read as of the queue (whose entries coalesce by key under any
+policy).
 
-On PostgreSQL the trigger is the database's own (PL/pgSQL, :func:`postgres_trigger`), so
-any client's plain INSERT queues; it asks nothing of the process (see below).
+Deletes and updates made by plain SQL (not piql's write path, which queues its own: on
+SQLite it says so to the trigger, ``OWN``; on PostgreSQL its transactions do, ``ENQUEUE``)
+are queued by AFTER DELETE and AFTER UPDATE triggers with the same coalescing
+(``update_queues.net_change``: an insert then a delete cancel, an update chain keeps the
+first old row and the last new one; an update moving a row to another key is a delete
+and an insert). A table read as of the queue holds only inserts there: a change of a
+queued row rewrites or cancels its entry, and a change of a row its views have applied
+is refused, since their delete rules must run in the write (``runtime.writes``).
+
+On PostgreSQL the triggers are the database's own (PL/pgSQL, :func:`postgres_trigger`),
+so any client's plain INSERT, DELETE or UPDATE queues; they ask nothing of the process
+(see below).
 """
 from __future__ import annotations
 
@@ -216,7 +229,7 @@ def functions(queue: StoreQueue) -> dict[str, tuple[int, Callable[..., Any]]]:
 
 
 # -- PostgreSQL ------------------------------------------------------------------------
-# The trigger is part of the database, so a plain INSERT from any client queues. It asks
+# The triggers are part of the database, so a plain write from any client queues. They ask
 # nothing of the writing process: the time is the server's clock (clock_timestamp, in ns
 # of whole microseconds: two inserts in one microsecond tie, served by key), and the place
 # is IN-PLACE's (LINECUTTING's slow-updater test needs a process's rate statistics). A

@@ -26,10 +26,12 @@ maintainer's choice when it claims entries (``piql maintain --policy``):
 Positions are times (ns; a process never repeats one), so a new entry goes to the back
 without reading the queue's tail.
 
-On SQLite an insert is queued by the store's own trigger instead (``runtime.queue_triggers``),
-which writes the same entries, asking this process for the time and LINECUTTING place
-(:meth:`StoreQueue.cut`); on PostgreSQL by the database's trigger, with the server's
-clock and the IN-PLACE place (a LINECUTTING or APPEND process queues itself).
+An insert is queued by the store's own trigger instead (``runtime.queue_triggers``), which
+writes the same entries: on SQLite with SQLite's clock and the IN-PLACE place, asking this
+process only under LINECUTTING (:meth:`StoreQueue.cut`) or a virtual clock; on PostgreSQL
+with the server's clock and the IN-PLACE place (a LINECUTTING or APPEND process queues
+itself). Deletes and updates by plain SQL are queued by the triggers too; piql's own are
+queued here.
 
 :func:`drain` claims entries in the policy's order and applies them, a batch per
 transaction together with the entries' removal, so a crash mid-batch loses nothing and
