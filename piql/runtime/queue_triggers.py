@@ -14,10 +14,12 @@ slow-updater call per insert put the async twoTags insert's p50 at 1.65x a plain
 a clock call alone at 1.38x, SQL alone at 1.29x), so the process is asked only when it
 must be: under LINECUTTING (the slow-updater test with its rate statistics, §5.3:
 :meth:`StoreQueue.cut`) or when its clock is a virtual one (``piql bench queues``,
-tests). The row and its key are SQLite's ``json_array`` where every column is an integer
-or text, which the queue reads back as piql's own enqueue writes them
-(``update_queue.key_text``); other columns (REAL, BLOB, NUMERIC) go through piql's
-encoding.
+tests). The row is SQLite's ``json_array``: integers and text as themselves, a double
+with 17 significant digits (``json_array``'s 15 lose bits), a BLOB tagged as piql tags it,
+so the queue decodes the values the table holds. The key is ``json_array`` where every
+key column is an integer or text, the text piql's own enqueue writes
+(``update_queue.key_text``); a key with other columns goes through piql's encoding (its
+text canonicalises numbers, which SQL cannot write alike).
 
 The entry coalesces as ``StoreQueue.enqueue`` does: a new key is a new entry
 ``(None, row)``; an insert of a key whose delete is queued ``(old, None)`` becomes the
@@ -51,11 +53,11 @@ from piql.catalog import Table
 from piql.sql_types import TypeFamily, family
 from piql.planner.trigger_rules import BULK, PREFIX
 from piql.runtime.update_queue import KEY as UPDATE_KEY
-from piql.runtime.update_queue import COLUMNS, QUEUE_TABLE, StoreQueue, _encode, key_text
+from piql.runtime.update_queue import COLUMNS, QUEUE_TABLE, StoreQueue, key_text
 
 CUT = f"{PREFIX}queue_cut"  # (base, row_key) -> its time, or minus it: a slow updater
 KEY = f"{PREFIX}queue_key"  # (values...) -> the key as piql's enqueue writes it
-ROW = f"{PREFIX}queue_row"  # (values...) -> the row as piql's enqueue writes it
+_MAX_REAL = "1.7976931348623157e308"
 CLOCK = f"{PREFIX}queue_clock"  # () -> the process's clock (ns, never repeating)
 OWN = f"{PREFIX}queue_own"  # () -> 1 while piql's write path deletes (it queues itself)
 # SQLite's clock in the queue's unit (ns), of whole milliseconds: 'now' is read once per
@@ -109,15 +111,30 @@ class _SQLiteEntry:
     def __init__(self, table: Table, stamp: Stamp) -> None:
         self.table, self.stamped, self.stamp = table, stamp is Stamp.CUT, stamp
         self.name = sqlgen.literal(table.name, "sqlite")
-        plain = {c.name: _plain_json(c.type) for c in table.columns}
-        self.key_function = "json_array" if all(plain[c] for c in table.primary_key) else KEY
-        self.row_function = "json_array" if all(plain.values()) else ROW
+        self.plain = {c.name: _plain_json(c.type) for c in table.columns}
+        self.key_function = "json_array" if all(
+            self.plain[c] for c in table.primary_key) else KEY
 
     def key(self, row: str) -> str:
-        return f"{self.key_function}({', '.join(f'{row}.{_q(c)}' for c in self.table.primary_key)})"
+        values = (f"{row}.{_q(c)}" for c in self.table.primary_key)
+        return f"{self.key_function}({', '.join(values)})"
 
     def row(self, row: str) -> str:
-        return f"{self.row_function}({', '.join(f'{row}.{_q(c)}' for c in self.table.column_names)})"
+        """The row as JSON that piql's decoding gives back as the values stored."""
+        values = (self._value(f"{row}.{_q(c)}", self.plain[c]) for c in self.table.column_names)
+        return f"json_array({', '.join(values)})"
+
+    @staticmethod
+    def _value(value: str, plain: bool) -> str:
+        """One value of the row: an integer or text as itself; a double with 17 digits
+        (json_array writes 15, losing bits; ±Inf as ±1e999, which Python reads as
+        infinite; NaN is no value SQLite keeps); a BLOB tagged as piql tags it."""
+        if plain:
+            return value
+        return (f"CASE typeof({value}) WHEN 'real' THEN json(CASE WHEN {value} > {_MAX_REAL} "
+                f"THEN '1e999' WHEN {value} < -{_MAX_REAL} THEN '-1e999' ELSE "
+                f"printf('%!.17g', {value}) END) WHEN 'blob' THEN json_object('blob', "
+                f"lower(hex({value}))) ELSE {value} END")
 
     def place(self, row: str) -> str:
         """The change's place under LINECUTTING: its time, or minus it for a slow updater."""
@@ -224,7 +241,7 @@ def _plain_json(declared: str) -> bool:
 def functions(queue: StoreQueue) -> dict[str, tuple[int, Callable[..., Any]]]:
     """The connection functions the triggers call (name -> argument count, function)."""
     return {CUT: (2, queue.cut), KEY: (-1, lambda *values: key_text(list(values))),
-            ROW: (-1, lambda *values: _encode(values)), OWN: (0, lambda: queue.own),
+            OWN: (0, lambda: queue.own),
             CLOCK: (0, queue._now)}
 
 
