@@ -186,10 +186,17 @@ class Maintainer:
             return self._postgres_queue_triggers(add)
         if self.queue is None or add is None:
             return frozenset()
-        tables = [t for t in self._async_insert_tables() if self.queue.policy.lossy
-                  or t.name.lower() in self.queue.as_of]
-        add(queue_triggers.functions(self.queue), [queue_triggers.sqlite_trigger(t)
-                                                   for t in tables])
+        queue = self.queue
+        tables = [t for t in self._async_insert_tables() if queue.policy.lossy
+                  or t.name.lower() in queue.as_of]
+
+        def make() -> None:  # again when the process starts or stops stamping
+            add(queue_triggers.functions(queue), [
+                s for t in tables for s in queue_triggers.sqlite_drops(t)
+                + queue_triggers.sqlite_triggers(t, queue_triggers.Stamp.of(queue),
+                                                 t.name.lower() in queue.as_of)])
+        make()
+        queue.on_stamping = make
         return frozenset(t.name for t in tables)
 
     def _async_insert_tables(self) -> list[Table]:
@@ -210,11 +217,14 @@ class Maintainer:
         tables = [] if self.queue is None else [
             t for t in self._async_insert_tables() if queue_triggers.postgres_ready(t)]
         made = {t.name for t in tables}
-        add({}, [s for t in tables for s in queue_triggers.postgres_trigger(t)]
+        as_of = frozenset() if self.queue is None else self.queue.as_of
+        add({}, [s for t in tables
+                 for s in queue_triggers.postgres_trigger(t, t.name.lower() in as_of)]
             + [s for t in self.catalog.tables if t.name not in made
                for s in queue_triggers.postgres_drop(t)])
         if self.queue is None:
             return frozenset()
+        self.store.own_changes = True  # its deletes and updates: its write path queues them
         policy = self.queue.policy
         if policy is QueuePolicy.LINECUTTING or not policy.lossy:
             self.store.own_enqueue = True
@@ -323,7 +333,7 @@ class Maintainer:
             self._check_frozen(table, row, replacing)
         # before the tuple goes: the windows it is in
         marked = self._marks(program, row)
-        self.store.delete(table.name, key)
+        self._delete_row(table, key)
         if replacing is None:  # after the delete, so a row referring to itself is no child
             self._check_children(table, row)
         self.store.counter.writes += program.bound.index_upkeep
@@ -332,6 +342,18 @@ class Maintainer:
         if program.deferred:
             measured += self._defer_delete(table, program, row, replacing)
         return self._report(table, program, start, measured)
+
+    def _delete_row(self, table: Table, key: dict[str, Any]) -> None:
+        """Delete the base row; the store's enqueue triggers leave it to this write path
+        (``runtime.queue_triggers``: on PostgreSQL its transaction says so)."""
+        if self.queue is None:
+            self.store.delete(table.name, key)
+            return
+        self.queue.own = True
+        try:
+            self.store.delete(table.name, key)
+        finally:
+            self.queue.own = False
 
     def _defer_delete(self, table: Table, program: WriteProgram, row: dict[str, Any],
                       replacing: dict[str, Any] | None) -> list[tuple[str, int, int]]:
