@@ -172,11 +172,9 @@ def test_spark_tasks_read_their_partitions_from_a_file_store(tmp_path):
     now = 3_600_000 * 6 + 10
     answers = {}
     for engine in ("store", "spark"):
-        # the rows loaded by the store (Spark's loads are other tests'), then the file
-        # opened with the engine whose tasks refresh
-        with app.deploy(tmp_path / f"{engine}.db", engine="store", partitions=6) as loader:
-            loader.load_many(data)
         db = app.deploy(tmp_path / f"{engine}.db", engine=engine, partitions=6)
+        for table, rows in data.items():
+            db.load(table, rows)
         reports = {r.view: r for r in db.refresh(now_ms=now)}
         assert reports["popularTags"].engine == engine
         answers[engine] = (Counter(db.query("popularTags").rows),
