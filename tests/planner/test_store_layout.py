@@ -31,7 +31,7 @@ KEYS = plan_text(
     "CREATE TABLE pair (a BIGINT, b BIGINT, PRIMARY KEY (a, b));\n"
     "CREATE TABLE named (name VARCHAR PRIMARY KEY, v BIGINT);\n"
     "CREATE TABLE money (amount DOUBLE PRIMARY KEY);",
-    "-- name: byV\nSELECT id FROM one WHERE v = <v>\n")
+    "-- name: perA\nSELECT COUNT(*) AS n FROM pair WHERE a = <a>\n")
 
 
 def test_a_key_of_one_integer_column_is_the_rowid_any_other_key_clusters():
