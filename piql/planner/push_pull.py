@@ -349,7 +349,8 @@ def latency_constrained(edges: Iterable[Edge], rates: Rates, costs: Costs, budge
                         percentile: float = 1.0, cap: int | None = None,
                         start: Assignment | None = None,
                         offsets: Mapping[Node, float] | None = None,
-                        unit: float = 0.0, z: float = 2.0) -> Constrained:
+                        unit: float = 0.0, z: float = 2.0,
+                        unseen: Iterable[Node] = ()) -> Constrained:
     """§3.3.1's adaptive greedy from ``start`` (default MinCost): while the ``percentile``
     read cost exceeds ``budget``, shift the pull edge with the largest phi_c / epsilon to
     push (epsilon = phi_p·H - phi_c·L, the extra cost); while it is within budget, shift the
@@ -369,7 +370,13 @@ def latency_constrained(edges: Iterable[Edge], rates: Rates, costs: Costs, budge
     estimates are lowest, so their estimates are biased low: a handful of readers seen
     once or twice in the warm-up, each following 50 producers, weighed 0.6 % by estimate
     and read 1.4 % of the next trace. Without it (``unit`` 0) the estimate alone
-    decides."""
+    decides.
+
+    ``unseen`` consumers have no measured rate at all (their rate is a Good-Turing guess,
+    the same for each): no estimate can tell which of them will read, so none of them is
+    left to the percentile. Each is held within the budget on its own (its pull edges
+    pushed, cheapest extra cost first, until its read fits, if any push can make it fit),
+    before the greedy, and the greedy's slack phase never pulls one back over it."""
     every = list(dict.fromkeys(edges))
     best = min_cost(every, rates, costs, cap)
     current = start if start is not None else best
@@ -381,20 +388,46 @@ def latency_constrained(edges: Iterable[Edge], rates: Rates, costs: Costs, budge
 
     push = set(current.push) & set(every)
     reads = _ReadCosts(assign(every, push, rates, costs), costs, offsets)
+    held = set(unseen) & set(reads.pulls)
     per_producer: dict[Node, int] = {}
     for edge in push:
         per_producer[edge.producer] = per_producer.get(edge.producer, 0) + 1
-    for edge in sorted(set(every) - push, key=lambda e: (-rank(e), repr(e))):
+
+    def fits() -> bool:
+        return reads.within(rates, percentile, budget, unit, z) and all(
+            reads.ops(c) <= budget for c in held)
+
+    def shift(edge: Edge, to: Decision = Decision.PUSH) -> bool:
+        """Push ``edge`` unless its producer is at the cap (or pull it back)."""
+        step = 1 if to == Decision.PUSH else -1
+        if to == Decision.PUSH and cap is not None and per_producer.get(edge.producer, 0) >= cap:
+            return False
+        (push.add if to == Decision.PUSH else push.discard)(edge)
+        reads.move(edge, to)
+        per_producer[edge.producer] = per_producer.get(edge.producer, 0) + step
+        return True
+
+    ranked = sorted(set(every) - push, key=lambda e: (-rank(e), repr(e)))
+    for consumer in sorted(held, key=repr):  # unseen consumers first, each on its own
+        moved = []
+        for edge in (e for e in ranked if e.consumer == consumer):
+            if reads.ops(consumer) <= budget or reads.floor(consumer) > budget:
+                break
+            if shift(edge):
+                moved.append(edge)
+        if reads.ops(consumer) > budget:  # the cap left it over: no use pushing part
+            for edge in moved:
+                shift(edge, Decision.PULL)
+    held = {c for c in held if reads.ops(c) <= budget}
+    for edge in ranked:
         if reads.within(rates, percentile, budget, unit, z):
             break
+        if edge in push:
+            continue
         if rates.consumer(edge.consumer) == 0 or reads.ops(edge.consumer) <= budget \
                 or reads.floor(edge.consumer) > budget:
             continue  # a consumer that never reads, reads within budget or cannot: not it
-        if cap is not None and per_producer.get(edge.producer, 0) >= cap:
-            continue
-        push.add(edge)
-        reads.move(edge, Decision.PUSH)
-        per_producer[edge.producer] = per_producer.get(edge.producer, 0) + 1
+        shift(edge)
     extra: dict[Node, list[Edge]] = {}
     for edge in push - best.push:
         extra.setdefault(edge.consumer, []).append(edge)
@@ -402,20 +435,19 @@ def latency_constrained(edges: Iterable[Edge], rates: Rates, costs: Costs, budge
         if extra[consumer]:  # without its pushed feed's read, pulling all may be cheaper
             for edge in extra[consumer]:
                 reads.move(edge, Decision.PULL)
-            if reads.within(rates, percentile, budget, unit, z):
+            if fits():
                 push -= set(extra[consumer])
             else:
                 for edge in extra[consumer]:
                     reads.move(edge, Decision.PUSH)
     for edge in sorted(push - best.push, key=lambda e: (rank(e), repr(e))):
         reads.move(edge, Decision.PULL)
-        if reads.within(rates, percentile, budget, unit, z):
+        if fits():
             push.discard(edge)
         else:
             reads.move(edge, Decision.PUSH)
     cost = reads.percentile(rates, percentile)
-    return Constrained(assign(every, push, rates, costs),
-                       reads.within(rates, percentile, budget, unit, z), cost)
+    return Constrained(assign(every, push, rates, costs), fits(), cost)
 
 
 # -- EAGr: per overlay node --------------------------------------------------------------

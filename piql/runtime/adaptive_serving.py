@@ -220,8 +220,8 @@ class AdaptiveServing:
         feeds = [f for n, f in self.feeds.items() if query is None or n == query]
         return [adapt(f, self.transaction, chosen, steps, budget, percentile) for f in feeds]
 
-    def adapt_overlay(self, query: str, /, *, mode: str = "eagr",
-                      sharing: bool = True) -> OverlayReport:
+    def adapt_overlay(self, query: str, /, *, mode: str = "eagr", sharing: bool = True,
+                      budget: int | None = None) -> OverlayReport:
         """``Deployment.adapt_overlay`` for the aggregate of planned name ``query``."""
         overlay = self.overlays.get(query)
         if overlay is None:
@@ -229,6 +229,9 @@ class AdaptiveServing:
                               "through an overlay")
         if mode not in ("eagr", "push", "pull"):
             raise ParameterError(f"unknown overlay mode {mode!r}; choose eagr, push or pull")
+        if budget is not None and (mode != "eagr" or budget < 1):
+            raise ParameterError(f"a read budget ({budget!r}) needs mode eagr and at least 1 "
+                                 "row per read")
         start = self.store.counter.ops
 
         def step() -> None:
@@ -236,7 +239,7 @@ class AdaptiveServing:
                     or bypassed(self.store, overlay):
                 overlay.rebuild(sharing)
                 guard_overlay(self.store, overlay)
-            overlay.apply(overlay.decide(mode))
+            overlay.apply(overlay.decide(mode, budget))
 
         self.transaction(step)
         assert overlay.graph is not None

@@ -91,6 +91,7 @@ class Overlay:
         self.ids: dict[Hashable, int] = {}
         self.graph: OverlayGraph | None = None
         self.sharing = True
+        self.budget: int | None = None  # rows per read the decisions keep to (``held``)
 
     # -- building ---------------------------------------------------------------------
     def neighbourhoods(self) -> dict[Any, set[Any]]:
@@ -147,9 +148,11 @@ class Overlay:
     def edges(self) -> list[tuple[Hashable, Hashable]]:
         return [(u, v) for v, sources in self.inputs.items() for u in sources]
 
-    def decide(self, mode: str) -> set[Hashable]:
+    def decide(self, mode: str, budget: int | None = None) -> set[Hashable]:
         """The push nodes: none (pull), every reader and partial aggregate (push), or
-        EAGr's min-cut partition from the measured rates (eagr)."""
+        EAGr's min-cut partition from the measured rates (eagr), with every read within
+        ``budget`` rows if one is given (:meth:`held`)."""
+        self.budget = None
         if mode == "pull":
             return set()
         if mode == "push":
@@ -162,8 +165,51 @@ class Overlay:
         writes = {w: self.rates.producer_rate(w[1], unseen_writes) for w in writers}
         reads = {v: self.rates.consumer_rate(v[1], unseen_reads) for v in readers}
         costs = node_costs(edges, writes, reads, lambda k: PUSH_OPS, lambda k: k)
-        found = partition(costs, edges, must_push=writers)
+        self.budget = budget
+        forced = writers | (self.held(budget) if budget is not None else set())
+        found = partition(costs, edges, must_push=forced)
         return {n for n in found.push if n[0] != "w"}
+
+    def held(self, budget: int) -> set[Hashable]:
+        """The nodes that must be push for every read to cost at most ``budget`` rows
+        (EAGr §4.3 leaves latency-constrained decisions to future work; this is Feeding
+        Frenzy §3.3's budget on an overlay). A pull reader reads one row per input, and
+        a pull partial aggregate among them one per writer of it; a push reader reads its
+        own row. So a reader whose writers fit pulls freely; one whose inputs fit once its
+        partial aggregates are push needs those push (then it may pull, or push: the
+        min-cut decides); one whose inputs do not fit must be push. Without sharing a
+        reader's inputs are its writers: every reader over the budget is pushed. With it,
+        one push partial aggregate can serve many readers reading a few rows each."""
+        forced: set[Hashable] = set()
+        for node, inputs in self.inputs.items():
+            if node[0] != "r":
+                continue
+            shared = {a for a in inputs if a[0] == "a"}
+            if len(inputs) - len(shared) + sum(len(self.members[a]) for a in shared) <= budget:
+                continue
+            forced |= shared if len(inputs) <= budget else {node}
+        return forced
+
+    def read_rows(self, node: Hashable) -> int:
+        """The rows a read of ``node`` reads (what :meth:`value` counts)."""
+        if node[0] == "w" or (node in self.push and node not in self.routed):
+            return 1
+        return sum(self.read_rows(u) for u in self.inputs.get(node, ()))
+
+    def _hold(self, reader: Hashable) -> None:
+        """Keep ``reader``'s reads within the budget after an edge changed its inputs (a
+        new edge feeds it directly, a deleted one splits a partial aggregate into its
+        writers): if it is now over, push it, and its pull inputs first (their writers
+        summed): at most one read per writer it has, within the CARDINALITY bound, and one
+        write per node pushed."""
+        if self.budget is None or reader in self.push or self.read_rows(reader) <= self.budget:
+            return
+        for node in sorted(self.inputs[reader], key=repr):
+            if node[0] == "a" and node not in self.push:
+                self._store(node, self._sum(self.inputs[node]))
+                self.push.add(node)
+        self._store(reader, self._sum(self.inputs[reader]))
+        self.push.add(reader)
 
     def apply(self, push: set[Hashable]) -> None:
         """Switch nodes: pull ones drop their row (downstream first), push ones compute it
@@ -284,6 +330,7 @@ class Overlay:
         self._link(writer, reader)
         if reader in self.push:
             self._add(reader, self._writer(producer))
+        self._hold(reader)
 
     def edge_deleted(self, consumer: Any, producer: Any) -> None:
         if not self.active or consumer is None or producer is None:
@@ -303,6 +350,7 @@ class Overlay:
                 self._drop(holder)
         if reader in self.push:
             self._add(reader, {c: -v for c, v in self._writer(producer).items()})
+        self._hold(reader)
 
     def _drop(self, node: Hashable) -> None:
         for source in list(self.inputs.pop(node, ())):

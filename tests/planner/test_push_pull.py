@@ -11,7 +11,7 @@ from hypothesis import example, given, settings, strategies as st
 from piql.planner.push_pull import (
     Costs, Decision, Edge, NodeCost, Rates, assign, consistent, frequencies, guarded,
     latency_constrained, min_cost, min_cost_feeds, node_costs, partition, partition_cost,
-    prefers_push, read_percentile, with_feed_reads,
+    prefers_push, read_ops, read_percentile, with_feed_reads,
 )
 
 
@@ -233,6 +233,37 @@ def test_the_latency_budget_holds_with_confidence_over_rare_readers():
     assert sure.met and sure.assignment.push == frozenset(edges)
     assert not latency_constrained([Edge("p", "b")], rates, costs, budget=0.5,
                                    percentile=0.9, unit=2).met  # b alone: never within
+
+
+def test_the_latency_budget_holds_for_each_unseen_consumer_on_its_own():
+    """p99, budget 2, H = L = read_push = 1. a (99 reads) follows q (never writes): pushed
+    by MinCost, a read costs 1. u was never seen reading (a Good-Turing guess of 0.5) and
+    follows p1, p2, p3 (1, 5 and 10 writes): MinCost pulls all three (0.5 < phi_p), a
+    read costs 3. By estimate u's reads are 0.5 % of all, within the 1 % allowed: the
+    greedy moves nothing. Held on its own, u's edges go push by phi_c / epsilon
+    (epsilon = phi_p - 0.5: p1 first, then p2) until its read fits: 1 pull + 1 = 2.
+    Cost 0 + 1 + 5 pushed + 0.5 pulled. From all-push, the slack phase pulls p3 back
+    but not p2 (u's read would be 3 again)."""
+    costs = Costs(push=1, pull=1, read_push=1)
+    rates = Rates.of({"q": 0, "p1": 1, "p2": 5, "p3": 10}, {"a": 99, "u": 0.5})
+    edges = [Edge("q", "a")] + [Edge(p, "u") for p in ("p1", "p2", "p3")]
+    plain = latency_constrained(edges, rates, costs, budget=2, percentile=0.99)
+    assert plain.met and plain.assignment.push == {Edge("q", "a")}
+    held = latency_constrained(edges, rates, costs, budget=2, percentile=0.99,
+                               unseen={"u"})
+    assert held.met and held.assignment.cost == 6.5
+    assert held.assignment.push == {Edge("q", "a"), Edge("p1", "u"), Edge("p2", "u")}
+    assert read_ops("u", held.assignment, costs) == 2
+    slack = latency_constrained(edges, rates, costs, budget=2, percentile=0.99,
+                                unseen={"u"}, start=assign(edges, edges, rates, costs))
+    assert slack.assignment.push == held.assignment.push
+    # a (reading often) pushes p1 and p2 too, and the cap of 1 leaves u only p3: no use
+    # (2 pulls + 1 > 2), so u is left to the percentile and nothing of it is pushed
+    wider = edges + [Edge("p1", "a"), Edge("p2", "a")]
+    capped = latency_constrained(wider, rates, costs, budget=2, percentile=0.99,
+                                 unseen={"u"}, cap=1)
+    assert capped.met and capped.assignment.push == {
+        Edge("q", "a"), Edge("p1", "a"), Edge("p2", "a")}
 
 
 @settings(max_examples=150, deadline=None)

@@ -29,9 +29,11 @@ QUERIES = ("friendCheckins", "friendPoints")
 
 def assert_answers(db) -> None:
     for name in QUERIES:
+        budget = db.overlays[name].budget  # kept under edge changes since the last adapt
         for me in [*USERS, 99]:
             got = db.query(name, me=me)
             assert got.ops <= got.bound, (name, me)
+            assert budget is None or got.ops <= budget + one_row(db) - 1, (name, me, budget)
             assert normal(got.rows) == normal(oracle(db, db.query_plan(name), {"me": me})), \
                 (name, me, db.overlays[name].push)
 
@@ -81,8 +83,9 @@ def test_answers_equal_sql_under_random_writes_edges_and_decisions(new_store, se
         if rng.random() < 0.3:
             db.query(rng.choice(QUERIES), me=rng.choice(USERS[:3]))  # skewed read rates
         if step % 25 == 12:
-            report = db.adapt_overlay(rng.choice(QUERIES), mode=rng.choice(["eagr", "push", "pull"]),
-                                      sharing=rng.random() < 0.7)
+            mode = rng.choice(["eagr", "eagr", "push", "pull"])
+            report = db.adapt_overlay(rng.choice(QUERIES), mode=mode, sharing=rng.random() < 0.7,
+                                      budget=rng.choice([None, 2, 3]) if mode == "eagr" else None)
             shared_seen = max(shared_seen, report.shared_nodes)
             routed_seen = max(routed_seen, *(len(o.routed) for o in db.overlays.values()))
         if step % 30 == 29:
@@ -181,6 +184,35 @@ def test_a_partial_aggregate_feeding_only_push_readers_is_routed(new_store):
     assert overlay.push == {("a", 0)} and not overlay.routed
     assert db.query("friendCheckins", me=1).ops == one_row(db)
     assert_answers(db)
+
+
+def test_under_a_read_budget_sharing_needs_fewer_pushes(new_store):
+    """Every read within 2 rows. Without sharing each reader sums 4 writers, over the
+    budget, so all three are pushed, even 3, who never reads: a write adds to 3 rows. With
+    sharing each reader has one input, the partial aggregate of the 4 writers, so only it
+    must be push; the min-cut then pulls the readers (PULL(r1) = 50 reads x 1 input < PUSH
+    = 40 writes x 2): a write adds to 1 row, and every read is that row. Same bound, a
+    third of the pushes: what sharing buys (the readers share one precomputed value)."""
+    db = frequent_readers(new_store)
+    overlay = db.overlays["friendCheckins"]
+    db.adapt_overlay("friendCheckins", sharing=False, budget=2)
+    assert overlay.push == {("r", 1), ("r", 2), ("r", 3)}
+    before = db.store.counter.ops
+    db.insert("checkins", checkinId=100, userId=4, points=1)
+    unshared_write = db.store.counter.ops - before
+    db.adapt_overlay("friendCheckins", sharing=True, budget=2)
+    assert overlay.push == {("a", 0)}
+    before = db.store.counter.ops
+    db.insert("checkins", checkinId=101, userId=4, points=1)
+    assert db.store.counter.ops - before == unshared_write - 4  # 1 add, not 3
+    for me in (1, 2, 3):
+        assert db.query("friendCheckins", me=me).ops <= one_row(db)
+    assert_answers(db)
+    # a budget the partial aggregate's 4 writers fit: no node is forced, readers pull
+    db.adapt_overlay("friendCheckins", sharing=True, budget=4)
+    assert ("r", 3) not in overlay.push
+    with pytest.raises(ParameterError, match="read budget"):
+        db.adapt_overlay("friendCheckins", mode="push", budget=2)
 
 
 def test_adapt_overlay_refuses_unknown_modes_and_queries():
