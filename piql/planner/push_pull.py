@@ -505,7 +505,8 @@ def node_costs(edges: Iterable[tuple[Node, Node]], writes: Mapping[Node, float],
 
 
 def partition(costs: Mapping[Node, NodeCost], edges: Iterable[tuple[Node, Node]],
-              must_push: Iterable[Node] = ()) -> Partition:
+              must_push: Iterable[Node] = (),
+              penalties: Mapping[tuple[Node, Node], float] | None = None) -> Partition:
     """The optimal dataflow decisions of an overlay (EAGr §4.4): the difference-maximising
     partition with w(v) = PULL(v) - PUSH(v), found as an s-t min-cut. An overlay edge
     (u, v) (u feeds v) gets infinite capacity, s -> v capacity -w(v) when w(v) < 0, v -> t
@@ -513,7 +514,12 @@ def partition(costs: Mapping[Node, NodeCost], edges: Iterable[tuple[Node, Node]]
     (an infinite edge carries reachability downstream, so no pull node feeds a push node),
     the rest push (Theorem 4.1). ``must_push`` nodes (EAGr's writers, or a node whose pull
     piql cannot bound) get an infinite edge to t, so they and everything upstream of them
-    are push."""
+    are push.
+
+    ``penalties[(u, v)]`` is a cost paid when u is pull and v push (an edge u -> v of that
+    capacity, cut exactly then): a pull reader reading a push input pays a row for it,
+    while its pull inputs' reads are their own PULL (``runtime.aggregates``); EAGr's
+    L(k) = k charges the row either way."""
     pairs = list(edges)
     graph = _dag(pairs, set(costs))
     source, sink = object(), object()  # never equal to a node of the overlay
@@ -530,12 +536,15 @@ def partition(costs: Mapping[Node, NodeCost], edges: Iterable[tuple[Node, Node]]
             flow.add_edge(source, node, capacity=-weight)
         elif weight > 0:
             flow.add_edge(node, sink, capacity=weight)
+    for (u, v), penalty in (penalties or {}).items():
+        if penalty > 0 and not flow.has_edge(u, v):  # an overlay edge: infinite already
+            flow.add_edge(u, v, capacity=penalty)
     # Edmonds-Karp: networkx's default preflow-push fails on float capacities far apart in
     # magnitude (a denormal beside ordinary rates raised StopIteration inside networkx)
     residual = edmonds_karp(flow, source, sink)
     pull = frozenset(n for n in _reachable(residual, source) if n in graph.nodes)
     push = frozenset(graph.nodes) - pull
-    return Partition(push, pull, partition_cost(costs, push, pull))
+    return Partition(push, pull, partition_cost(costs, push, pull, penalties))
 
 
 def _reachable(residual: "networkx.DiGraph", source: object) -> set:
@@ -557,8 +566,11 @@ def _reachable(residual: "networkx.DiGraph", source: object) -> set:
 
 
 def partition_cost(costs: Mapping[Node, NodeCost], push: Iterable[Node],
-                   pull: Iterable[Node]) -> float:
-    return sum(costs[n].push for n in push) + sum(costs[n].pull for n in pull)
+                   pull: Iterable[Node],
+                   penalties: Mapping[tuple[Node, Node], float] | None = None) -> float:
+    pushed, pulled = set(push), set(pull)
+    return sum(costs[n].push for n in pushed) + sum(costs[n].pull for n in pulled) + sum(
+        c for (u, v), c in (penalties or {}).items() if u in pulled and v in pushed)
 
 
 def consistent(push: frozenset[Node], edges: Iterable[tuple[Node, Node]]) -> bool:

@@ -234,18 +234,29 @@ class AdaptiveServing:
                                  "row per read")
         start = self.store.counter.ops
 
+        declined = []
+
         def step() -> None:
-            if not overlay.active or overlay.sharing != sharing \
+            if not overlay.active or overlay.sharing != sharing or overlay.dissolved \
                     or bypassed(self.store, overlay):
                 overlay.rebuild(sharing)
                 guard_overlay(self.store, overlay)
-            overlay.apply(overlay.decide(mode, budget))
+            push = overlay.decide(mode, budget)
+            if mode == "eagr" and overlay.members and overlay.estimate is not None \
+                    and overlay.unshared_estimate(budget) < overlay.estimate:
+                # sharing is worth it only where its decisions cost less by estimate than
+                # the same min-cut without it (a push partial aggregate costs its writers'
+                # writes; it is chosen to save reads, which may not cover them)
+                overlay.rebuild(False)
+                push = overlay.decide(mode, budget)
+                declined.append(True)
+            overlay.apply(push)
 
         self.transaction(step)
         assert overlay.graph is not None
-        return OverlayReport(query, overlay.graph.sharing_index, len(overlay.members),
+        return OverlayReport(query, overlay.sharing_index(), len(overlay.members),
                              len(overlay.push), len(overlay.inputs) - len(overlay.push),
-                             self.store.counter.ops - start)
+                             self.store.counter.ops - start, bool(declined), overlay.chosen)
 
     def adapt_every(self, writes: int | None, /, **options: Any) -> None:
         """``Deployment.adapt_every``."""

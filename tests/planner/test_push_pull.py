@@ -334,13 +334,28 @@ def overlays(draw):
 def test_the_min_cut_partition_is_consistent_and_optimal(overlay, must_push):
     """Theorem 4.1 checked by brute force over every partition without an edge from a pull
     node to a push node (and with the forced nodes push)."""
+    check_min_cut(overlay, must_push, {})
+
+
+@settings(max_examples=150, deadline=None)
+@given(overlays(), st.sets(st.integers(0, 6), max_size=2),
+       st.dictionaries(st.tuples(st.integers(0, 6), st.integers(0, 6)), rate, max_size=4))
+def test_the_min_cut_with_penalties_is_optimal(overlay, must_push, penalties):
+    """A penalty on (u, v), paid when u is pull and v push (a pull reader reading a push
+    input's row), keeps the cut optimal."""
+    costs, edges = overlay
+    check_min_cut(overlay, must_push, {(u, v): c for (u, v), c in penalties.items()
+                                       if u in costs and v in costs and u != v})
+
+
+def check_min_cut(overlay, must_push, penalties) -> None:
     costs, edges = overlay
     must_push = must_push & set(costs)
-    found = partition(costs, edges, must_push)
+    found = partition(costs, edges, must_push, penalties)
     assert consistent(found.push, edges) and must_push <= found.push
     assert found.push | found.pull == set(costs) and not found.push & found.pull
     nodes = list(costs)
-    optimum = min(partition_cost(costs, push, set(nodes) - push)
+    optimum = min(partition_cost(costs, push, set(nodes) - push, penalties)
                   for mask in product((False, True), repeat=len(nodes))
                   for push in [frozenset(n for n, m in zip(nodes, mask) if m)]
                   if consistent(push, edges) and must_push <= push)

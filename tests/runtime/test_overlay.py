@@ -133,8 +133,8 @@ def frequent_readers(new_store):
 
 
 def test_eagr_pushes_frequent_readers_and_pulls_rare_ones(new_store):
-    """Without sharing: PUSH(r1) = 40 writes x 2 = 80 < PULL(r1) = 50 reads x 4 inputs =
-    200: push; r3 never reads (and no reader was seen reading once: Good-Turing expects 0
+    """Without sharing: PUSH(r1) = 40 writes x 2 + 50 reads of its row = 130 < PULL(r1) =
+    50 reads x 4 inputs = 200: push; r3 never reads (and no reader was seen reading once: Good-Turing expects 0
     reads of it): PULL(r3) = 0: pull."""
     db = frequent_readers(new_store)
     report = db.adapt_overlay("friendCheckins", sharing=False)
@@ -145,11 +145,12 @@ def test_eagr_pushes_frequent_readers_and_pulls_rare_ones(new_store):
 
 def test_with_sharing_one_pushed_partial_aggregate_serves_both(new_store):
     """With sharing, the readers share a node of the 4 writers: PUSH(node) = 80 < PULL(node)
-    = 100 pulls x 4 = 400: push; each reader then reads 1 input, PULL(r1) = 50 < PUSH = 80:
-    pull. A write pushes once (to the node), not twice."""
+    = 100 pulls x 4 = 400: push; each reader then reads its row, PULL(r1) = 50 < PUSH = 80
+    + 50: pull. A write pushes once (to the node), not twice: 180 against 260 without
+    sharing, so sharing is kept."""
     db = frequent_readers(new_store)
     report = db.adapt_overlay("friendCheckins", sharing=True)
-    assert db.overlays["friendCheckins"].push == {("a", 0)}
+    assert db.overlays["friendCheckins"].push == {("a", 0)} and not report.sharing_declined
     assert report.shared_nodes == 1 and report.sharing_index == pytest.approx(1 - 7 / 12)
     assert db.query("friendCheckins", me=1).ops == one_row(db)
     before = db.store.counter.ops
@@ -159,6 +160,33 @@ def test_with_sharing_one_pushed_partial_aggregate_serves_both(new_store):
     before = db.store.counter.ops
     db.insert("checkins", checkinId=101, userId=4, points=1)
     assert db.store.counter.ops - before == shared_write + 2  # one more reader to add to
+    assert_answers(db)
+
+
+def test_sharing_is_declined_where_it_costs_more_by_estimate(new_store):
+    """Readers 1, 2 and 3 follow 3-6 (10 checkins each), 1 also 7-9 (none); only 1
+    reads (50 times). Without sharing r1 is push: 40 writes x 2 + 50 reads of its row =
+    130, the others pull for nothing. With the node of 3-6 shared, r1 pushed needs the
+    node push, and the node then keeps a row for 2 and 3 (80 + 130 = 210); r1 pulling
+    reads the node's row and 7-9 (80 + 50 x 4 = 280): sharing costs more by estimate, so
+    the node is dropped (a pull node saves nothing; 2 and 3 never read its row)."""
+    db = App(PLAN).deploy(new_store(), strict=True)
+    for follower, followee in [(r, w) for r in (1, 2, 3) for w in (3, 4, 5, 6)] + [
+            (1, 7), (1, 8), (1, 9)]:
+        db.insert("follows", follower=follower, followee=followee)
+    for key in range(40):
+        db.insert("checkins", checkinId=key, userId=3 + key % 4, points=1)
+    for _ in range(50):
+        db.query("friendCheckins", me=1)
+    report = db.adapt_overlay("friendCheckins", sharing=True)
+    assert report.shared_nodes == 0 and report.sharing_index == 0
+    assert db.overlays["friendCheckins"].push == {("r", 1)}
+    assert_answers(db)
+    for _ in range(200):  # 2 and 3 read now: the node pays for itself again
+        db.query("friendCheckins", me=2)
+        db.query("friendCheckins", me=3)
+    report = db.adapt_overlay("friendCheckins", sharing=True)
+    assert report.shared_nodes == 1 and ("a", 0) in db.overlays["friendCheckins"].push
     assert_answers(db)
 
 
