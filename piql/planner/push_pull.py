@@ -239,9 +239,20 @@ def _saving_error(extreme: Assignment, hybrid: Assignment, rates: Rates, costs: 
     for consumer in readers ^ hybrid_readers:
         sign = 1.0 if consumer in readers else -1.0
         consumers[consumer] = consumers.get(consumer, 0.0) + sign * costs.read_push
-    variance = sum(a * a * max(rates.producer(p), unit) * unit for p, a in producers.items()) \
-        + sum(b * b * max(rates.consumer(c), unit) * unit for c, b in consumers.items())
-    return variance ** 0.5
+    return (_variance(producers, rates.producer, unit)
+            + _variance(consumers, rates.consumer, unit)) ** 0.5
+
+
+def _variance(coefficients: Mapping[Node, float], rate: Callable[[Node], float],
+              unit: float) -> float:
+    """Var Σ coefficient · rate, each rate a Poisson count of events of ``unit`` each
+    (var = rate · unit). The keys estimated below one event (never counted: a
+    Good-Turing share, or 0) share one event's variance between them besides: none of
+    them was seen in the whole window, which bounds their total, not each one's, by
+    about one event (a thousand users never seen reading did not each read once)."""
+    faint = [c * c for k, c in coefficients.items() if rate(k) < unit]
+    return sum(c * c * rate(k) * unit for k, c in coefficients.items()) \
+        + max(faint, default=0.0) * unit * unit
 
 
 def capped(push: Iterable[Edge], cap: int, rates: Rates) -> list[Edge]:

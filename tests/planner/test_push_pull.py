@@ -219,6 +219,24 @@ def test_the_guard_keeps_the_extreme_when_the_hybrid_saves_less_than_its_error()
     assert guarded(edges, hybrid, edges, rates, costs, margin=0.2).chosen == "push"
 
 
+def test_consumers_never_seen_share_one_event_of_error():
+    """H = 1, L = 100, unit 1. r reads 1000 times and follows p (10 writes), as do 100
+    consumers never seen reading. All-push costs 101 x 10 = 1010, all-pull 1000 x 100;
+    MinCost pushes r's edge only (1000 x 100 >= 10): 10, a saving of 1000 over all-push.
+    Its error: p's 10 events (coefficient 100: var 100 000) and the 100 unseen readers,
+    who together were seen 0 times: one event between them (coefficient 100: var
+    10 000), not one each (var 1 000 000, which would keep all-push)."""
+    costs = Costs(push=1, pull=100)
+    unseen = [f"c{n}" for n in range(100)]
+    rates = Rates.of({"p": 10}, {"r": 1000} | {c: 0 for c in unseen})
+    edges = [Edge("p", "r")] + [Edge("p", c) for c in unseen]
+    hybrid = min_cost_feeds(edges, rates, costs)
+    assert hybrid.push == {Edge("p", "r")}
+    choice = guarded(edges, hybrid, edges, rates, costs, unit=1)
+    assert (choice.chosen, choice.saving) == ("hybrid", 1000)
+    assert choice.error == pytest.approx(110_000 ** 0.5)
+
+
 def test_the_latency_budget_holds_with_confidence_over_rare_readers():
     """p90, budget 5, H = 1, L = 10, reading a pushed feed 1. a (95 reads) reads its pushed
     feed: 1. b (5 reads) pulls p (60 writes: MinCost pulls it), 10 per read. By estimate b's
