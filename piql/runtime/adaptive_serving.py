@@ -238,7 +238,7 @@ class AdaptiveServing:
 
         def step() -> None:
             if not overlay.active or overlay.sharing != sharing or overlay.dissolved \
-                    or bypassed(self.store, overlay):
+                    or overlay.drifted() or bypassed(self.store, overlay):
                 overlay.rebuild(sharing)
                 guard_overlay(self.store, overlay)
             push = overlay.decide(mode, budget)

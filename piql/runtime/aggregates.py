@@ -40,6 +40,11 @@ from piql.runtime.store import Store, TableShape
 
 PUSH_OPS = 2  # H(k): an add to a node's row (a read and a write) whatever its inputs
 MARGIN = 0.01  # the min-cut is applied only if it saves more than this over an extreme
+# edge changes since the overlay was built, as a share of its bipartite edges, past which
+# the next adapt with sharing builds it again (EAGr §3.3 restructures a reader once its
+# direct edges pass a threshold; here new edges feed readers directly, and a deleted one
+# splits a partial aggregate, so sharing thins out as the graph changes)
+REBUILD_SHARE = 0.1
 NODE = "node"
 Values = dict[str, Any]
 
@@ -97,6 +102,7 @@ class Overlay:
         self.budget: int | None = None  # rows per read the decisions keep to (``held``)
         self.estimate: float | None = None  # the min-cut decisions' estimated cost per tick
         self.dissolved = False  # partial aggregates dropped by a decision (``decide``)
+        self.edge_changes = 0  # edges inserted or deleted since the overlay was built
         self.chosen = "pull"  # what the last decide applied: eagr, push or pull
 
     # -- building ---------------------------------------------------------------------
@@ -115,7 +121,7 @@ class Overlay:
             self.store.create_table(self.table)
             self.active = True
         self.store.replace_rows(self.table.name, [])
-        self.sharing, self.dissolved = sharing, False
+        self.sharing, self.dissolved, self.edge_changes = sharing, False, 0
         self.graph = build(self.neighbourhoods(), sharing)
         self.inputs, self.outputs, self.members, self.push, self.ids = {}, {}, {}, set(), {}
         self.routed = set()
@@ -401,6 +407,7 @@ class Overlay:
         if not self.active or consumer is None or producer is None:
             return
         reader, writer = ("r", consumer), ("w", producer)
+        self.edge_changes += 1
         self.inputs.setdefault(reader, set())
         self._link(writer, reader)
         if reader in self.push:
@@ -411,6 +418,7 @@ class Overlay:
         if not self.active or consumer is None or producer is None:
             return
         reader, writer = ("r", consumer), ("w", producer)
+        self.edge_changes += 1
         if writer in self.inputs.get(reader, ()):
             self._unlink(writer, reader)
         else:
@@ -435,6 +443,11 @@ class Overlay:
         if node in self.push:
             self.push.discard(node)
             self.store.delete(self.table.name, {NODE: self._id(node)})
+
+    def drifted(self) -> bool:
+        """Has the graph changed enough since the build for sharing to be rebuilt?"""
+        return self.sharing and self.graph is not None and \
+            self.edge_changes > REBUILD_SHARE * self.graph.bipartite_edges
 
     def sharing_index(self) -> float:
         """1 - overlay edges / bipartite edges, as the overlay is now."""

@@ -95,6 +95,48 @@ def test_answers_equal_sql_under_random_writes_edges_and_decisions(new_store, se
     assert routed_seen > 0  # and through routed ones (all push with sharing)
 
 
+def test_edge_changes_cost_bounded_work_and_rebuild_sharing_once_it_thins(new_store):
+    """EAGr §3.3: an edge insert or delete changes the overlay in place. Its work is
+    bounded by the reader's neighbourhood (CARDINALITY 8): a push reader adds or
+    subtracts the writer's row (a read and an add), and under a read budget a reader
+    pushed over it sums its partial aggregates' writers (at most 8 reads), then its
+    inputs (at most 8), writing a row per node pushed (at most 9, 2 ops each). After more changes than a tenth of the edges, the next adapt with sharing
+    builds the overlay again; answers equal the SQL throughout."""
+    db = App(PLAN).deploy(new_store(), strict=True)
+    rng = random.Random(7)
+    for follower in USERS:
+        for followee in rng.sample(list(USERS), 6):
+            db.insert("follows", follower=follower, followee=followee)
+    for key in range(60):
+        db.insert("checkins", checkinId=key, userId=rng.choice(USERS), points=key % 5)
+    for _ in range(40):
+        db.query("friendCheckins", me=rng.choice(USERS[:4]))
+    overlay = db.overlays["friendCheckins"]
+    costs = []
+    for method in ("edge_inserted", "edge_deleted"):
+        def counted(*args, work=getattr(overlay, method)):
+            before = db.store.counter.ops
+            work(*args)
+            costs.append(db.store.counter.ops - before)
+        setattr(overlay, method, counted)
+    builds = 0
+    for step in range(80):
+        if step % 20 == 0:
+            graph = overlay.graph
+            db.adapt_overlay("friendCheckins", sharing=True, budget=rng.choice([None, 3]))
+            builds += overlay.graph is not graph
+        edge = {"follower": rng.choice(USERS), "followee": rng.choice(USERS)}
+        if db.store.get("follows", edge):
+            db.delete("follows", **edge)
+        elif len(db.store.scan("follows", ("followee",), [("follower", edge["follower"])])) < 8:
+            db.insert("follows", **edge)
+        if step % 10 == 9:
+            assert_answers(db)
+    assert costs and max(costs) <= 3 + 8 + 8 + 2 * 9
+    assert builds >= 2  # the first build, and again once the changes passed a tenth
+    assert_answers(db)
+
+
 def test_a_pushed_reader_reads_one_row(new_store):
     db = App(PLAN).deploy(new_store(), strict=True)
     for follower in (1, 2, 3):
