@@ -205,7 +205,7 @@ def test_with_sharing_one_pushed_partial_aggregate_serves_both(new_store):
     assert_answers(db)
 
 
-def test_sharing_is_declined_where_it_costs_more_by_estimate(new_store):
+def test_a_partial_aggregate_costing_more_than_it_saves_is_dropped(new_store):
     """Readers 1, 2 and 3 follow 3-6 (10 checkins each), 1 also 7-9 (none); only 1
     reads (50 times). Without sharing r1 is push: 40 writes x 2 + 50 reads of its row =
     130, the others pull for nothing. With the node of 3-6 shared, r1 pushed needs the
