@@ -63,7 +63,9 @@ from piql.planner.physical import KeyExpression, KeyPart
 from piql.planner.compile_exprs import ascii_case
 from piql.planner.store_layout import index_path
 from piql.runtime import exact_sums
-from piql.runtime.queue_triggers import ENQUEUE, enqueue_function
+from piql.runtime.queue_triggers import (
+    ENQUEUE, OWN_ALL, OWN_CHANGES, change_function, enqueue_function,
+)
 from piql.runtime.errors import (
     DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
 )
@@ -168,6 +170,9 @@ class PostgresStore:
         # this process queues its inserts itself, not the enqueue triggers (its policy is
         # one they cannot follow: ``runtime.queue_triggers``); set by runtime.writes
         self.own_enqueue = False
+        # its deletes and updates (queued by its write path) are left alone by the enqueue
+        # triggers, which queue other clients'; set by runtime.writes
+        self.own_changes = False
         self._local = threading.local()
         # each serving thread's reader connection (_reader), closed with the store
         self._readers: list[tuple[threading.Thread, psycopg.Connection]] = []
@@ -358,7 +363,8 @@ class PostgresStore:
                 self.shapes.pop(table, None)
             self._run(f"DROP SEQUENCE IF EXISTS {_quote(VERSION)}", prepare=False)
             self._drop_functions([function_name(t) for t in tables] + list(HELPER_FUNCTIONS)
-                                + [enqueue_function(t) for t in tables])
+                                + [f(t) for t in tables
+                                   for f in (enqueue_function, change_function)])
         return True
 
     def queue_triggers(self, functions: Mapping[str, tuple[int, Callable[..., Any]]],
@@ -413,8 +419,8 @@ class PostgresStore:
             yield
             return
         lock = self._lock_key()
-        if self.own_enqueue:  # in the same round trip
-            lock += f"; SET LOCAL {ENQUEUE} = 'piql'"
+        if self.own_enqueue or self.own_changes:  # in the same round trip
+            lock += f"; SET LOCAL {ENQUEUE} = '{OWN_ALL if self.own_enqueue else OWN_CHANGES}'"
         if tables_first:
             lock = (f"SET LOCAL lock_timeout = {literal(wait, 'postgres')}; LOCK TABLE "
                     + ", ".join(_quote(t) for t in tables_first)
@@ -693,15 +699,40 @@ class PostgresStore:
         if sql is None:
             sql = self._texts[text] = (
                 f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in row)}) VALUES "
-                f"({', '.join('%s' for _ in row)}) RETURNING nextval('{_quote(VERSION)}')")
-        connection = self._reader()
-        try:
-            connection.execute(sql, list(row.values()), prepare=True)
-        except psycopg.Error as err:
-            if connection.broken:  # the next call connects again
-                self._local.reader = None
-            raise self.refused(err) from None
+                f"({', '.join('%s' for _ in row)})")
+        self._whole(sql, list(row.values()))
+
+    def delete_row(self, table: str, key: Mapping[str, Any], condition: str = "") -> int:
+        """Delete one row as a whole write (as :meth:`write_row`), where ``condition``
+        holds; the rows deleted."""
+        where, values = _identical(key)
+        return self._whole(f"DELETE FROM {_quote(table)} WHERE {where}"
+                           + (f" AND {condition}" if condition else ""), values)
+
+    def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any]) -> int:
+        """Replace one row as a whole write (as :meth:`write_row`); the rows updated."""
+        where, values = _identical(key)
+        return self._whole(f"UPDATE {_quote(table)} SET "
+                           f"{', '.join(f'{_quote(c)} = %s' for c in row)} WHERE {where}",
+                           [*row.values(), *values])
+
+    def _whole(self, sql: str, values: list[Any]) -> int:
+        """Run one write statement as a whole write: in the thread's transaction if one is
+        open, else alone (autocommit) on the thread's own connection (:meth:`_reader`),
+        bumping the version as it commits. One write; the rows it changed."""
+        if getattr(self._local, "connection", None) is not None:
+            changed = self._count(sql, values)
+        else:
+            connection = self._reader()
+            try:
+                changed = connection.execute(sql + f" RETURNING nextval('{_quote(VERSION)}')",
+                                             values, prepare=True).rowcount
+            except psycopg.Error as err:
+                if connection.broken:  # the next call connects again
+                    self._local.reader = None
+                raise self.refused(err) from None
         self.counter.writes += 1
+        return changed
 
     def insert_rows(self, table: str, columns: Sequence[str],
                     rows: Sequence[Sequence[Any]]) -> None:

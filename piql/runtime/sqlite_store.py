@@ -80,6 +80,7 @@ class SQLiteStore:
     maintained_rules: frozenset[str] = field(default=frozenset(), init=False)
     checked_tables: frozenset[str] = field(default=frozenset(), init=False)
     _triggers: tuple[str, ...] = field(default=(), init=False, repr=False)
+    _enqueue: tuple[str, ...] = field(default=(), init=False, repr=False)  # queue_triggers
     # a refusal of piql's SUM functions, which the triggers call (``runtime.sqlite_functions``)
     _refusals: sqlite_functions.Refusals = field(default_factory=sqlite_functions.Refusals,
                                                  init=False, repr=False)
@@ -407,20 +408,22 @@ class SQLiteStore:
         """Create ``CREATE TRIGGER`` statements as this connection's own (``TEMP``)."""
         self._triggers = tuple(s.replace("CREATE TRIGGER", "CREATE TEMP TRIGGER", 1)
                                for s in statements)
+        self._enqueue = ()
         self._create_triggers()
 
     def queue_triggers(self, functions: Mapping[str, tuple[int, Callable[..., Any]]],
                        statements: Sequence[str]) -> None:
         """Add the update queue's enqueue triggers (``runtime.queue_triggers``, ``TEMP``)
-        and the connection functions they call, after the plan's triggers."""
+        and the connection functions they call, after the plan's triggers; a later call
+        replaces them (``statements`` drop the earlier ones first)."""
         for name, (arguments, function) in functions.items():
             self.connection.create_function(name, arguments, function)
-        self._triggers += tuple(statements)
+        self._enqueue = tuple(statements)
         for statement in statements:
             self.connection.execute(statement)
 
     def _create_triggers(self) -> None:
-        for statement in self._triggers:
+        for statement in self._triggers + self._enqueue:
             self.connection.execute(statement)
 
     def insert_staged(self, staged: str, table: str) -> None:
@@ -467,6 +470,34 @@ class SQLiteStore:
         except sqlite3.Error as err:
             raise self.refused(err) from None
         self.counter.writes += 1
+
+    def delete_row(self, table: str, key: Mapping[str, Any], condition: str = "") -> int:
+        """Delete one row as a whole write (as :meth:`write_row`), where ``condition``
+        holds; the rows deleted."""
+        text = ("delete_row", table, tuple(key), condition)
+        sql = self._texts.get(text)
+        if sql is None:
+            sql = self._texts[text] = self._delete_text(table, tuple(key)) + (
+                f" AND {condition}" if condition else "")
+        return self._whole(sql, list(key.values()))
+
+    def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any]) -> int:
+        """Replace one row as a whole write (as :meth:`write_row`); the rows updated."""
+        text = ("update_row", table, tuple(key), tuple(row))
+        sql = self._texts.get(text)
+        if sql is None:
+            sql = self._texts[text] = (
+                f"UPDATE {_quote(table)}{self._indexed(table)} SET "
+                f"{', '.join(f'{_quote(c)} = ?' for c in row)} WHERE {_identical(key)}")
+        return self._whole(sql, [*row.values(), *key.values()])
+
+    def _whole(self, sql: str, values: list[Any]) -> int:
+        try:
+            changed = self.connection.execute(sql, values).rowcount
+        except sqlite3.Error as err:
+            raise self.refused(err) from None
+        self.counter.writes += 1
+        return changed
 
     def insert_rows(self, table: str, columns: Sequence[str],
                     rows: Sequence[Sequence[Any]]) -> None:
