@@ -8,7 +8,12 @@ aggregate nodes summing writers that several readers share, and the readers. Eac
 push (its partial aggregate kept in ``<query>_overlay``, one row per node, updated on every
 write of its writers) or pull (summed from its inputs when read), as the min-cut of EAGr
 §4.4 decides (``push_pull.partition``) from measured rates, with H(k) = 2 (one add: a read
-and a write) and L(k) = k (one read per input), no pull node feeding a push node.
+and a write) and piql's reads counted exactly (a push reader reads its row; a pull reader
+one row per writer and per push partial aggregate it reads), no pull node feeding a push
+node. Partial aggregates that cost more than they save are dropped, sharing is declined
+where it is costlier by estimate, and an extreme the min-cut barely beats is applied
+instead (``decide``). With a read budget, the nodes every read needs push are forced
+(``held``).
 
 A node's value is the per-writer view's value columns summed over its writers (COUNT(*)'s
 count, each SUM with the COUNT of its argument, so a SUM of no value is NULL); a read
@@ -18,7 +23,9 @@ The overlay itself is in memory, built from the edge table when the query is ada
 kept under edge inserts and deletes (§3.3): a new edge feeds its reader directly; a deleted
 edge is removed from its reader, and a partial aggregate that held the writer stops
 feeding that reader, its other writers feeding it directly instead. A push reader's value
-is adjusted by the writer's value (a read and an add). Reopening a deployment starts pull
+is adjusted by the writer's value (a read and an add), and a reader the change puts over
+the read budget is pushed (``_hold``); after a tenth of the edges changed, the next adapt
+with sharing builds the overlay again (``drifted``). Reopening a deployment starts pull
 again (the overlay is rebuilt at the next adapt). Writes through other clients or bulk
 loads bypass the overlay: a load of either table starts it pull again.
 """
