@@ -22,6 +22,8 @@ from piql.version import version
 from piql.cli_help import EPILOGS
 
 FORMATS = lint_command.FORMATS
+# what ``piql bench queues`` runs (piql.bench.queues.PARTS, named here to keep it unimported)
+QUEUE_PARTS = ("latency", "inserts", "buy-confirm", "replay", "two-class")
 EXIT_OK, EXIT_UNBOUNDED, EXIT_INPUT = 0, 1, 2
 
 
@@ -185,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="writes per point of the two-class mix (default: 2000)")
     queues.add_argument("--insert-writes", type=int, default=1500,
                         help="twoTags inserts per mode and run, 3 runs (default: 1500)")
+    queues.add_argument("--buy-confirm-steps", type=int, default=3000,
+                        help="TPC-W ordering-mix steps per run, 3 runs, whose BuyConfirms are "
+                        "timed plain, sync and async (default: 3000)")
+    queues.add_argument("--parts", default=",".join(QUEUE_PARTS),
+                        help="what to run, comma separated (default: all of "
+                        f"{','.join(QUEUE_PARTS)})")
     queues.add_argument("--seed", type=int, default=7, help="random seed")
     _postgres_option(queues)
     queues.add_argument("--out", default="bench-results", help="output directory")
@@ -690,13 +698,19 @@ def _bench_queues(args: argparse.Namespace) -> int:
         raise InputError(f"--loads expects positive numbers, got {args.loads!r}")
     for option, value in (("--writes", args.writes), ("--keys", args.keys),
                           ("--two-class-writes", args.two_class_writes),
-                          ("--insert-writes", args.insert_writes)):
+                          ("--insert-writes", args.insert_writes),
+                          ("--buy-confirm-steps", args.buy_confirm_steps)):
         if value < 1:
             raise InputError(f"{option} expects a positive integer, got {value}")
+    parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
+    unknown = [p for p in parts if p not in QUEUE_PARTS]
+    if unknown or not parts:
+        raise InputError(f"--parts expects some of {','.join(QUEUE_PARTS)}, got {args.parts!r}")
     out = Path(args.out)
     document = bench.run(bench.Settings(loads, args.writes, args.keys,
                                         two_class_writes=args.two_class_writes, seed=args.seed,
                                         insert_writes=args.insert_writes,
+                                        buy_confirm_steps=args.buy_confirm_steps, parts=parts,
                                         postgres=_postgres(args.postgres)), out)
     print(bench.summary(document))
     print(f"\nwrote {out / 'queues.json'} and {', '.join(bench.FIGURES)} in {out}")

@@ -402,8 +402,7 @@ class Deployment:
                 self.adaptive.insert(self.maintainer, definition, full)])
         if self.maintainer.update_at_once(definition):
             return self._at_once(lambda: self.maintainer.replace_at_once(definition, full))
-        return self._transaction(lambda: [self.maintainer.delete(definition, key, replacing=full),
-                                          self.maintainer.insert(definition, full)])
+        return self._transaction(lambda: self.maintainer.update(definition, key, full))
 
     # -- adaptive feeds and overlays: decisions from rates (runtime.adaptive_serving)
     def adapt(self, query: str | None = None, /, *, mode: str = "mincost",
@@ -540,6 +539,9 @@ class Deployment:
                                       or not sqlvalues.fits(value)):
                 raise ParameterError(f"{label} is a time in milliseconds, an integer in the "
                                      f"store's range (-2**63 .. 2**63-1); got {value!r}")
+        if any(v.maintenance is MaintenanceMode.ASYNC and v.kind != ViewKind.IMV
+               for v in self.views):
+            self.drain()  # asynchronous staging rows and epoch marks first (docs/async.md)
         reports = []
         with self.lock:  # the views refreshed together, as one step for other writers
             for view in self.views:

@@ -63,7 +63,9 @@ from piql.planner.physical import KeyExpression, KeyPart
 from piql.planner.compile_exprs import ascii_case
 from piql.planner.store_layout import index_path
 from piql.runtime import exact_sums
-from piql.runtime.queue_triggers import ENQUEUE, enqueue_function
+from piql.runtime.queue_triggers import (
+    ENQUEUE, OWN_ALL, OWN_CHANGES, change_function, enqueue_function,
+)
 from piql.runtime.errors import (
     DeploymentError, StoreBusy, StoreOverflow, StoreRefused,
 )
@@ -168,6 +170,9 @@ class PostgresStore:
         # this process queues its inserts itself, not the enqueue triggers (its policy is
         # one they cannot follow: ``runtime.queue_triggers``); set by runtime.writes
         self.own_enqueue = False
+        # its deletes and updates (queued by its write path) are left alone by the enqueue
+        # triggers, which queue other clients'; set by runtime.writes
+        self.own_changes = False
         self._local = threading.local()
         # each serving thread's reader connection (_reader), closed with the store
         self._readers: list[tuple[threading.Thread, psycopg.Connection]] = []
@@ -358,7 +363,8 @@ class PostgresStore:
                 self.shapes.pop(table, None)
             self._run(f"DROP SEQUENCE IF EXISTS {_quote(VERSION)}", prepare=False)
             self._drop_functions([function_name(t) for t in tables] + list(HELPER_FUNCTIONS)
-                                + [enqueue_function(t) for t in tables])
+                                + [f(t) for t in tables
+                                   for f in (enqueue_function, change_function)])
         return True
 
     def queue_triggers(self, functions: Mapping[str, tuple[int, Callable[..., Any]]],
@@ -413,8 +419,8 @@ class PostgresStore:
             yield
             return
         lock = self._lock_key()
-        if self.own_enqueue:  # in the same round trip
-            lock += f"; SET LOCAL {ENQUEUE} = 'piql'"
+        if self.own_enqueue or self.own_changes:  # in the same round trip
+            lock += f"; SET LOCAL {ENQUEUE} = '{OWN_ALL if self.own_enqueue else OWN_CHANGES}'"
         if tables_first:
             lock = (f"SET LOCAL lock_timeout = {literal(wait, 'postgres')}; LOCK TABLE "
                     + ", ".join(_quote(t) for t in tables_first)

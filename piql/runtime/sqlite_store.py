@@ -80,6 +80,7 @@ class SQLiteStore:
     maintained_rules: frozenset[str] = field(default=frozenset(), init=False)
     checked_tables: frozenset[str] = field(default=frozenset(), init=False)
     _triggers: tuple[str, ...] = field(default=(), init=False, repr=False)
+    _enqueue: tuple[str, ...] = field(default=(), init=False, repr=False)  # queue_triggers
     # a refusal of piql's SUM functions, which the triggers call (``runtime.sqlite_functions``)
     _refusals: sqlite_functions.Refusals = field(default_factory=sqlite_functions.Refusals,
                                                  init=False, repr=False)
@@ -407,20 +408,22 @@ class SQLiteStore:
         """Create ``CREATE TRIGGER`` statements as this connection's own (``TEMP``)."""
         self._triggers = tuple(s.replace("CREATE TRIGGER", "CREATE TEMP TRIGGER", 1)
                                for s in statements)
+        self._enqueue = ()
         self._create_triggers()
 
     def queue_triggers(self, functions: Mapping[str, tuple[int, Callable[..., Any]]],
                        statements: Sequence[str]) -> None:
         """Add the update queue's enqueue triggers (``runtime.queue_triggers``, ``TEMP``)
-        and the connection functions they call, after the plan's triggers."""
+        and the connection functions they call, after the plan's triggers; a later call
+        replaces them (``statements`` drop the earlier ones first)."""
         for name, (arguments, function) in functions.items():
             self.connection.create_function(name, arguments, function)
-        self._triggers += tuple(statements)
+        self._enqueue = tuple(statements)
         for statement in statements:
             self.connection.execute(statement)
 
     def _create_triggers(self) -> None:
-        for statement in self._triggers:
+        for statement in self._triggers + self._enqueue:
             self.connection.execute(statement)
 
     def insert_staged(self, staged: str, table: str) -> None:

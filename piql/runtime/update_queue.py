@@ -26,10 +26,12 @@ maintainer's choice when it claims entries (``piql maintain --policy``):
 Positions are times (ns; a process never repeats one), so a new entry goes to the back
 without reading the queue's tail.
 
-On SQLite an insert is queued by the store's own trigger instead (``runtime.queue_triggers``),
-which writes the same entries, asking this process for the time and LINECUTTING place
-(:meth:`StoreQueue.cut`); on PostgreSQL by the database's trigger, with the server's
-clock and the IN-PLACE place (a LINECUTTING or APPEND process queues itself).
+An insert is queued by the store's own trigger instead (``runtime.queue_triggers``), which
+writes the same entries: on SQLite with SQLite's clock and the IN-PLACE place, asking this
+process only under LINECUTTING (:meth:`StoreQueue.cut`) or a virtual clock; on PostgreSQL
+with the server's clock and the IN-PLACE place (a LINECUTTING or APPEND process queues
+itself). Deletes and updates by plain SQL are queued by the triggers too; piql's own are
+queued here.
 
 :func:`drain` claims entries in the policy's order and applies them, a batch per
 transaction together with the entries' removal, so a crash mid-batch loses nothing and
@@ -116,6 +118,8 @@ class StoreQueue:
                  clock: Callable[[], int] = time.time_ns, rates: Optional[Rates] = None,
                  cost_ns: Optional[int] = None, tables: Iterable[Table] = (),
                  as_of: frozenset[str] = frozenset()) -> None:
+        # set by the store's enqueue triggers' maker: called when :attr:`stamps` may change
+        self.on_stamping: Optional[Callable[[], None]] = None
         self.store = store
         self.policy = policy
         self.tables = {t.name.lower(): t for t in tables}
@@ -135,6 +139,45 @@ class StoreQueue:
         self._replacing: Optional[tuple[str, str, dict[str, Any]]] = None
         # the last insert a store trigger queued (``runtime.queue_triggers``) and its time
         self._stamped: Optional[tuple[tuple[str, str], int, int]] = None
+        # piql's write path is deleting a base row, whose change it queues itself (the
+        # store's delete and update triggers leave it alone)
+        self.own = False
+
+    @property
+    def policy(self) -> QueuePolicy:
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: QueuePolicy) -> None:
+        self._policy = policy
+        self._stamping_changed()
+
+    @property
+    def clock(self) -> Callable[[], int]:
+        return self._clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], int]) -> None:
+        self._clock = clock
+        self._stamping_changed()
+
+    @property
+    def stamps(self) -> bool:
+        """Does this process give the changes the store's triggers queue their LINECUTTING
+        place (the slow-updater test with its statistics: :meth:`cut`)? Only under
+        LINECUTTING: otherwise their place is IN-PLACE's (``runtime.queue_triggers``)."""
+        return self._policy is QueuePolicy.LINECUTTING
+
+    @property
+    def own_clock(self) -> bool:
+        """Is the clock not the wall clock (a virtual one: tests, ``piql bench queues``)?
+        Then the store's triggers ask it for the time instead of reading the database's."""
+        return self._clock is not time.time_ns
+
+    def _stamping_changed(self) -> None:
+        hook = getattr(self, "on_stamping", None)
+        if hook is not None and "_clock" in vars(self):
+            hook()
 
     def _now(self) -> int:
         """The clock, never repeating a value in this process (so two changes of one

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from piql import sqlgen
 from piql.catalog import CardinalityConstraint, Catalog, ForeignKey, Table
-from piql.planner.async_views import as_of_bound, as_of_tables
+from piql.planner.async_views import as_of_bound, as_of_tables, columns_read
 from piql.planner.triggers_sqlite import PLAN_MOVED
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.planner.update_queues import QueuePolicy
@@ -40,7 +40,7 @@ from piql.runtime import queue_triggers, sessions
 from piql.runtime.delta_statements import DeltaStatements
 from piql.runtime.epochs import EpochWindow, mark_epochs
 from piql.runtime.store import Store
-from piql.runtime.update_queue import StoreQueue
+from piql.runtime.update_queue import QUEUE_TABLE, StoreQueue, key_text
 
 Partitioner = Callable[[ViewDef, dict[str, Any]], int]
 
@@ -147,6 +147,14 @@ class Maintainer:
     queue: StoreQueue | None = field(init=False)  # of the asynchronous views, if any
     as_of: AsOfQueue | None = field(init=False)  # the store as of the queue, for their joins
     enqueued: frozenset[str] = field(init=False)  # tables whose inserts the store queues
+    # inside :meth:`update`; and whether its delete half found no column an async view
+    # reads changed, so neither half queues (nor runs) their rules: None (it did), "keep"
+    # (the queue stays as it is), "drop" (take out the entry the store's trigger will
+    # queue for the insert half: the row had none)
+    _updating: bool = field(init=False, default=False)
+    _unseen_update: str | None = field(init=False, default=None)
+    # table -> the columns its asynchronous views read (``async_views.columns_read``)
+    read_columns: dict[str, frozenset[str] | None] = field(init=False)
 
     def __post_init__(self) -> None:
         self.statements = DeltaStatements(self.store)
@@ -157,6 +165,8 @@ class Maintainer:
             t.lower() for t in as_of_tables(self.views))) if deferring else None
         self.as_of = AsOfQueue(self.store, self.queue) if self.queue is not None else None
         self.enqueued = self._queue_triggers()
+        self.read_columns = {t.name: columns_read(self.views, t.name)
+                             for t in self.catalog.tables}
         self.programs = {(table.name, event): WriteProgram.of(table, event, self.views,
                                                               self.bounds,
                                                               self.store.maintained_rules,
@@ -186,10 +196,17 @@ class Maintainer:
             return self._postgres_queue_triggers(add)
         if self.queue is None or add is None:
             return frozenset()
-        tables = [t for t in self._async_insert_tables() if self.queue.policy.lossy
-                  or t.name.lower() in self.queue.as_of]
-        add(queue_triggers.functions(self.queue), [queue_triggers.sqlite_trigger(t)
-                                                   for t in tables])
+        queue = self.queue
+        tables = [t for t in self._async_insert_tables() if queue.policy.lossy
+                  or t.name.lower() in queue.as_of]
+
+        def make() -> None:  # again when the process starts or stops stamping
+            add(queue_triggers.functions(queue), [
+                s for t in tables for s in queue_triggers.sqlite_drops(t)
+                + queue_triggers.sqlite_triggers(t, queue_triggers.Stamp.of(queue),
+                                                 t.name.lower() in queue.as_of)])
+        make()
+        queue.on_stamping = make
         return frozenset(t.name for t in tables)
 
     def _async_insert_tables(self) -> list[Table]:
@@ -210,11 +227,14 @@ class Maintainer:
         tables = [] if self.queue is None else [
             t for t in self._async_insert_tables() if queue_triggers.postgres_ready(t)]
         made = {t.name for t in tables}
-        add({}, [s for t in tables for s in queue_triggers.postgres_trigger(t)]
+        as_of = frozenset() if self.queue is None else self.queue.as_of
+        add({}, [s for t in tables
+                 for s in queue_triggers.postgres_trigger(t, t.name.lower() in as_of)]
             + [s for t in self.catalog.tables if t.name not in made
                for s in queue_triggers.postgres_drop(t)])
         if self.queue is None:
             return frozenset()
+        self.store.own_changes = True  # its deletes and updates: its write path queues them
         policy = self.queue.policy
         if policy is QueuePolicy.LINECUTTING or not policy.lossy:
             self.store.own_enqueue = True
@@ -222,6 +242,26 @@ class Maintainer:
         return frozenset(t.name for t in tables)
 
     # -- the two primitive writes ---------------------------------------------
+    def update(self, table: Table, key: dict[str, Any], row: dict[str, Any]
+               ) -> list[WriteReport]:
+        """Replace the row with key ``key`` by ``row``: a delete then an insert. When the
+        update changes no column an asynchronous view of the table reads
+        (``async_views.columns_read``), those views would lose and regain the same rows, so
+        it queues nothing and runs none of their rules (TPC-W BuyConfirm's stock update)."""
+        self._updating = True
+        try:
+            return [self.delete(table, key, replacing=row), self.insert(table, row)]
+        finally:
+            self._updating, self._unseen_update = False, None
+
+    def _unread_change(self, table: Table, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        """Does an update of ``table`` from ``old`` to ``new``, made by :meth:`update`, leave
+        every column its asynchronous views read as it was?"""
+        if not self._updating:
+            return False
+        read = self.read_columns[table.name]
+        return read is not None and all(_same(old[c], new[c]) for c in read)
+
     def insert(self, table: Table, row: dict[str, Any]) -> WriteReport:
         start = self.store.counter.ops
         program = self.programs[(table.name, WriteEvent.INSERT)]
@@ -237,7 +277,12 @@ class Maintainer:
         measured = [self._apply(step, rows, reads) for step, rows, reads in pending]
         # with the tuple in: it may join itself
         measured += self._marks(program, row)
-        if program.deferred and table.name not in self.enqueued:  # else the store's trigger
+        if self._unseen_update is not None:  # the views read nothing the update changed
+            if self._unseen_update == "drop":
+                self.store.delete(QUEUE_TABLE, {"base": table.name, "row_key": key_text(
+                    [row[c] for c in table.primary_key])})
+            self._unseen_update = None
+        elif program.deferred and table.name not in self.enqueued:  # else the store's trigger
             self.queue.enqueue(table, None, row)
         return self._report(table, program, start, measured)
 
@@ -323,15 +368,32 @@ class Maintainer:
             self._check_frozen(table, row, replacing)
         # before the tuple goes: the windows it is in
         marked = self._marks(program, row)
-        self.store.delete(table.name, key)
+        self._delete_row(table, key)
         if replacing is None:  # after the delete, so a row referring to itself is no child
             self._check_children(table, row)
         self.store.counter.writes += program.bound.index_upkeep
         measured = marked + [self._apply(step, *self._delta(step.rule, row))
                              for step in program.deltas]
         if program.deferred:
-            measured += self._defer_delete(table, program, row, replacing)
+            if replacing is not None and self._unread_change(table, row, replacing):
+                queued = self.queue.holds(table.name, [row[c] for c in table.primary_key])
+                self._unseen_update = "drop" if table.name in self.enqueued and not queued \
+                    else "keep"
+            else:
+                measured += self._defer_delete(table, program, row, replacing)
         return self._report(table, program, start, measured)
+
+    def _delete_row(self, table: Table, key: dict[str, Any]) -> None:
+        """Delete the base row; the store's enqueue triggers leave it to this write path
+        (``runtime.queue_triggers``: on PostgreSQL its transaction says so)."""
+        if self.queue is None:
+            self.store.delete(table.name, key)
+            return
+        self.queue.own = True
+        try:
+            self.store.delete(table.name, key)
+        finally:
+            self.queue.own = False
 
     def _defer_delete(self, table: Table, program: WriteProgram, row: dict[str, Any],
                       replacing: dict[str, Any] | None) -> list[tuple[str, int, int]]:
@@ -485,6 +547,14 @@ class Maintainer:
         if self.strict and ops > bound:
             raise BoundExceeded(f"{event} into {table.name} did {ops} operations; its bound is {bound}")
         return WriteReport(table.name, event, ops, bound, tuple(measured))
+
+
+def _same(old: Any, new: Any) -> bool:
+    """The same value, as a view would store it: of one type (1 is not 1.0 or True) and,
+    for a float, one representation (0.0 is not -0.0)."""
+    if type(old) is not type(new):
+        return False
+    return repr(old) == repr(new) if isinstance(old, float) else old == new
 
 
 def _count_column(view: ViewDef) -> str:

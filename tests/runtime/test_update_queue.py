@@ -99,6 +99,7 @@ def test_a_slow_updater_cuts_to_the_front_under_linecutting(db):
     """§5.3: key [1,3] updates once in a long while (u_k * c * n < 1), so its change is
     served first under LINECUTTING; IN-PLACE and FIFO keep their own orders."""
     queue = db.maintainer.queue
+    queue.policy = QueuePolicy.LINECUTTING  # this process's inserts carry a LINECUTTING place
     queue.clock, queue.cost_ns = itertools.count(1).__next__, 1
     queue.rates = lambda key, now: 1.0 if key[1] != "[1,3]" else 0.1
     db.insert("follows", follower=1, followee=2, since=5)  # n = 0: every key is slow
@@ -113,8 +114,10 @@ def test_a_slow_updater_cuts_to_the_front_under_linecutting(db):
     assert db.drain() == 2 and [followers(db, u) for u in (2, 3)] == [2, 1]
 
 
-def test_the_append_queue_keeps_every_change_in_order(db):
-    db.maintainer.queue.policy = QueuePolicy.APPEND
+def test_the_append_queue_keeps_every_change_in_order():
+    db = Deployment(social(*ASYNC), queue_policy="append")  # piql queues every change
+    for user in (1, 2, 3):
+        db.insert("users", userId=user, name=f"u{user}", email=f"{user}@x", createdAt=0)
     db.insert("follows", follower=1, followee=2, since=5)
     db.update("follows", follower=1, followee=2, since=6)
     db.delete("follows", follower=1, followee=2)
@@ -124,6 +127,7 @@ def test_the_append_queue_keeps_every_change_in_order(db):
                        RowChange((1, 2, 6), None), RowChange(None, (1, 3, 5))]
     assert db.queue_stats().length == 4 and db.drain() == 4
     assert [followers(db, u) for u in (2, 3)] == [0, 1] and db.check().consistent
+    db.close()
 
 
 def test_an_unknown_policy_is_a_clear_error(db):
