@@ -173,6 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     tpcw.add_argument("--engine", choices=("duckdb", "spark", "store"), default="duckdb",
                       help="engine for view builds and periodic refreshes")
     tpcw.add_argument("--seed", type=int, default=1, help="random seed for data and the mix")
+    tpcw.add_argument("--skip", default="", metavar="BACKENDS",
+                      help="comma separated backends not to run, for a quicker run: duckdb "
+                           "(on demand in DuckDB), no-views (BuyConfirm without views)")
     _postgres_option(tpcw)
     tpcw.add_argument("--out", default="bench-results", help="output directory")
     tpcw.set_defaults(run=_bench_tpcw)
@@ -677,9 +680,13 @@ def _bench_tpcw(args: argparse.Namespace) -> int:
             raise InputError(f"{option} expects a positive integer, got {value}")
     if args.warmup < 0:
         raise InputError(f"--warmup expects zero or more, got {args.warmup}")
+    skipped = {b.strip() for b in args.skip.split(",") if b.strip()}
+    if skipped - {"duckdb", "no-views"}:
+        raise InputError(f"--skip expects duckdb and/or no-views, got {args.skip!r}")
     settings = bench.Settings(_scales(args.scales), args.interactions, args.warmup,
                               args.min_samples, args.seed, args.partitions, args.engine,
-                              postgres=_postgres(args.postgres))
+                              postgres=_postgres(args.postgres), duckdb="duckdb" not in skipped,
+                              no_views="no-views" not in skipped)
     out = Path(args.out)
     document = bench.run(settings, out)
     print(report.summary(document))
