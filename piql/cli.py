@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from piql.errors import InputError, PiqlError
 from piql.language.loader import load_plan
@@ -22,6 +22,8 @@ from piql.version import version
 from piql.cli_help import EPILOGS
 
 FORMATS = lint_command.FORMATS
+# what ``piql bench queues`` runs (piql.bench.queues.PARTS, named here to keep it unimported)
+QUEUE_PARTS = ("latency", "inserts", "buy-confirm", "replay", "two-class")
 EXIT_OK, EXIT_UNBOUNDED, EXIT_INPUT = 0, 1, 2
 
 
@@ -94,6 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="keep refreshing on this period, e.g. '1 min' (until interrupted)")
     refresh.add_argument("--times", type=int, default=None, metavar="N",
                          help="with --every: stop after N refreshes")
+    refresh.add_argument("--since", metavar="TIME", default=None,
+                         help="refresh the epochs marked by writes only from the one holding "
+                              "TIME on (older ones stay marked for a refresh without it): "
+                              "milliseconds since 1970-01-01 UTC, or an ISO 8601 date or time "
+                              "(UTC unless it names an offset)")
     refresh.set_defaults(run=_refresh)
 
     check = _command(commands, "check", help="recompute maintained views and diff them (paper §7)")
@@ -180,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="writes per point of the two-class mix (default: 2000)")
     queues.add_argument("--insert-writes", type=int, default=1500,
                         help="twoTags inserts per mode and run, 3 runs (default: 1500)")
+    queues.add_argument("--buy-confirm-steps", type=int, default=3000,
+                        help="TPC-W ordering-mix steps per run, 3 runs, whose BuyConfirms are "
+                        "timed plain, sync and async (default: 3000)")
+    queues.add_argument("--parts", default=",".join(QUEUE_PARTS),
+                        help="what to run, comma separated (default: all of "
+                        f"{','.join(QUEUE_PARTS)})")
     queues.add_argument("--seed", type=int, default=7, help="random seed")
     _postgres_option(queues)
     queues.add_argument("--out", default="bench-results", help="output directory")
@@ -519,18 +532,14 @@ def _parameter_name(key: str, names: Iterable[str]) -> str:
 def _refresh(args: argparse.Namespace) -> int:
     import time
 
-    from piql.interval import parse_interval
+    from piql.interval import parse_instant, parse_interval
 
-    period = None
-    if args.every:
-        try:
-            period = parse_interval(args.every).seconds
-        except ValueError as err:
-            raise InputError(f"--every: {err}") from None
+    period = _parsed("--every", lambda text: parse_interval(text).seconds, args.every)
+    since = _parsed("--since", parse_instant, args.since)
     db = _deployment(args)
     done = 0
     while True:
-        for report in db.refresh():
+        for report in db.refresh(since_ms=since):
             print(f"{report.view}: {report.rows} rows from {report.partitions} partitions on "
                   f"{report.engine}, at most {report.max_partition_reads} tuples read in one "
                   f"partition (bound {report.per_partition_bound}), {report.seconds * 1000:.1f} ms",
@@ -542,6 +551,16 @@ def _refresh(args: argparse.Namespace) -> int:
             time.sleep(period)
         except KeyboardInterrupt:
             return EXIT_OK
+
+
+def _parsed(flag: str, parse: Callable[[str], Any], text: str | None) -> Any:
+    """``parse(text)`` (None without the flag); a bad value is an input error naming it."""
+    if text is None:
+        return None
+    try:
+        return parse(text)
+    except ValueError as err:
+        raise InputError(f"{flag}: {err}") from None
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -679,13 +698,19 @@ def _bench_queues(args: argparse.Namespace) -> int:
         raise InputError(f"--loads expects positive numbers, got {args.loads!r}")
     for option, value in (("--writes", args.writes), ("--keys", args.keys),
                           ("--two-class-writes", args.two_class_writes),
-                          ("--insert-writes", args.insert_writes)):
+                          ("--insert-writes", args.insert_writes),
+                          ("--buy-confirm-steps", args.buy_confirm_steps)):
         if value < 1:
             raise InputError(f"{option} expects a positive integer, got {value}")
+    parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
+    unknown = [p for p in parts if p not in QUEUE_PARTS]
+    if unknown or not parts:
+        raise InputError(f"--parts expects some of {','.join(QUEUE_PARTS)}, got {args.parts!r}")
     out = Path(args.out)
     document = bench.run(bench.Settings(loads, args.writes, args.keys,
                                         two_class_writes=args.two_class_writes, seed=args.seed,
                                         insert_writes=args.insert_writes,
+                                        buy_confirm_steps=args.buy_confirm_steps, parts=parts,
                                         postgres=_postgres(args.postgres)), out)
     print(bench.summary(document))
     print(f"\nwrote {out / 'queues.json'} and {', '.join(bench.FIGURES)} in {out}")

@@ -57,6 +57,7 @@ exit status:
 examples:
   piql refresh db/schema.sql db/queries.sql --db app.db
   piql refresh db/schema.sql db/queries.sql --db app.db --every '1 min'
+  piql refresh db/schema.sql db/queries.sql --db app.db --since 2026-11-01
 
 exit status:
   0  refreshed (or interrupted while waiting for the next refresh)

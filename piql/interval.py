@@ -36,3 +36,25 @@ def parse_interval(text: str) -> Interval:
 
 
 DEFAULT_REFRESH = parse_interval("1 min")
+
+
+def parse_instant(text: str) -> int:
+    """A point in time as milliseconds since the Unix epoch, the unit of piql's time
+    columns: an integer (``1700000000000``, taken as milliseconds) or an ISO 8601 date or
+    date and time (``2026-11-27``, ``2026-11-27T04:00:00+01:00``; UTC unless it names an
+    offset). Raises ValueError with what was expected."""
+    from datetime import datetime, timedelta, timezone
+
+    bare = text.strip()
+    if re.fullmatch(r"[+-]?\d+", bare):
+        return int(bare)
+    try:
+        moment = datetime.fromisoformat(bare.replace("z", "Z"))
+    except ValueError:
+        raise ValueError("expected milliseconds since 1970-01-01 UTC (e.g. 1700000000000) or an "
+                         "ISO 8601 date or time (e.g. 2026-11-27 or 2026-11-27T04:00:00Z), "
+                         f"found {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    # exact integer arithmetic (a float timestamp rounds far from the epoch)
+    return (moment - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(milliseconds=1)

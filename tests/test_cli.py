@@ -633,3 +633,38 @@ def test_spark_settings_and_masters_are_checked_before_spark_starts(capsys, tmp_
                        "spark", "--spark-master", "spark://head:7077",
                        "--spark-conf", "spark.executor.memory=2g")
     assert code == 2 and "only a local Spark master" in err and "Traceback" not in err
+
+
+def test_refresh_since_a_time_computes_only_the_epochs_from_it(capsys, tmp_path):
+    """``--since`` takes milliseconds or an ISO 8601 time (UTC unless it names an offset)
+    and leaves older marked epochs for a refresh without it; a bad time is an input
+    error that refreshes nothing."""
+    from tests.runtime.test_refresh import HOT_TAGS, QA
+
+    hour = 3_600_000
+    schema, queries, db = tmp_path / "qa.sql", tmp_path / "qa_queries.sql", tmp_path / "qa.db"
+    schema.write_text(QA)
+    queries.write_text(HOT_TAGS)
+    (tmp_path / "q.csv").write_text(f"id,title,created_at\n1,a,{hour + 5}\n2,b,{4 * hour + 1}\n")
+    (tmp_path / "t.csv").write_text("question_id,tag\n1,x\n2,y\n")
+    files = [schema, queries, "--db", db, "--engine", "store", "--partitions", "2"]
+    code, _, err = run(capsys, "deploy", *files, "--load", f"questions={tmp_path / 'q.csv'}",
+                       "--load", f"question_tags={tmp_path / 't.csv'}")
+    assert code == 0, err
+
+    def hot(at: int) -> str:
+        code, out, err = run(capsys, "query", *files, "hotTags", f"hour={at}")
+        assert code == 0, err
+        return out
+
+    for bad in ("yesterday", "2026-13-01", "1.5"):
+        code, _, err = run(capsys, "refresh", *files, "--since", bad)
+        assert code == 2 and "--since: expected milliseconds" in err and "Traceback" not in err
+    code, _, err = run(capsys, "refresh", *files, "--since", str(2 ** 63))
+    assert code == 2 and "since_ms is a time in milliseconds" in err and "Traceback" not in err
+    assert "0 rows" in hot(4 * hour)  # nothing refreshed by the refused ones
+    code, out, err = run(capsys, "refresh", *files, "--since", "1970-01-01T05:00:30+01:00")
+    assert code == 0 and "hotTags:" in out, err
+    assert "0 rows" in hot(hour) and "1 row" in hot(4 * hour)
+    assert run(capsys, "refresh", *files, "--since", str(hour))[0] == 0  # milliseconds
+    assert "1 row" in hot(hour)

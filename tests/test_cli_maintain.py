@@ -164,9 +164,10 @@ def test_the_maintenance_option_makes_unmarked_queries_async(capsys, tmp_path):
     store = str(tmp_path / "s.db")
     assert main(["deploy", *files, "--db", store, "--engine", "store", "--maintenance",
                  "async", "-q"]) == 0
-    # the same plan: every view that can be async is (friendPostCount's per-writer view and
-    # the twoTags join too)
-    with Deployment(social(*ASYNC, "friendPostCount", "twoTags"), store, engine="store") as db:
+    # the same plan: every view that can be async is (friendPostCount's per-writer view, the
+    # twoTags join, and the periodic queries' staging and periodic views too)
+    with Deployment(social(*ASYNC, "friendPostCount", "twoTags", "latestPosts", "activeAuthors",
+                           "trending"), store, engine="store") as db:
         db.insert("users", userId=1, name="a", email="a", createdAt=0)
         db.insert("follows", follower=1, followee=1, since=0)
         assert len(db.maintainer.queue) == 1

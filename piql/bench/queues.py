@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from piql.bench.common import machine, percentile, pyplot, save_figure, write_json
+from piql.bench.queue_buy_confirm import MODES as CONFIRM_MODES, buy_confirms
 from piql.bench.queue_inserts import MODES, two_tags_inserts
 from piql.bench.stores import PostgresPlace
 from piql.planner.update_queues import Dequeue, Entry, ObservedRates, QueuePolicy, Schedule
@@ -55,6 +56,9 @@ SECTORS = 10
 COST_NS = 1_000_000  # c: one entry, in virtual time
 POLICIES = ("plain", "sync", "append", "fifo", "in-place", "linecutting")
 QUEUED = ("append", "fifo", "in-place", "linecutting")
+# what a run measures (``--parts``): the interleaved write latency, the twoTags insert,
+# TPC-W BuyConfirm, the replay per load factor, the two-class mix of §5.3
+PARTS = ("latency", "inserts", "buy-confirm", "replay", "two-class")
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,9 @@ class Settings:
     seed: int = 7
     insert_writes: int = 1500  # twoTags inserts per mode and run
     insert_runs: int = 3
+    buy_confirm_steps: int = 3000  # TPC-W ordering-mix steps per run (queue_buy_confirm)
+    buy_confirm_runs: int = 3
+    parts: tuple[str, ...] = PARTS
     postgres: str | None = None  # also on PostgreSQL: a URI, or "embedded"
 
 
@@ -285,12 +292,28 @@ def write_latency(settings: Settings, new_store: Callable[[], str]) -> dict[str,
 
 def _store_figures(settings: Settings, new_store: Callable[[], str],
                    say: Callable[[str], None], kind: str) -> dict[str, Any]:
-    latency = write_latency(settings, new_store)
-    say(f"{kind} write p50/p99 ms: " + ", ".join(
-        f"{m} {v['p50_ms']:.3f}/{v['p99_ms']:.3f}" for m, v in latency.items()))
-    inserts = two_tags_inserts(new_store, settings.insert_writes, settings.insert_runs,
-                               settings.seed)
-    say(f"{kind} {_inserts_line(inserts)}")
+    found: dict[str, Any] = {}
+    if "latency" in settings.parts:
+        found["write_latency"] = latency = write_latency(settings, new_store)
+        say(f"{kind} write p50/p99 ms: " + ", ".join(
+            f"{m} {v['p50_ms']:.3f}/{v['p99_ms']:.3f}" for m, v in latency.items()))
+    if "inserts" in settings.parts:
+        found["two_tags_insert"] = inserts = two_tags_inserts(
+            new_store, settings.insert_writes, settings.insert_runs, settings.seed)
+        say(f"{kind} {_inserts_line(inserts)}")
+    if "buy-confirm" in settings.parts:
+        found["buy_confirm"] = confirms = buy_confirms(
+            new_store, settings.buy_confirm_steps, settings.buy_confirm_runs, settings.seed)
+        say(f"{kind} {_confirms_line(confirms)}")
+    if "replay" in settings.parts:
+        found["loads"] = _replays(settings, new_store, say, kind)
+    if "two-class" in settings.parts:
+        found["two_class"] = _two_class(settings, new_store, say, kind)
+    return found
+
+
+def _replays(settings: Settings, new_store: Callable[[], str], say: Callable[[str], None],
+             kind: str) -> dict[str, dict[str, Any]]:
     loads: dict[str, dict[str, Any]] = {}
     for load in settings.loads:
         arrivals = zipf_arrivals(settings.writes, settings.keys, settings.zipf, load,
@@ -306,6 +329,11 @@ def _store_figures(settings: Settings, new_store: Callable[[], str],
         loads[str(load)] = row
         say(f"{kind} load {load}: " + ", ".join(
             f"{p} {row[p]['avg_queue_staleness']:.1f}" for p in QUEUED) + " (avg staleness, c)")
+    return loads
+
+
+def _two_class(settings: Settings, new_store: Callable[[], str], say: Callable[[str], None],
+               kind: str) -> dict[str, list[dict[str, Any]]]:
     two_class: dict[str, list[dict[str, Any]]] = {}
     for ratio in settings.ratios:
         points = []
@@ -324,8 +352,7 @@ def _store_figures(settings: Settings, new_store: Callable[[], str],
         two_class[str(ratio)] = points
         say(f"{kind} two-class mix, slow keys {ratio}x slower: IN-PLACE/LINECUTTING " + " ".join(
             f"{p['in_place_over_linecutting']:.2f}" for p in points))
-    return {"write_latency": latency, "two_tags_insert": inserts, "loads": loads,
-            "two_class": two_class}
+    return two_class
 
 
 def _inserts_line(inserts: dict[str, Any]) -> str:
@@ -334,6 +361,16 @@ def _inserts_line(inserts: dict[str, Any]) -> str:
                 f"{m} {inserts[m]['p50_ms']:.3f}/{inserts[m]['p99_ms']:.3f}" for m in MODES)
             + f"; async p99 / plain p99 {inserts['async_p99_over_plain']:.2f} (per run "
             + " ".join(f"{r:.2f}" for r in inserts["per_run_async_p99_over_plain"]) + ")")
+
+
+def _confirms_line(confirms: dict[str, Any]) -> str:
+    return (f"TPC-W BuyConfirm p50/p99 ms (its writes; medians of {confirms['runs']} "
+            f"interleaved runs, {confirms['confirms_per_run']} a run): " + ", ".join(
+                f"{m} {confirms[m]['p50_ms']:.3f}/{confirms[m]['p99_ms']:.3f}"
+                for m in CONFIRM_MODES)
+            + f"; async p99 / plain p99 {confirms['async_p99_over_plain']:.2f} (per run "
+            + " ".join(f"{r:.2f}" for r in confirms["per_run_async_p99_over_plain"])
+            + f"), sync {confirms['sync_p99_over_plain']:.2f}")
 
 
 def _two_tags() -> tuple[str, str]:
@@ -367,30 +404,36 @@ def deferral(schema: str, queries: str) -> dict[str, Any]:
 
 
 def targets(document: dict[str, Any]) -> dict[str, Any]:
-    """The issue's targets, per store, as measured."""
+    """The issue's targets, per store, as measured (those of the parts run)."""
     result = {}
     for kind, figures_ in document["stores"].items():
-        loads = figures_["loads"]
+        loads = figures_.get("loads", {})
+        two_class = figures_.get("two_class", {})
         five = loads.get("5") or loads.get("5.0")
         checks: dict[str, Any] = {"differences": sum(
             row[p]["differences"] for row in loads.values() for p in POLICIES) + sum(
-            pt[p]["differences"] for pts in figures_["two_class"].values() for pt in pts
+            pt[p]["differences"] for pts in two_class.values() for pt in pts
             for p in ("in-place", "linecutting"))}
-        checks["async_write_p99_over_plain"] = {
-            m: figures_["write_latency"][m]["p99_over_plain"] for m in ("in-place", "append")}
-        checks["sync_write_p99_over_plain"] = figures_["write_latency"]["sync"]["p99_over_plain"]
-        inserts = figures_.get("two_tags_insert")
-        if inserts:
-            checks["two_tags_insert_async_p99_over_plain"] = inserts["async_p99_over_plain"]
-            checks["differences"] += inserts["differences"]
+        latency = figures_.get("write_latency")
+        if latency:
+            checks["async_write_p99_over_plain"] = {
+                m: latency[m]["p99_over_plain"] for m in ("in-place", "append")}
+            checks["sync_write_p99_over_plain"] = latency["sync"]["p99_over_plain"]
+        for part, label in (("two_tags_insert", "two_tags_insert"),
+                            ("buy_confirm", "buy_confirm")):
+            found = figures_.get(part)
+            if found:
+                checks[f"{label}_async_p99_over_plain"] = found["async_p99_over_plain"]
+                checks["differences"] += found["differences"]
         if five:
             checks["load5_max_queue_length"] = {p: five[p]["max_queue_length"] for p in QUEUED}
             checks["load5_distinct_keys"] = five["in-place"]["distinct_keys"]
             checks["load5_append_over_in_place_staleness"] = (
                 five["append"]["avg_queue_staleness"] / five["in-place"]["avg_queue_staleness"])
-        checks["linecutting_best_ratio"] = {
-            ratio: max(p["in_place_over_linecutting"] for p in points)
-            for ratio, points in figures_["two_class"].items()}
+        if two_class:
+            checks["linecutting_best_ratio"] = {
+                ratio: max(p["in_place_over_linecutting"] for p in points)
+                for ratio, points in two_class.items()}
         result[kind] = checks
     return result
 
@@ -407,7 +450,15 @@ def plot(document: dict[str, Any], out: Path) -> None:
     (Fig. 9: IN-PLACE/LINECUTTING vs slow updaters), queues-length.png (queue length over
     time at the highest load)."""
     plt = pyplot()
-    stores = document["stores"]
+    replayed = {k: f for k, f in document["stores"].items() if f.get("loads")}
+    mixed = {k: f for k, f in document["stores"].items() if f.get("two_class")}
+    if replayed:
+        _plot_loads(plt, replayed, out)
+    if mixed:
+        _plot_two_class(plt, mixed, out)
+
+
+def _plot_loads(plt: Any, stores: dict[str, Any], out: Path) -> None:
     figure, axes = plt.subplots(1, len(stores), figsize=(5.5 * len(stores), 4), squeeze=False)
     for axis, (kind, figures_) in zip(axes[0], stores.items()):
         loads = sorted(figures_["loads"], key=float)
@@ -423,18 +474,6 @@ def plot(document: dict[str, Any], out: Path) -> None:
 
     figure, axes = plt.subplots(1, len(stores), figsize=(5.5 * len(stores), 4), squeeze=False)
     for axis, (kind, figures_) in zip(axes[0], stores.items()):
-        for ratio, points in figures_["two_class"].items():
-            axis.plot([p["slow"] for p in points],
-                      [p["in_place_over_linecutting"] for p in points], marker="o",
-                      label=f"slow keys {ratio}x slower")
-        axis.axhline(1.0, color="grey", linewidth=0.8)
-        axis.set(xlabel="number of slow updaters (of 10 keys)",
-                 ylabel="staleness IN-PLACE / LINECUTTING", title=f"{kind}: two-class mix")
-        axis.legend()
-    save_figure(plt, figure, out / "queues-linecutting.png", dpi=120)
-
-    figure, axes = plt.subplots(1, len(stores), figsize=(5.5 * len(stores), 4), squeeze=False)
-    for axis, (kind, figures_) in zip(axes[0], stores.items()):
         top = max(figures_["loads"], key=float)
         for policy in QUEUED:
             points = figures_["loads"][top][policy]["queue_length_over_time"]
@@ -446,21 +485,40 @@ def plot(document: dict[str, Any], out: Path) -> None:
     save_figure(plt, figure, out / "queues-length.png", dpi=120)
 
 
+def _plot_two_class(plt: Any, stores: dict[str, Any], out: Path) -> None:
+    figure, axes = plt.subplots(1, len(stores), figsize=(5.5 * len(stores), 4), squeeze=False)
+    for axis, (kind, figures_) in zip(axes[0], stores.items()):
+        for ratio, points in figures_["two_class"].items():
+            axis.plot([p["slow"] for p in points],
+                      [p["in_place_over_linecutting"] for p in points], marker="o",
+                      label=f"slow keys {ratio}x slower")
+        axis.axhline(1.0, color="grey", linewidth=0.8)
+        axis.set(xlabel="number of slow updaters (of 10 keys)",
+                 ylabel="staleness IN-PLACE / LINECUTTING", title=f"{kind}: two-class mix")
+        axis.legend()
+    save_figure(plt, figure, out / "queues-linecutting.png", dpi=120)
+
+
 def summary(document: dict[str, Any]) -> str:
     lines = []
     for kind, figures_ in document["stores"].items():
-        lines.append(f"{kind}: write latency p50/p99 ms (interleaved): " + ", ".join(
-            f"{m} {v['p50_ms']:.3f}/{v['p99_ms']:.3f}" for m, v in figures_["write_latency"].items()))
+        if "write_latency" in figures_:
+            lines.append(f"{kind}: write latency p50/p99 ms (interleaved): " + ", ".join(
+                f"{m} {v['p50_ms']:.3f}/{v['p99_ms']:.3f}"
+                for m, v in figures_["write_latency"].items()))
         if "two_tags_insert" in figures_:
             lines.append(f"{kind}: {_inserts_line(figures_['two_tags_insert'])}")
-        lines.append(f"{kind}: per load factor, write p99 ms / avg queue staleness (c) / "
-                     "max queue length / entries applied")
-        for load, row in sorted(figures_["loads"].items(), key=lambda i: float(i[0])):
+        if "buy_confirm" in figures_:
+            lines.append(f"{kind}: {_confirms_line(figures_['buy_confirm'])}")
+        if figures_.get("loads"):
+            lines.append(f"{kind}: per load factor, write p99 ms / avg queue staleness (c) / "
+                         "max queue length / entries applied")
+        for load, row in sorted(figures_.get("loads", {}).items(), key=lambda i: float(i[0])):
             cells = [f"{p} {row[p]['write_p99_ms']:.2f}" for p in ("plain", "sync")] + [
                 f"{p} {row[p]['write_p99_ms']:.2f}/{row[p]['avg_queue_staleness']:.1f}/"
                 f"{row[p]['max_queue_length']}/{row[p]['entries_applied']}" for p in QUEUED]
             lines.append(f"  load {load}: " + "; ".join(cells))
-        for ratio, points in figures_["two_class"].items():
+        for ratio, points in figures_.get("two_class", {}).items():
             lines.append(f"  two-class, {ratio}x slower: IN-PLACE/LINECUTTING by slow keys 0..10: "
                          + " ".join(f"{p['in_place_over_linecutting']:.2f}" for p in points))
     lines.append(f"targets: {document['targets']}")

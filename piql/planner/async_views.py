@@ -20,6 +20,16 @@ drained second. A rule whose plan stops after a LIMIT cannot skip rows (the next
 are not read), and a rule reading another view reads it as it is now: their views stay
 synchronous. A view some synchronous view's rules read stays synchronous too, so no
 synchronous rule reads a stale view.
+
+The staging and periodic views of SI-3 (``planner.periodic``) may be asynchronous too: a
+staging view's rules copy the written row (no plan), and a periodic view's rules only mark
+the epochs a refresh must recompute. The refresh reads the staging view, so it drains the
+queue first (``Deployment.refresh``), as ``check`` does; after the drain the staging rows
+are those of the synchronous plan and the marks a superset of its marks (a mark rule read
+later may find a row the queue still holds and mark its epoch early, which only makes a
+refresh recompute an epoch it would have recomputed anyway: the row's own staging insert
+marks it when drained). So mark rules read the tables as they are, not as of the queue,
+and make none of them a table read as of the queue.
 """
 from __future__ import annotations
 
@@ -27,8 +37,8 @@ from dataclasses import dataclass
 
 from piql.diagnostics import Diagnostic
 from piql.planner.physical import PhysicalPlan
-from piql.planner.views import DeltaRule, ViewDef, ViewKind
-from piql.query_block import MaintenanceMode, NamedQuery
+from piql.planner.views import DeltaRule, RuleAction, ViewDef
+from piql.query_block import MaintenanceMode, NamedQuery, attrs_in
 
 
 @dataclass(frozen=True)
@@ -67,8 +77,6 @@ def decide_maintenance(views: tuple[ViewDef, ...],
 
 
 def _not_deferrable(view: ViewDef) -> str | None:
-    if view.kind != ViewKind.IMV:
-        return f"it is a {view.kind} view, kept by its refresh"
     for rule in view.rules:
         if rule.views:
             return (f"its rule {rule.name} reads the view {rule.views[0]}, and a later run "
@@ -99,8 +107,29 @@ def as_of_tables(views: tuple[ViewDef, ...]) -> frozenset[str]:
     """The tables the asynchronous views' rules read beyond the written row: read as of
     the queue, so their queued changes are inserts only (module docstring)."""
     return frozenset(t for view in views if view.maintenance is MaintenanceMode.ASYNC
-                     for rule in view.rules if rule.plan is not None
+                     for rule in view.rules
+                     if rule.plan is not None and rule.action != RuleAction.MARK
                      for t in _tables(rule.plan))
+
+
+def columns_read(views: tuple[ViewDef, ...], table: str) -> frozenset[str] | None:
+    """The columns of ``table`` the asynchronous views with rules on it read anywhere in
+    their definitions (None: some definition has a FROM-subquery, so all of them). An
+    update changing none of them changes none of those views: its delete and insert rules
+    would take out and put back the same rows (the same aggregate values)."""
+    found: set[str] = set()
+    for view in views:
+        if view.maintenance is not MaintenanceMode.ASYNC or not any(
+                rule.table.lower() == table.lower() for rule in view.rules):
+            continue
+        block = view.definition
+        if any(r.subquery is not None for r in block.relations):
+            return None
+        aliases = {r.alias for r in block.relations if r.table and r.table.lower() == table.lower()}
+        everything = [block.select, block.order_by, block.group_by, block.predicates,
+                      block.filters, block.having, [r.on for r in block.relations]]
+        found |= {a.column for a in attrs_in(everything) if a.alias in aliases}
+    return frozenset(found)
 
 
 def as_of_bound(rule: DeltaRule) -> int:

@@ -100,11 +100,13 @@ def field(record: str, column: str, dialect: TriggerDialect) -> str:
 
 
 def delta_select(rule: DeltaRule, view: ViewDef, table: Table, record: str,
-                 without: str | None, dialect: TriggerDialect) -> str:
+                 without: str | None, dialect: TriggerDialect,
+                 integer_sum_function: str | None = None) -> str:
     """The rule's delta query for the row ``record`` (``NEW``/``OLD``): its parameters are
     the row's columns, its guards its WHERE; every occurrence of ``table`` it reads skips
     the row whose key ``without`` holds (the row being deleted or updated, still there
-    before the write). REAL sums of a view kept exactly are summed as exact numerics."""
+    before the write). REAL sums of a view kept exactly are summed as exact numerics;
+    with ``integer_sum_function`` (an aggregate), integer SUMs are summed by it."""
     query = named_select(rule.delta)
     if not rule.delta.relations:
         query.set("from_", None)
@@ -128,6 +130,8 @@ def delta_select(rule: DeltaRule, view: ViewDef, table: Table, record: str,
                                     expression=exp.Literal.number(0)))
     if dialect == TriggerDialect.POSTGRES:
         exact_contributions(query, rule, view)
+    if integer_sum_function is not None:
+        summed_by(query, rule, view, integer_sum_function)
     columns = {re.sub(r"\W", "_", c.name): c.name for c in table.columns}
 
     def written(node: exp.Expression) -> exp.Expression:
@@ -166,6 +170,15 @@ def exact_contributions(query: exp.Select, rule: DeltaRule, view: ViewDef) -> No
         else:
             replaced = exp.Anonymous(this=EXACT, expressions=[inner.copy()])
         query.expressions[position].replace(exp.alias_(replaced, sqlgen.ident(item.name)))
+
+
+def summed_by(query: exp.Select, rule: DeltaRule, view: ViewDef, function: str) -> None:
+    """Sum the view's integer SUM columns with the aggregate ``function``, in place."""
+    for position, item in enumerate(rule.delta.select):
+        node = query.expressions[position]
+        inner = node.this if isinstance(node, exp.Alias) else node
+        if isinstance(inner, exp.Sum) and integer_column(view, item.name):
+            inner.replace(exp.Anonymous(this=function, expressions=[inner.this]))
 
 
 def key_columns(view: ViewDef) -> list[str]:
@@ -264,11 +277,15 @@ def added_sets(view: ViewDef, source: str, action: RuleAction,
 def integer_sum(view: ViewDef, column: str, dialect: TriggerDialect) -> bool:
     """A SUM PostgreSQL adds as numeric and keeps in a BIGINT: checked, so that leaving the
     64-bit range is refused with the view column's name (as the runtime refuses it)."""
-    if dialect != TriggerDialect.POSTGRES:
-        return False
-    found = next(c for c in view.columns if c.name == column)
-    return isinstance(found.source, Aggregate) and found.source.func == "SUM" and \
-        family(found.type) in (TypeFamily.INTEGER, TypeFamily.BOOLEAN)
+    return dialect == TriggerDialect.POSTGRES and integer_column(view, column)
+
+
+def integer_column(view: ViewDef, column: str) -> bool:
+    """Is ``column`` of ``view`` a SUM of integers (or booleans)?"""
+    found = next((c for c in view.columns if c.name == column), None)
+    return found is not None and isinstance(found.source, Aggregate) and \
+        found.source.func == "SUM" and family(found.type) in (TypeFamily.INTEGER,
+                                                               TypeFamily.BOOLEAN)
 
 
 def nulled(zero: str | None, value: str) -> str:

@@ -20,6 +20,10 @@ from piql.query_block import Aggregate
 # piql_sum(total, delta, sign, what): total + sign * delta (NULL as 0), an integer sum
 # refused past 64 bits with ``what`` (view.column) named, as piql's write path refuses it
 SUM_ADD = f"{PREFIX}sum"
+# piql_sum_all(x): the aggregate summing a delta query's integer SUM exactly (SQLite's SUM
+# raises on a partial sum leaving 64 bits, though the whole may fit): the sum as an
+# integer, or as decimal text where it leaves 64 bits, for SUM_ADD to add and judge
+SUM_ALL = f"{PREFIX}sum_all"
 # piql_exact_add(text, delta, sign): the hidden column's exact sum (``ViewDef.exact_sums``)
 # after adding sign * delta, as text (``runtime.exact_sums.show``)
 EXACT_ADD = f"{PREFIX}exact_add"
@@ -83,16 +87,18 @@ def _sqlite_taken(table: Table) -> str:
 PLAN_MOVED = "piql: the store holds another plan than this connection's triggers"
 
 
-def plan_guard(table: str, meta: str, key: str, fingerprint: str) -> str:
-    """A connection's trigger refusing an insert into ``table`` once the store's plan is
-    not ``fingerprint`` (``meta``'s row ``key``): a migration by another process replaced
-    it, and this connection's triggers keep the old plan's views. One keyed read inside
-    the insert's own statement, so an insert sent alone needs no transaction around it."""
+def plan_guard(table: str, meta: str, key: str, fingerprint: str) -> list[str]:
+    """A connection's triggers refusing an insert into ``table``, a delete or an update
+    once the store's plan is not ``fingerprint`` (``meta``'s row ``key``): a migration by
+    another process replaced it, and this connection's triggers keep the old plan's views.
+    One keyed read inside the write's own statement, so a write sent alone needs no
+    transaction around it."""
     d = TriggerDialect.SQLITE
     moved = (f"(SELECT value FROM {quote(meta, d)} WHERE key = {literal(key)}) "
              f"IS NOT {literal(fingerprint)}")
-    return _sqlite_trigger(f"{PREFIX}{table}_plan", "INSERT", table, moved,
-                           [f"SELECT RAISE(ABORT, {literal(PLAN_MOVED)})"])
+    return [_sqlite_trigger(f"{PREFIX}{table}_plan" + ("" if op == "INSERT" else f"_{op.lower()}"),
+                            op, table, moved, [f"SELECT RAISE(ABORT, {literal(PLAN_MOVED)})"])
+            for op in ("INSERT", "DELETE", "UPDATE")]
 
 
 def _sqlite_trigger(name: str, op: str, table: str, when: str | None, body: list[str]) -> str:
@@ -109,7 +115,8 @@ def _sqlite_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: W
     statements: list[str] = []
     for group in statement_groups(fired(rules, event)):
         view, rule = group[0]
-        selects = [delta_select(r, view, table, record, without, d) for _, r in group]
+        selects = [delta_select(r, view, table, record, without, d,
+                                SUM_ALL if functions else None) for _, r in group]
         # one statement over the rules' delta rows: SQLite takes no parenthesized member
         select = selects[0] if len(selects) == 1 else \
             " UNION ALL ".join(f"SELECT * FROM ({s})" for s in selects)

@@ -23,7 +23,7 @@ from piql.engines import ENGINES, make_engine
 from piql.engines.base import Engine
 from piql.planner.application import Plan, QueryPlan
 from piql.planner.compile import CompiledQuery, UncompilablePlan
-from piql.planner.views import ViewDef, ViewKind
+from piql.planner.views import ViewDef, ViewKind, WriteEvent
 from piql.query_block import MaintenanceMode
 from piql.runtime import bulk_load, install, sessions, sqlvalues
 from piql.runtime.adapt import AdaptReport
@@ -361,19 +361,24 @@ class Deployment:
         if self.adaptive and self.adaptive.writes(definition):
             return self.adaptive.pushing(definition, lambda: self.adaptive.insert(
                 self.maintainer, definition, full))
-        # one statement, checked and maintained by the database's triggers (on SQLite they
-        # refuse it if a migration replaced the plan: triggers_sqlite.plan_guard), once the
-        # store has this process's registration (a busy store at open: the first write's)
-        if self.maintainer.at_once(definition) and (self.session is None
-                                                    or self.session.recorded):
-            self._open()
-            with self.lock:
-                try:
-                    return self.maintainer.insert_at_once(definition, full)
-                except Exception:  # the old plan's triggers may fail on the new plan's
-                    sessions.same_plan(self.store, self._plan_id, None)  # tables: say so
-                    raise
+        if self.maintainer.at_once(definition):
+            return self._at_once(lambda: self.maintainer.insert_at_once(definition, full))
         return self._transaction(lambda: self.maintainer.insert(definition, full))
+
+    def _at_once(self, write: Callable[[], Any]) -> Any:
+        """Make ``write``, one statement checked and maintained by the database's triggers
+        (on SQLite they refuse it if a migration replaced the plan:
+        triggers_sqlite.plan_guard), once the store has this process's registration (a
+        busy store at open: the first write's); else in a transaction of piql's."""
+        if self.session is not None and not self.session.recorded:
+            return self._transaction(write)
+        self._open()
+        with self.lock:
+            try:
+                return write()
+            except Exception:  # the old plan's triggers may fail on the new plan's
+                sessions.same_plan(self.store, self._plan_id, None)  # tables: say so
+                raise
 
     def delete(self, table: str, /, **key: Any) -> WriteReport:
         """Delete the base row with this primary key, maintaining every view."""
@@ -382,6 +387,8 @@ class Deployment:
         if self.adaptive and self.adaptive.writes(definition):
             return self.adaptive.pushing(definition, lambda: self.adaptive.delete(
                 self.maintainer, definition, found))
+        if self.maintainer.at_once(definition, WriteEvent.DELETE):
+            return self._at_once(lambda: self.maintainer.delete_at_once(definition, found))
         return self._transaction(lambda: self.maintainer.delete(definition, found))
 
     def update(self, table: str, /, **row: Any) -> list[WriteReport]:
@@ -393,8 +400,9 @@ class Deployment:
             return self.adaptive.pushing(definition, lambda: [
                 self.adaptive.delete(self.maintainer, definition, key, replacing=full),
                 self.adaptive.insert(self.maintainer, definition, full)])
-        return self._transaction(lambda: [self.maintainer.delete(definition, key, replacing=full),
-                                          self.maintainer.insert(definition, full)])
+        if self.maintainer.update_at_once(definition):
+            return self._at_once(lambda: self.maintainer.replace_at_once(definition, full))
+        return self._transaction(lambda: self.maintainer.update(definition, key, full))
 
     # -- adaptive feeds and overlays: decisions from rates (runtime.adaptive_serving)
     def adapt(self, query: str | None = None, /, *, mode: str = "mincost",
@@ -531,6 +539,9 @@ class Deployment:
                                       or not sqlvalues.fits(value)):
                 raise ParameterError(f"{label} is a time in milliseconds, an integer in the "
                                      f"store's range (-2**63 .. 2**63-1); got {value!r}")
+        if any(v.maintenance is MaintenanceMode.ASYNC and v.kind != ViewKind.IMV
+               for v in self.views):
+            self.drain()  # asynchronous staging rows and epoch marks first (docs/async.md)
         reports = []
         with self.lock:  # the views refreshed together, as one step for other writers
             for view in self.views:

@@ -69,7 +69,8 @@ def install_triggers(store: Store, plan: Plan) -> None:
     if dialect == TriggerDialect.SQLITE:
         triggers = compile_triggers(plan.catalog, views, dialect, functions=True)
         found = fingerprint(plan)
-        guards = tuple(plan_guard(t.name, META, FINGERPRINT, found) for t in plan.catalog.tables)
+        guards = tuple(guard for t in plan.catalog.tables
+                       for guard in plan_guard(t.name, META, FINGERPRINT, found))
         store.connection_triggers(guards + triggers.statements)
         store.maintained_rules, store.checked_tables = triggers.maintained, triggers.checked
         return

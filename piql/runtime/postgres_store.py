@@ -699,15 +699,40 @@ class PostgresStore:
         if sql is None:
             sql = self._texts[text] = (
                 f"INSERT INTO {_quote(table)} ({', '.join(_quote(c) for c in row)}) VALUES "
-                f"({', '.join('%s' for _ in row)}) RETURNING nextval('{_quote(VERSION)}')")
-        connection = self._reader()
-        try:
-            connection.execute(sql, list(row.values()), prepare=True)
-        except psycopg.Error as err:
-            if connection.broken:  # the next call connects again
-                self._local.reader = None
-            raise self.refused(err) from None
+                f"({', '.join('%s' for _ in row)})")
+        self._whole(sql, list(row.values()))
+
+    def delete_row(self, table: str, key: Mapping[str, Any], condition: str = "") -> int:
+        """Delete one row as a whole write (as :meth:`write_row`), where ``condition``
+        holds; the rows deleted."""
+        where, values = _identical(key)
+        return self._whole(f"DELETE FROM {_quote(table)} WHERE {where}"
+                           + (f" AND {condition}" if condition else ""), values)
+
+    def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any]) -> int:
+        """Replace one row as a whole write (as :meth:`write_row`); the rows updated."""
+        where, values = _identical(key)
+        return self._whole(f"UPDATE {_quote(table)} SET "
+                           f"{', '.join(f'{_quote(c)} = %s' for c in row)} WHERE {where}",
+                           [*row.values(), *values])
+
+    def _whole(self, sql: str, values: list[Any]) -> int:
+        """Run one write statement as a whole write: in the thread's transaction if one is
+        open, else alone (autocommit) on the thread's own connection (:meth:`_reader`),
+        bumping the version as it commits. One write; the rows it changed."""
+        if getattr(self._local, "connection", None) is not None:
+            changed = self._count(sql, values)
+        else:
+            connection = self._reader()
+            try:
+                changed = connection.execute(sql + f" RETURNING nextval('{_quote(VERSION)}')",
+                                             values, prepare=True).rowcount
+            except psycopg.Error as err:
+                if connection.broken:  # the next call connects again
+                    self._local.reader = None
+                raise self.refused(err) from None
         self.counter.writes += 1
+        return changed
 
     def insert_rows(self, table: str, columns: Sequence[str],
                     rows: Sequence[Sequence[Any]]) -> None:

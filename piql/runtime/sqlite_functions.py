@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from piql.planner.triggers_sqlite import EXACT_ADD, EXACT_REAL, SUM_ADD
+from piql.planner.triggers_sqlite import EXACT_ADD, EXACT_REAL, SUM_ADD, SUM_ALL
 from piql.runtime import exact_sums, sqlvalues
 from piql.runtime.errors import ConstraintError, StoreOverflow
 
@@ -47,10 +47,31 @@ def register(connection: Any, refusals: Refusals) -> None:
     connection.create_function(SUM_ADD, 4, refusing(add), deterministic=True)
     connection.create_function(EXACT_ADD, 3, refusing(exact_add), deterministic=True)
     connection.create_function(EXACT_REAL, 2, refusing(exact_real), deterministic=True)
+    connection.create_aggregate(SUM_ALL, 1, SumAll)
+
+
+class SumAll:
+    """SQL's SUM of integers, exact: the sum of the non-NULL values (NULL if none), an
+    integer where it fits 64 bits, else its decimal text (SQLite returns no wider
+    integer), which :func:`add` reads back. A REAL among them makes it a REAL, as SQL's."""
+
+    def __init__(self) -> None:
+        self.total: int | float | None = None
+
+    def step(self, value: Any) -> None:
+        if value is not None:
+            self.total = value if self.total is None else self.total + value
+
+    def finalize(self) -> int | float | str | None:
+        total = self.total
+        return str(total) if isinstance(total, int) and not sqlvalues.fits(total) else total
 
 
 def add(total: Any, delta: Any, sign: int, what: str) -> Any:
-    """``total + sign * delta`` (NULL as 0), as ``exact_sums.add_deltas`` adds."""
+    """``total + sign * delta`` (NULL as 0), as ``exact_sums.add_deltas`` adds; a delta
+    given as text is an integer sum leaving 64 bits (:class:`SumAll`)."""
+    if isinstance(delta, str):
+        delta = int(delta)
     result = (total or 0) + sign * (delta or 0)
     if not sqlvalues.fits(result):
         raise StoreOverflow(f"the write would make {what} {result}, outside the store's "

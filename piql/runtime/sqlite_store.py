@@ -471,6 +471,34 @@ class SQLiteStore:
             raise self.refused(err) from None
         self.counter.writes += 1
 
+    def delete_row(self, table: str, key: Mapping[str, Any], condition: str = "") -> int:
+        """Delete one row as a whole write (as :meth:`write_row`), where ``condition``
+        holds; the rows deleted."""
+        text = ("delete_row", table, tuple(key), condition)
+        sql = self._texts.get(text)
+        if sql is None:
+            sql = self._texts[text] = self._delete_text(table, tuple(key)) + (
+                f" AND {condition}" if condition else "")
+        return self._whole(sql, list(key.values()))
+
+    def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any]) -> int:
+        """Replace one row as a whole write (as :meth:`write_row`); the rows updated."""
+        text = ("update_row", table, tuple(key), tuple(row))
+        sql = self._texts.get(text)
+        if sql is None:
+            sql = self._texts[text] = (
+                f"UPDATE {_quote(table)}{self._indexed(table)} SET "
+                f"{', '.join(f'{_quote(c)} = ?' for c in row)} WHERE {_identical(key)}")
+        return self._whole(sql, [*row.values(), *key.values()])
+
+    def _whole(self, sql: str, values: list[Any]) -> int:
+        try:
+            changed = self.connection.execute(sql, values).rowcount
+        except sqlite3.Error as err:
+            raise self.refused(err) from None
+        self.counter.writes += 1
+        return changed
+
     def insert_rows(self, table: str, columns: Sequence[str],
                     rows: Sequence[Sequence[Any]]) -> None:
         """Insert rows in ``columns`` order, in one call: one write each."""

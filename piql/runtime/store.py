@@ -212,6 +212,16 @@ class Store(Protocol):
         :class:`~piql.runtime.errors.StoreRefused` (``duplicate`` for the primary key) and
         changes nothing. One write."""
 
+    def delete_row(self, table: str, key: Mapping[str, Any], condition: str = "") -> int:
+        """Delete the row with this key as a whole write, in one statement, as
+        :meth:`write_row` inserts (the table's triggers keep the views), only where
+        ``condition`` holds (piql's own SQL over the table, e.g. that no row refers to
+        it). The rows deleted (0 or 1). One write."""
+
+    def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any]) -> int:
+        """Replace the row with this key by ``row`` (the same key) as a whole write: one
+        UPDATE, as :meth:`write_row` inserts. The rows updated (0 or 1). One write."""
+
     def insert_rows(self, table: str, columns: Sequence[str],
                     rows: Sequence[Sequence[Any]]) -> None:
         """Insert rows, each holding ``columns`` in order (a delta rule's view rows, sent

@@ -24,8 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from piql import sqlgen
 from piql.catalog import CardinalityConstraint, Catalog, ForeignKey, Table
-from piql.planner.async_views import as_of_bound, as_of_tables
+from piql.planner.async_views import as_of_bound, as_of_tables, columns_read
 from piql.planner.triggers_sqlite import PLAN_MOVED
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.planner.update_queues import QueuePolicy
@@ -39,7 +40,7 @@ from piql.runtime import queue_triggers, sessions
 from piql.runtime.delta_statements import DeltaStatements
 from piql.runtime.epochs import EpochWindow, mark_epochs
 from piql.runtime.store import Store
-from piql.runtime.update_queue import StoreQueue
+from piql.runtime.update_queue import QUEUE_TABLE, StoreQueue, key_text
 
 Partitioner = Callable[[ViewDef, dict[str, Any]], int]
 
@@ -88,7 +89,8 @@ class WriteProgram:
     marks: tuple[RuleStep, ...]  # the time windows' epoch-mark rules
     in_database: tuple[DeltaRule, ...]  # the rules the store's triggers run instead
     deferred: tuple[RuleStep, ...] = ()  # asynchronous views' rules, run on drain
-    # the database makes the whole write (an insert): its checks and every rule
+    # the database makes the whole write, one statement of piql's: its checks (an insert's
+    # in the triggers, a delete's in the statement) and every rule
     at_once: bool = False
 
     @classmethod
@@ -110,8 +112,10 @@ class WriteProgram:
         # table's triggers) and maintains alone: piql sends the row, nothing else
         checks = table.name in checked or not (table.cardinalities or table.foreign_keys)
         queued = not deferred or table.name in enqueued
-        at_once = event == WriteEvent.INSERT and not steps and queued and checks \
-            and not table.unique_keys
+        if event == WriteEvent.INSERT:
+            at_once = not steps and queued and checks and not table.unique_keys
+        else:  # the statement itself checks that no row refers to the deleted one
+            at_once = not steps and not deferred
         return cls(bound, tuple(s for s in steps if s.rule.action != RuleAction.MARK),
                    tuple(s for s in steps if s.rule.action == RuleAction.MARK),
                    tuple(rule for _, rule in rules if rule.name in in_database), deferred,
@@ -135,11 +139,22 @@ class Maintainer:
     programs: dict[tuple[str, WriteEvent], WriteProgram] = field(init=False)
     referencing: dict[str, tuple[tuple[Table, Any], ...]] = field(init=False)
     statements: DeltaStatements = field(init=False)  # the rules' plans, prepared
-    # table -> the report of each of its inserts, for the tables the database writes alone
-    at_once_reports: dict[str, WriteReport] = field(init=False)
+    # (table, event) -> the report of each such write, where the database makes it alone
+    at_once_reports: dict[tuple[str, WriteEvent], WriteReport] = field(init=False)
+    # table -> the condition of its one-statement delete: no row refers to the row
+    unreferenced: dict[str, str] = field(init=False)
+    frozen: frozenset[str] = field(init=False)  # tables with columns periodic views freeze
     queue: StoreQueue | None = field(init=False)  # of the asynchronous views, if any
     as_of: AsOfQueue | None = field(init=False)  # the store as of the queue, for their joins
     enqueued: frozenset[str] = field(init=False)  # tables whose inserts the store queues
+    # inside :meth:`update`; and whether its delete half found no column an async view
+    # reads changed, so neither half queues (nor runs) their rules: None (it did), "keep"
+    # (the queue stays as it is), "drop" (take out the entry the store's trigger will
+    # queue for the insert half: the row had none)
+    _updating: bool = field(init=False, default=False)
+    _unseen_update: str | None = field(init=False, default=None)
+    # table -> the columns its asynchronous views read (``async_views.columns_read``)
+    read_columns: dict[str, frozenset[str] | None] = field(init=False)
 
     def __post_init__(self) -> None:
         self.statements = DeltaStatements(self.store)
@@ -150,6 +165,8 @@ class Maintainer:
             t.lower() for t in as_of_tables(self.views))) if deferring else None
         self.as_of = AsOfQueue(self.store, self.queue) if self.queue is not None else None
         self.enqueued = self._queue_triggers()
+        self.read_columns = {t.name: columns_read(self.views, t.name)
+                             for t in self.catalog.tables}
         self.programs = {(table.name, event): WriteProgram.of(table, event, self.views,
                                                               self.bounds,
                                                               self.store.maintained_rules,
@@ -161,9 +178,14 @@ class Maintainer:
             (child, fk) for child in self.catalog.tables for fk in child.foreign_keys
             if fk.ref_table.lower() == table.name.lower()) for table in self.catalog.tables}
         self.at_once_reports = {
-            table: WriteReport(table, p.bound.event, p.bound.ops_bound, p.bound.ops_bound,
-                               tuple((r.name, r.ops_bound, r.ops_bound) for r in p.in_database))
+            (table, event): WriteReport(table, event, p.bound.ops_bound, p.bound.ops_bound,
+                                        tuple((r.name, r.ops_bound, r.ops_bound)
+                                              for r in p.in_database))
             for (table, event), p in self.programs.items() if p.at_once}
+        self.unreferenced = {table.name: unreferenced(table, self.referencing[table.name],
+                                                      self.store.dialect)
+                             for table in self.catalog.tables}
+        self.frozen = frozenset(f.table.lower() for view in self.views for f in view.frozen)
 
     def _queue_triggers(self) -> frozenset[str]:
         """On a store whose triggers can queue (SQLite, PostgreSQL), the enqueue trigger of
@@ -220,6 +242,26 @@ class Maintainer:
         return frozenset(t.name for t in tables)
 
     # -- the two primitive writes ---------------------------------------------
+    def update(self, table: Table, key: dict[str, Any], row: dict[str, Any]
+               ) -> list[WriteReport]:
+        """Replace the row with key ``key`` by ``row``: a delete then an insert. When the
+        update changes no column an asynchronous view of the table reads
+        (``async_views.columns_read``), those views would lose and regain the same rows, so
+        it queues nothing and runs none of their rules (TPC-W BuyConfirm's stock update)."""
+        self._updating = True
+        try:
+            return [self.delete(table, key, replacing=row), self.insert(table, row)]
+        finally:
+            self._updating, self._unseen_update = False, None
+
+    def _unread_change(self, table: Table, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        """Does an update of ``table`` from ``old`` to ``new``, made by :meth:`update`, leave
+        every column its asynchronous views read as it was?"""
+        if not self._updating:
+            return False
+        read = self.read_columns[table.name]
+        return read is not None and all(_same(old[c], new[c]) for c in read)
+
     def insert(self, table: Table, row: dict[str, Any]) -> WriteReport:
         start = self.store.counter.ops
         program = self.programs[(table.name, WriteEvent.INSERT)]
@@ -235,13 +277,27 @@ class Maintainer:
         measured = [self._apply(step, rows, reads) for step, rows, reads in pending]
         # with the tuple in: it may join itself
         measured += self._marks(program, row)
-        if program.deferred and table.name not in self.enqueued:  # else the store's trigger
+        if self._unseen_update is not None:  # the views read nothing the update changed
+            if self._unseen_update == "drop":
+                self.store.delete(QUEUE_TABLE, {"base": table.name, "row_key": key_text(
+                    [row[c] for c in table.primary_key])})
+            self._unseen_update = None
+        elif program.deferred and table.name not in self.enqueued:  # else the store's trigger
             self.queue.enqueue(table, None, row)
         return self._report(table, program, start, measured)
 
-    def at_once(self, table: Table) -> bool:
-        """Is an insert into ``table`` one statement of the store's (:meth:`insert_at_once`)?"""
-        return table.name in self.at_once_reports
+    def at_once(self, table: Table, event: WriteEvent = WriteEvent.INSERT) -> bool:
+        """Is an insert into ``table`` (a delete from it) one statement of the store's
+        (:meth:`insert_at_once`, :meth:`delete_at_once`)?"""
+        return (table.name, event) in self.at_once_reports
+
+    def update_at_once(self, table: Table) -> bool:
+        """Is an update of a ``table`` row one statement (:meth:`replace_at_once`)? When
+        its delete and insert are, and the insert's triggers queue nothing (an enqueue
+        trigger fires on INSERT) nor check frozen columns (piql's message names the view)."""
+        return self.at_once(table) and self.at_once(table, WriteEvent.DELETE) and \
+            not self.programs[(table.name, WriteEvent.INSERT)].deferred and \
+            table.name.lower() not in self.frozen
 
     def insert_at_once(self, table: Table, row: dict[str, Any]) -> WriteReport:
         """Insert a row whose checks and maintenance the database makes (``at_once``): one
@@ -252,10 +308,51 @@ class Maintainer:
         try:
             self.store.write_row(table.name, row)
         except StoreRefused as err:
-            if PLAN_MOVED in str(err):
-                raise sessions.migrated(self.store) from None
-            raise _refusal(table, row, err) from None
-        return self.at_once_reports[table.name]  # the same every time: frozen
+            raise self._refused(table, row, err) from None
+        return self.at_once_reports[(table.name, WriteEvent.INSERT)]  # the same every time
+
+    def delete_at_once(self, table: Table, key: dict[str, Any]) -> WriteReport:
+        """Delete a row whose maintenance the database makes (``at_once``): one statement,
+        its own transaction unless one is open, which deletes the row only if no row refers
+        to it (:func:`unreferenced`); its triggers keep the views. When it deletes nothing,
+        the reason is read then (no such row, or the rows that refer to it), and nothing
+        changed. It reports its static bound, as :meth:`insert_at_once`."""
+        try:
+            deleted = self.store.delete_row(table.name, key, self.unreferenced[table.name])
+        except StoreRefused as err:
+            raise self._refused(table, key, err) from None
+        if not deleted:
+            self._not_deleted(table, key)
+        return self.at_once_reports[(table.name, WriteEvent.DELETE)]
+
+    def replace_at_once(self, table: Table, row: dict[str, Any]) -> list[WriteReport]:
+        """Update a row (``update_at_once``): one UPDATE, whose triggers run the delete's
+        rules with the old row, the insert's with the new one, and check the new row's
+        CARDINALITY and FOREIGN KEYs, as an update made of a delete and an insert. The
+        reports of both halves, at their static bounds."""
+        key = {c: row[c] for c in table.primary_key}
+        try:
+            updated = self.store.update_row(table.name, key, row)
+        except StoreRefused as err:
+            raise self._refused(table, row, err) from None
+        if not updated:
+            raise _missing(table, key)
+        return [self.at_once_reports[(table.name, WriteEvent.DELETE)],
+                self.at_once_reports[(table.name, WriteEvent.INSERT)]]
+
+    def _refused(self, table: Table, row: dict[str, Any], err: StoreRefused) -> Exception:
+        if PLAN_MOVED in str(err):
+            return sessions.migrated(self.store)
+        return _refusal(table, row, err)
+
+    def _not_deleted(self, table: Table, key: dict[str, Any]) -> None:
+        """Why a one-statement delete deleted nothing: the error piql's own checks raise."""
+        found = self.store.get(table.name, key)
+        if found is None:
+            raise _missing(table, key)
+        self._check_children(table, dict(zip(self.store.shapes[table.name].columns, found)))
+        raise ConstraintError(f"the store did not delete the {table.name} row with key "
+                              f"{_show(key)} (another writer changed it meanwhile?)")
 
     def delete(self, table: Table, key: dict[str, Any], *,
                replacing: dict[str, Any] | None = None) -> WriteReport:
@@ -265,7 +362,7 @@ class Maintainer:
         program = self.programs[(table.name, WriteEvent.DELETE)]
         found = self.store.get(table.name, key)
         if found is None:
-            raise ConstraintError(f"{table.name} has no row with key {_show(key)}")
+            raise _missing(table, key)
         row = dict(zip(self.store.shapes[table.name].columns, found))
         if replacing is not None:
             self._check_frozen(table, row, replacing)
@@ -278,7 +375,12 @@ class Maintainer:
         measured = marked + [self._apply(step, *self._delta(step.rule, row))
                              for step in program.deltas]
         if program.deferred:
-            measured += self._defer_delete(table, program, row, replacing)
+            if replacing is not None and self._unread_change(table, row, replacing):
+                queued = self.queue.holds(table.name, [row[c] for c in table.primary_key])
+                self._unseen_update = "drop" if table.name in self.enqueued and not queued \
+                    else "keep"
+            else:
+                measured += self._defer_delete(table, program, row, replacing)
         return self._report(table, program, start, measured)
 
     def _delete_row(self, table: Table, key: dict[str, Any]) -> None:
@@ -447,6 +549,14 @@ class Maintainer:
         return WriteReport(table.name, event, ops, bound, tuple(measured))
 
 
+def _same(old: Any, new: Any) -> bool:
+    """The same value, as a view would store it: of one type (1 is not 1.0 or True) and,
+    for a float, one representation (0.0 is not -0.0)."""
+    if type(old) is not type(new):
+        return False
+    return repr(old) == repr(new) if isinstance(old, float) else old == new
+
+
 def _count_column(view: ViewDef) -> str:
     return next(c.name for c in view.columns
                 if isinstance(c.source, Aggregate) and c.source == Aggregate("COUNT", None))
@@ -457,6 +567,29 @@ def _sum_counts(view: ViewDef) -> dict[str, str]:
     columns = {c.source: c.name for c in view.columns if isinstance(c.source, Aggregate)}
     return {name: columns[Aggregate("COUNT", source.arg)] for source, name in columns.items()
             if source.func == "SUM" and Aggregate("COUNT", source.arg) in columns}
+
+
+def unreferenced(table: Table, referencing: tuple[tuple[Table, ForeignKey], ...],
+                 dialect: str) -> str:
+    """The condition of a one-statement delete from ``table`` (a table reference ``table``
+    in SQL): no row of ``referencing`` refers to the row, as piql's own check finds after
+    its delete (a row referring to itself is no child). Empty: nothing refers to it."""
+    def q(name: str) -> str:
+        return sqlgen.identifier(name, dialect)
+
+    target, conditions = q(table.name), []
+    for child, fk in referencing:
+        match = [f"piql_c.{q(c)} = {target}.{q(r)}" for c, r in zip(fk.columns, fk.ref_columns)]
+        if child.name.lower() == table.name.lower():
+            match.append("NOT (" + " AND ".join(f"piql_c.{q(c)} = {target}.{q(c)}"
+                                               for c in table.primary_key) + ")")
+        conditions.append(f"NOT EXISTS (SELECT 1 FROM {q(child.name)} AS piql_c WHERE "
+                          f"{' AND '.join(match)})")
+    return " AND ".join(conditions)
+
+
+def _missing(table: Table, key: dict[str, Any]) -> ConstraintError:
+    return ConstraintError(f"{table.name} has no row with key {_show(key)}")
 
 
 def _duplicate(table: Table, row: dict[str, Any]) -> ConstraintError:

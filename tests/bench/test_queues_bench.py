@@ -35,7 +35,8 @@ def test_coalescing_bounds_the_queue_by_the_distinct_keys(tmp_path):
 
 def test_a_small_run_writes_json_and_figures(tmp_path, capsys):
     code = main(["bench", "queues", "--loads", "1,5", "--writes", "60", "--keys", "10",
-                 "--two-class-writes", "40", "--insert-writes", "50", "--out", str(tmp_path)])
+                 "--two-class-writes", "40", "--insert-writes", "50", "--buy-confirm-steps", "120",
+                 "--out", str(tmp_path)])
     assert code == 0
     document = json.loads((tmp_path / "queues.json").read_text())
     assert set(document["stores"]["sqlite"]["loads"]) == {"1.0", "5.0"}
@@ -44,10 +45,30 @@ def test_a_small_run_writes_json_and_figures(tmp_path, capsys):
     inserts = document["stores"]["sqlite"]["two_tags_insert"]
     assert inserts["differences"] == 0 and inserts["async"]["p99_ms"] > 0
     assert document["targets"]["sqlite"]["two_tags_insert_async_p99_over_plain"] > 0
+    confirms = document["stores"]["sqlite"]["buy_confirm"]  # drained and refreshed: equal
+    assert confirms["differences"] == 0 and confirms["confirms_per_run"] > 0
+    assert confirms["async"]["p50_ms"] > 0 and confirms["async_p99_over_plain"] > 0
     for name in queues.FIGURES:
         assert (tmp_path / name).stat().st_size > 0
     printed = capsys.readouterr().out
-    assert "two-class" in printed and "twoTags insert" in printed
+    assert "two-class" in printed and "twoTags insert" in printed and "BuyConfirm" in printed
+
+
+def test_parts_runs_only_what_is_asked(tmp_path):
+    assert main(["bench", "queues", "--parts", "two-class", "--two-class-writes", "30",
+                 "--out", str(tmp_path)]) == 0
+    figures = json.loads((tmp_path / "queues.json").read_text())["stores"]["sqlite"]
+    assert set(figures) == {"two_class"}
+    assert (tmp_path / "queues-linecutting.png").exists()
+    assert not (tmp_path / "queues-staleness.png").exists()
+
+
+def test_bad_parts_are_a_clear_error(capsys):
+    from piql.cli import QUEUE_PARTS
+
+    assert QUEUE_PARTS == queues.PARTS
+    assert main(["bench", "queues", "--parts", "replay,nope"]) == 2
+    assert "--parts expects" in capsys.readouterr().err
 
 
 def test_bad_loads_are_a_clear_error(capsys):

@@ -7,7 +7,9 @@ import random
 
 import pytest
 
-from piql.bench.twotags import MAX_TAGS, NAMES, ROW_BUCKETS, Zipf, bucket, by_rows, generate
+from piql.bench.twotags import (
+    MAX_TAGS, NAMES, ROW_BUCKETS, Zipf, bucket, by_rows, changes, generate,
+)
 from piql.cli import main
 
 SQLITE_SYSTEMS = {"piql IMV", "on-demand SQLite", "on-demand DuckDB", "view SELECT, SQLite"}
@@ -33,7 +35,8 @@ def test_bench_twotags_writes_json_and_pngs(tmp_path, capsys):
         assert set(writes["latency"]) == SQLITE_WRITES
         assert set(writes["ops"]) == {"with maintenance", "without maintenance"}
         _check_result(result, SQLITE_SYSTEMS, samples=30)
-    assert len(document["targets"]) == 8  # the six across scales, two of piql's overhead
+    # the six across scales, four of piql's overhead (insert, update and delete, query)
+    assert len(document["targets"]) == 10
     assert document["row_buckets"] == ["0", "1", "2-4", "5+"]
     for name in ("twotags-queries.png", "twotags-writes.png"):
         assert (out / name).stat().st_size > 10_000
@@ -47,9 +50,13 @@ def _check_result(result: dict, systems: set[str], samples: int) -> None:
     systems, operations within their bounds, the per-size latencies of every query."""
     queries, writes = result["queries"], result["writes"]
     assert queries["mismatches"] == 0  # the IMV answers what the on-demand SQL computes
-    for latency in [*queries["latency"].values(), *writes["latency"].values()]:
+    for latency in [*queries["latency"].values(), *writes["latency"].values(),
+                    *writes["changes"].values()]:
         assert 0 < latency["p50_ms"] <= latency["p99_ms"]
         assert len(latency["samples_ms"]) == samples
+    stores = [n for n in NAMES.values() if n.maintained in writes["latency"]]
+    assert set(writes["changes"]) == {name for n in stores for _, *names in changes(n)
+                                      for name in names}
     assert 1 <= queries["ops"]["max"] <= queries["ops"]["bound"] == 5
     for ops in writes["ops"].values():
         assert 0 < ops["mean"] <= ops["max"] <= ops["bound"]
@@ -82,7 +89,7 @@ def test_bench_twotags_on_postgres_too(tmp_path, postgres_url):
     _check_result(result, systems, samples=12)
     assert result["postgres_plan"] and result["sqlite_plan"]
     assert result["load_seconds"]["piql store (with view), postgres"] > 0
-    assert len(document["targets"]) == 10
+    assert len(document["targets"]) == 14
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         left = connection.execute("SELECT count(*) FROM information_schema.schemata "
                                   "WHERE schema_name LIKE 'piql_bench_%'").fetchone()[0]

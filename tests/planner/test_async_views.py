@@ -108,12 +108,15 @@ def test_a_join_view_is_async_and_its_deletes_run_as_of_the_queue():
     assert insert.sync_ops_bound == bound(social(), "post_tags", WriteEvent.INSERT).ops_bound
 
 
-def test_a_periodic_query_stays_sync():
+def test_a_periodic_query_is_async_staging_view_and_all():
+    """Its staging rows wait in the queue; its refresh drains first (docs/async.md)."""
     plan = social("latestPosts")
     notes = [d for q in plan.queries for d in q.diagnostics if d.code == "async"]
-    assert {d.severity for d in notes} == {"warning"}
-    assert any("staging view, kept by its refresh" in d.message for d in notes)
-    assert all(v.maintenance is MaintenanceMode.SYNC for v in plan.views)
+    assert {d.severity for d in notes} == {"info"}
+    assert {v.name for v in plan.views if v.maintenance is MaintenanceMode.ASYNC} == {
+        "latestPostsStaging", "latestPosts"}
+    insert = bound(plan, "posts", WriteEvent.INSERT)
+    assert insert.deferred and insert.drain_bound > 0
 
 
 def test_a_view_serving_a_sync_query_too_stays_sync():

@@ -14,7 +14,9 @@ import pytest
 import piql
 from piql.runtime.errors import DeploymentError
 from piql.runtime.store import open_store
-from tests.runtime.test_migrate import MINE, SAVES, SCHEMA, TAGGED, WHO, deployed, reopened
+from tests.runtime.test_migrate import (
+    MINE, SAVES, SCHEMA, TAGGED, TAGS, URLS, WHO, deployed, reopened,
+)
 
 BEFORE, AFTER = MINE + SAVES, MINE + SAVES + TAGGED + WHO
 SERVE = """
@@ -63,6 +65,13 @@ def test_forcing_drops_the_view_and_the_old_deployment_cannot_write_with_its_pla
     assert list(other.query("mine", userId=1).rows)  # reads of unchanged views go on
     with pytest.raises(DeploymentError, match="was migrated to another plan"):
         other.insert("bookmarks", userId=9, url="a.org", title="t", savedAt=1)
+    # deletes and updates are one statement too: their triggers refuse them on SQLite
+    tags = other.plan.catalog.table("tags")
+    assert other.maintainer.at_once(tags, "delete") and other.maintainer.update_at_once(tags)
+    with pytest.raises(DeploymentError, match="was migrated to another plan"):
+        other.update("tags", userId=0, url=URLS[0], tag=TAGS[0])
+    with pytest.raises(DeploymentError, match="was migrated to another plan"):
+        other.delete("tags", userId=0, url=URLS[0], tag=TAGS[0])
     other.close()
     db = reopened(location, MINE + SAVES)
     assert db.rows("bookmarks") and not [r for r in db.rows("bookmarks") if r[0] == 9]

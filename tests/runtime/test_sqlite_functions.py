@@ -39,3 +39,24 @@ def test_a_refusal_in_a_statement_is_raised_as_piqls_and_changes_nothing():
         store.sql("UPDATE t SET v = piql_sum(v, 1, 1, 't.v')")
     assert store.sql("SELECT v FROM t") == [(INT64_MAX,)]
     store.close()
+
+
+def test_the_delta_sum_is_exact_past_a_partial_sum_leaving_64_bits():
+    """``piql_sum_all`` sums as SQL's SUM (exactly; NULL for no values; REAL with a REAL)
+    where SQLite's SUM raises on a partial sum; a sum leaving 64 bits comes back as text,
+    which ``piql_sum`` reads and judges with the view's current value."""
+    store = SQLiteStore(":memory:")
+    store.connection.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v)")
+    store.connection.executemany("INSERT INTO t VALUES (?, ?)",
+                                 [(1, INT64_MAX - 1), (2, 5), (3, -10), (4, None)])
+    assert store.sql("SELECT piql_sum_all(v) FROM t") == [(INT64_MAX - 6,)]
+    assert store.sql("SELECT piql_sum_all(v) FROM t WHERE k < 3") == [(str(INT64_MAX + 4),)]
+    assert store.sql("SELECT piql_sum(-20, piql_sum_all(v), 1, 't.v') FROM t WHERE k < 3") \
+        == [(INT64_MAX - 16,)]
+    assert store.sql("SELECT piql_sum_all(v) FROM t WHERE k = 4") == [(None,)]
+    assert store.sql("SELECT piql_sum_all(v) FROM t WHERE k > 4") == [(None,)]
+    store.connection.execute("INSERT INTO t VALUES (5, 0.5)")
+    assert store.sql("SELECT piql_sum_all(v) FROM t WHERE k > 2") == [(-9.5,)]
+    with pytest.raises(StoreOverflow, match=r"t\.v 9223372036854775811, outside"):
+        store.sql("SELECT piql_sum(0, piql_sum_all(v), 1, 't.v') FROM t WHERE k < 3")
+    store.close()
