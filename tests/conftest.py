@@ -200,11 +200,16 @@ def spark_cluster(_spark_sessions_stopped) -> str:
     """The master URL of a ``local-cluster`` Spark session, started on first use and shared
     by every test of the session that asks for it (deploy with ``engine="spark",
     spark_master=spark_cluster``): a start costs about 20 s. Only one Spark context runs per
-    process and a new session would silently join the running one, so when some other
-    session was started since (``local[*]``), it is stopped and the cluster started again."""
+    process and a new session silently joins the running one: when the running context is
+    not the cluster (a ``local[*]`` test started one), it is stopped and the cluster
+    started. A ``local[*]`` test run after the cluster started joined the cluster, which
+    is still running: kept (restarting it there cost a start per alternation)."""
+    from pyspark import SparkContext
+
     from piql.engines import spark_engine
 
-    if list(spark_engine._SESSIONS) != [(SPARK_CLUSTER, ())]:
+    running = SparkContext._active_spark_context
+    if running is None or running.master != SPARK_CLUSTER:
         spark_engine.stop_sessions()
-        spark_engine.spark_session(SPARK_CLUSTER)
+    spark_engine.spark_session(SPARK_CLUSTER)
     return SPARK_CLUSTER

@@ -57,13 +57,13 @@ from piql.runtime.update_queue import COLUMNS, QUEUE_TABLE, StoreQueue, key_text
 
 CUT = f"{PREFIX}queue_cut"  # (base, row_key) -> its time, or minus it: a slow updater
 KEY = f"{PREFIX}queue_key"  # (values...) -> the key as piql's enqueue writes it
-_MAX_REAL = "1.7976931348623157e308"
 CLOCK = f"{PREFIX}queue_clock"  # () -> the process's clock (ns, never repeating)
 OWN = f"{PREFIX}queue_own"  # () -> 1 while piql's write path deletes (it queues itself)
 # SQLite's clock in the queue's unit (ns), of whole milliseconds: 'now' is read once per
 # statement, so every row of one statement has the same time (unixepoch('subsec') needs
 # SQLite 3.42; julianday('now') is its millisecond count over 86,400,000, so round is exact)
 SQLITE_NOW = "(CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000000)"
+_MAX_REAL = "1.7976931348623157e308"  # the largest finite double
 
 
 def _q(name: str) -> str:
@@ -242,7 +242,7 @@ def functions(queue: StoreQueue) -> dict[str, tuple[int, Callable[..., Any]]]:
     """The connection functions the triggers call (name -> argument count, function)."""
     return {CUT: (2, queue.cut), KEY: (-1, lambda *values: key_text(list(values))),
             OWN: (0, lambda: queue.own),
-            CLOCK: (0, queue._now)}
+            CLOCK: (0, queue.now)}
 
 
 # -- PostgreSQL ------------------------------------------------------------------------

@@ -183,7 +183,7 @@ class StoreQueue:
         if hook is not None and "_clock" in vars(self):
             hook()
 
-    def _now(self) -> int:
+    def now(self) -> int:
         """The clock, never repeating a value in this process (so two changes of one
         row, an update's halves, keep their order)."""
         self._last = max(self.clock(), self._last + 1)
@@ -199,7 +199,7 @@ class StoreQueue:
         row = after if after is not None else before
         assert row is not None
         row_key = key_text([row[c] for c in table.primary_key])
-        now, residents = self._now(), self.residents
+        now, residents = self.now(), self.residents
         # an update is two calls in one transaction: its delete half (before and after),
         # which queues the whole change, and its insert half (the same after, next)
         second_half = before is None and self._replacing == (table.name, row_key, after)
@@ -239,7 +239,7 @@ class StoreQueue:
         update's insert half (its delete half queued the whole change)."""
         if self._stamped is not None and self._stamped[0] == (base, row_key):
             return self._stamped[1]
-        key, now, residents = (base, row_key), self._now(), self.residents
+        key, now, residents = (base, row_key), self.now(), self.residents
         replacing, self._replacing = self._replacing, None
         cut = now
         if replacing is None or replacing[:2] != key:

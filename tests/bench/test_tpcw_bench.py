@@ -48,13 +48,23 @@ def test_generator_follows_the_tpcw_scaling_rules(app, tmp_path):
     assert data.missing_columns(dataset, app.plan.catalog) == []
 
 
-def test_bench_tpcw_writes_json_and_pngs(tmp_path, capsys):
+def test_bench_tpcw_writes_json_and_pngs_with_postgres_beside(tmp_path, postgres_url, capsys):
+    """``piql bench tpcw`` end to end at a tiny scale, with ``--postgres URI``: piql on a
+    PostgreSQL store and the on-demand baseline on the same server as two more columns
+    beside SQLite's and DuckDB's. One run for both (a second run without ``--postgres``, at
+    two scales, repeated the SQLite and DuckDB steps: most of the time is loading each
+    backend's copy of the data, 44k rows per EB); what the JSON says across scales is
+    :func:`test_targets_compare_the_scales`'s."""
     out = tmp_path / "results"
-    code = main(["bench", "tpcw", "--scales", "60x1,120x1", "--interactions", "150",
-                 "--warmup", "10", "--min-samples", "3", "--out", str(out)])
-    assert code == 0
+    assert main(["bench", "tpcw", "--scales", "60x1", "--interactions", "60", "--warmup", "5",
+                 "--min-samples", "3", "--postgres", postgres_url, "--out", str(out)]) == 0
     document = json.loads((out / "tpcw.json").read_text())
-    assert [s["items"] for s in document["scales"]] == [60, 120]
+    assert_sqlite_and_duckdb_columns(document, out, capsys.readouterr().out)
+    assert_postgres_columns(document)
+
+
+def assert_sqlite_and_duckdb_columns(document: dict, out, printed: str) -> None:
+    assert [s["items"] for s in document["scales"]] == [60]
     for result in document["scales"]:
         assert all(e["errors"] == 0 for e in result["errors"].values()), result["errors"]
         answers = result["answers"]
@@ -79,37 +89,57 @@ def test_bench_tpcw_writes_json_and_pngs(tmp_path, capsys):
     assert set(document["targets"]["interactions"]) == set(MIX)
     for name in ("tpcw-interactions.png", "tpcw-buyconfirm.png", "tpcw-refresh.png", "tpcw-ops.png"):
         assert (out / name).stat().st_size > 10_000
-    printed = capsys.readouterr().out
     assert "BuyConfirm writes" in printed and "SI-3 refresh" in printed
 
 
-def test_bench_tpcw_on_postgres_too(tmp_path, postgres_url):
-    """``--postgres URI``: two more columns, piql on a PostgreSQL store and the on-demand
-    baseline on the same server, running the same steps with the same answers."""
-    out = tmp_path / "results"
-    assert main(["bench", "tpcw", "--scales", "60x1", "--interactions", "60", "--warmup", "5",
-                 "--min-samples", "2", "--postgres", postgres_url, "--out", str(out)]) == 0
-    document = json.loads((out / "tpcw.json").read_text())
+def assert_postgres_columns(document: dict) -> None:
+    """piql on PostgreSQL and the on-demand baseline ran the same steps with the same
+    answers, within the same bounds."""
     assert document["stores"]["postgres"].startswith("PostgreSQL ")
-    (result,) = document["scales"]
-    for backend, errors in (result["errors"] | result["errors_postgres"]).items():
-        assert errors["errors"] == 0, (backend, errors)
-    answers = result["answers_postgres"]
-    assert answers["compared"] > 0 and answers["differ"] == 0
-    for interaction in MIX:
-        entry = result["interactions"][interaction]
-        for backend in ("piql", "sqlite", "duckdb", "piql_postgres", "postgres"):
-            assert 0 < entry[backend]["p50_ms"] <= entry[backend]["p99_ms"], (interaction, backend)
-        ops = entry["piql_postgres_ops"]
-        assert 0 < ops["max"] <= ops["bound_max"], interaction
-        # same plans; the rules PostgreSQL's triggers run count at their bounds
-        assert entry["piql_ops"]["max"] <= ops["max"], interaction
-        assert ops["bound_max"] == entry["piql_ops"]["bound_max"], interaction
-        target = document["targets"]["interactions"][interaction]
-        assert target["piql_p50_over_sqlite"] > 0 and target["piql_postgres_p50_over_postgres"] > 0
-    assert result["buy_confirm_postgres"]["with_views"]["writes"]["count"] > 0
-    assert set(result["postgres_plans"]) == set(result["sqlite_plans"])
-    assert result["refresh_postgres"]["count"] > 0
+    for result in document["scales"]:
+        for backend, errors in (result["errors"] | result["errors_postgres"]).items():
+            assert errors["errors"] == 0, (backend, errors)
+        answers = result["answers_postgres"]
+        assert answers["compared"] > 0 and answers["differ"] == 0
+        for interaction in MIX:
+            entry = result["interactions"][interaction]
+            for backend in ("piql", "sqlite", "duckdb", "piql_postgres", "postgres"):
+                assert 0 < entry[backend]["p50_ms"] <= entry[backend]["p99_ms"], (interaction, backend)
+            ops = entry["piql_postgres_ops"]
+            assert 0 < ops["max"] <= ops["bound_max"], interaction
+            # same plans; the rules PostgreSQL's triggers run count at their bounds
+            assert entry["piql_ops"]["max"] <= ops["max"], interaction
+            assert ops["bound_max"] == entry["piql_ops"]["bound_max"], interaction
+            target = document["targets"]["interactions"][interaction]
+            assert target["piql_p50_over_sqlite"] > 0 and target["piql_postgres_p50_over_postgres"] > 0
+        assert result["buy_confirm_postgres"]["with_views"]["writes"]["count"] > 0
+        assert set(result["postgres_plans"]) == set(result["sqlite_plans"])
+        assert result["refresh_postgres"]["count"] > 0
+
+
+def test_targets_compare_the_scales():
+    """Across scales, per interaction: piql's p99 ratio against its 1.5x limit, the
+    on-demand growth, and piql's p50 over the on-demand p50 at the largest scale."""
+    from piql.bench.tpcw import targets
+
+    def scale(p50: float, p99: float, vm: int, sqlite_p50: float) -> dict:
+        timing = {"p50_ms": p50, "p99_ms": p99}
+        return {"interactions": {name: {
+            "piql": timing, "sqlite": {"p50_ms": sqlite_p50, "p99_ms": 2 * sqlite_p50},
+            "duckdb": timing, "piql_ops": {"max": 7}, "sqlite_vm_instructions": {"p50": vm}}
+            for name in MIX}}
+
+    found = targets([scale(1.0, 2.0, 100, 0.5), scale(1.5, 4.0, 1000, 3.0)])
+    assert set(found["interactions"]) == set(MIX)
+    for entry in found["interactions"].values():
+        assert entry["piql_p99_ratio"] == 2.0 and not entry["piql_p99_within_target"]
+        assert entry["piql_ops_max_ratio"] == 1.0
+        assert entry["sqlite_vm_p50_growth"] == 10.0 and entry["on_demand_scale_dependent"]
+        assert entry["on_demand_p99_growth"] == {"sqlite": 6.0, "duckdb": 2.0}
+        assert entry["piql_p50_over_sqlite"] == 0.5  # at the largest scale
+    steady = targets([scale(1.0, 2.0, 100, 1.0), scale(1.0, 2.5, 120, 1.0)])
+    assert all(e["piql_p99_within_target"] and not e["on_demand_scale_dependent"]
+               for e in steady["interactions"].values())
 
 
 def test_bench_tpcw_rejects_bad_options(capsys):
@@ -117,6 +147,53 @@ def test_bench_tpcw_rejects_bad_options(capsys):
     assert "--scales expects ITEMSxEBS pairs" in capsys.readouterr().err
     assert main(["bench", "tpcw", "--interactions", "0"]) == 2
     assert "--interactions expects a positive integer" in capsys.readouterr().err
+    assert main(["bench", "tpcw", "--skip", "sqlite"]) == 2
+    assert "--skip expects duckdb and/or no-views" in capsys.readouterr().err
+
+
+def test_bench_tpcw_skips_duckdb_and_the_store_without_views(tmp_path):
+    """``--skip duckdb,no-views``: piql beside on-demand SQLite only, the quicker run."""
+    out = tmp_path / "results"
+    assert main(["bench", "tpcw", "--scales", "60x1", "--interactions", "60", "--warmup", "5",
+                 "--min-samples", "2", "--skip", "duckdb,no-views", "--out", str(out)]) == 0
+    document = json.loads((out / "tpcw.json").read_text())
+    (result,) = document["scales"]
+    assert result["answers"]["compared"] > 0 and result["answers"]["differ"] == 0
+    for interaction in MIX:
+        entry = result["interactions"][interaction]
+        assert entry["piql"] and entry["sqlite"] and entry["duckdb"] is None, interaction
+    assert document["targets"]["interactions"]["Home"]["piql_p50_over_sqlite"] > 0
+    assert result["buy_confirm"]["without_views"]["writes"] is None
+
+
+class _Recording:
+    """A backend that records the order it is called in (no database: only the turns)."""
+
+    def __init__(self, name: str, calls: list[str]) -> None:
+        self.name, self.calls = name, calls
+
+    def read(self, read):
+        self.calls.append(self.name)
+        return [], None, None
+
+    def write(self, write):
+        self.calls.append(self.name)
+        return None, None
+
+
+def test_side_by_side_backends_take_turns_going_first():
+    from piql.bench import tpcw_backends
+    from piql.bench.tpcw_mix import Read, Step
+
+    calls: list[str] = []
+    steps = [Step("Home", 1, n, (Read("home", ()),), True) for n in range(4)]
+    before: list[int] = []
+    a, b = tpcw_backends.run_side_by_side(
+        [_Recording("a", calls), _Recording("b", calls)], steps,
+        before=lambda step: before.append(step.now_ms))
+    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]
+    assert before == [0, 1, 2, 3]  # once per step, not once per backend
+    assert len(a) == len(b) == 4 and all(s.interaction == "Home" for s in a + b)
 
 
 def test_data_files_in_a_directory_with_a_quote(app, tmp_path):

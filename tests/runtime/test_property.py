@@ -22,6 +22,8 @@ APPS = {
 }
 # PostgreSQL answers over a socket, each statement a round trip: fewer examples there
 EXAMPLES = {"sqlite": 100, "postgres": 8}
+# make test explores half of SQLite's examples per app; CI's slow step all of them
+SHORT_SQLITE = 50
 HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large,
           HealthCheck.function_scoped_fixture]
 
@@ -49,9 +51,20 @@ def assert_consistent(session: Session) -> None:
     session.assert_queries()
 
 
-@pytest.mark.parametrize("app", sorted(APPS))
-def test_views_and_queries_match_their_recomputation(app, new_store):
-    @settings(max_examples=EXAMPLES[new_store.kind], deadline=None, suppress_health_check=HEALTH)
+def _explorations() -> list:
+    """(app, store, examples): every app on both stores in ``make test``, SQLite with
+    :data:`SHORT_SQLITE` examples; SQLite's whole :data:`EXAMPLES` marked slow (CI)."""
+    found = []
+    for app in sorted(APPS):
+        found += [pytest.param(app, "sqlite", SHORT_SQLITE),
+                  pytest.param(app, "postgres", EXAMPLES["postgres"]),
+                  pytest.param(app, "sqlite", EXAMPLES["sqlite"], marks=pytest.mark.slow)]
+    return found
+
+
+@pytest.mark.parametrize("app, new_store, examples", _explorations(), indirect=["new_store"])
+def test_views_and_queries_match_their_recomputation(app, new_store, examples):
+    @settings(max_examples=examples, deadline=None, suppress_health_check=HEALTH)
     @given(operations(APPS[app].plan.catalog))
     def run(ops: list[Op]) -> None:
         session = Session(APPS[app], partitions=3, store=new_store.scratch())

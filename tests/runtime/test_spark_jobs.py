@@ -47,7 +47,6 @@ def emptied(db) -> None:
             db.store.sql(f'DELETE FROM "{view.name}"')
 
 
-@pytest.mark.slow
 def test_views_built_in_the_executors_equal_maintenance_duckdb_and_the_oracle(
         spark_cluster, postgres_stores):
     app = piql.load(EXAMPLES / "social" / "schema.sql", EXAMPLES / "social" / "queries.sql")
@@ -83,7 +82,6 @@ def test_views_built_in_the_executors_equal_maintenance_duckdb_and_the_oracle(
             assert Counter(db.query(query.name).rows) == Counter(oracle(db, query, {}))
 
 
-@pytest.mark.slow
 def test_tables_are_read_by_tasks_in_the_executors(spark_cluster, postgres_stores):
     app = piql.load(EXAMPLES / "social" / "schema.sql", EXAMPLES / "social" / "queries.sql")
     url = postgres_stores()
@@ -104,7 +102,6 @@ def test_tables_are_read_by_tasks_in_the_executors(spark_cluster, postgres_store
         assert plain.count() == len(data["posts"])
 
 
-@pytest.mark.slow
 def test_check_and_repair_in_spark_find_what_duckdb_finds(spark_cluster, postgres_stores):
     app = temporal_app_for_check()
     url = postgres_stores()
@@ -133,7 +130,6 @@ def temporal_app_for_check():
     return piql.load(PAPER_SCHEMA, PAPER_QUERIES)
 
 
-@pytest.mark.slow
 def test_periodic_refresh_on_the_cluster_equals_the_store_and_bounds_hold(
         spark_cluster, postgres_stores, tmp_path):
     app = temporal_app(tmp_path)

@@ -68,7 +68,6 @@ def paper(tmp_path):
     return temporal_app(tmp_path)
 
 
-@pytest.mark.slow
 def test_a_load_in_the_executors_equals_duckdb_and_the_oracle(
         spark_cluster, postgres_stores, paper, tmp_path):
     data = paper_rows(random.Random(7), docs=80)

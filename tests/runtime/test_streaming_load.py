@@ -154,8 +154,8 @@ def traced_peak(tmp_path: Path, documents: int) -> int:
 
 def test_the_python_memory_of_a_load_follows_the_batch_not_the_file(tmp_path, monkeypatch):
     batches_of(monkeypatch, 200)
-    traced_peak(tmp_path, 100)  # first uses (caches, statements) are no load's own
-    small = traced_peak(tmp_path, 500)  # 2,000 rows: 10 batches
-    large = traced_peak(tmp_path, 5000)  # 20,000 rows: 100 batches
+    traced_peak(tmp_path, 50)  # first uses (caches, statements) are no load's own
+    small = traced_peak(tmp_path, 250)  # 1,000 rows: 5 batches
+    large = traced_peak(tmp_path, 2500)  # 10,000 rows: 50 batches (ten times the file)
     # materializing the file (as before) made the peak grow tenfold with the rows
     assert large < 1.5 * small, (small, large)
