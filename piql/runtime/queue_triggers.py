@@ -88,11 +88,14 @@ class Stamp(enum.Enum):
         return cls.CLOCK if queue.own_clock else cls.SQL
 
 
-def sqlite_triggers(table: Table, stamp: Stamp, as_of: bool) -> list[str]:
-    """The triggers of ``table`` queueing its changes: every insert, and deletes and
-    updates other than piql's own (its write path queues those). ``as_of``: the table is
-    read as of the queue, whose entries of it are inserts only (``runtime.as_of``)."""
-    return [_sqlite_insert(table, stamp), *_sqlite_changes(table, stamp, as_of)]
+def sqlite_triggers(table: Table, stamp: Stamp, as_of: bool, changes: bool = True
+                    ) -> list[str]:
+    """The triggers of ``table`` queueing its changes: every insert, and (``changes``:
+    asynchronous views read its deletes) deletes and updates other than piql's own (its
+    write path queues those). ``as_of``: the table is read as of the queue, whose entries
+    of it are inserts only (``runtime.as_of``)."""
+    return [_sqlite_insert(table, stamp),
+            *(_sqlite_changes(table, stamp, as_of) if changes else [])]
 
 
 def sqlite_drops(table: Table) -> list[str]:
@@ -285,11 +288,12 @@ def _pg_array(row: str, columns: tuple[str, ...] | list[str]) -> str:
 _STAMP = "  stamp := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000;"
 
 
-def postgres_trigger(table: Table, as_of: bool = False) -> list[str]:
+def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True) -> list[str]:
     """The triggers of ``table`` queueing its changes (and their functions), as statements:
-    every insert, and deletes and updates other than piql's own (its write path queues
-    those: its transactions say so). ``as_of``: the table is read as of the queue, whose
-    entries of it are inserts only (``runtime.as_of``)."""
+    every insert, and (``changes``: asynchronous views read its deletes) deletes and
+    updates other than piql's own (its write path queues those: its transactions say
+    so). ``as_of``: the table is read as of the queue, whose entries of it are inserts
+    only (``runtime.as_of``)."""
     function, queue = _pg(enqueue_function(table.name)), _pg(QUEUE_TABLE)
     columns = ", ".join(_pg(c) for c in COLUMNS)
     after, last, updates = _pg("after_row"), _pg("last_enqueued"), _pg("updates")
@@ -312,12 +316,16 @@ def postgres_trigger(table: Table, as_of: bool = False) -> list[str]:
         "END"])
     trigger, target = _pg(enqueue_function(table.name)), _pg(table.name)
     change = _pg(change_function(table.name))
-    return [
+    inserts = [
         f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS "
         f"$piql$\n{body} $piql$",
         f"DROP TRIGGER IF EXISTS {trigger} ON {target}",
         f"CREATE TRIGGER {trigger} AFTER INSERT ON {target} FOR EACH ROW EXECUTE FUNCTION "
-        f"{function}()",
+        f"{function}()"]
+    if not changes:
+        return inserts + [f"DROP TRIGGER IF EXISTS {change} ON {target}",
+                          f"DROP FUNCTION IF EXISTS {change}()"]
+    return inserts + [
         f"CREATE OR REPLACE FUNCTION {change}() RETURNS trigger LANGUAGE plpgsql AS "
         f"$piql$\n{_change_body(table, as_of)} $piql$",
         f"DROP TRIGGER IF EXISTS {change} ON {target}",
