@@ -173,6 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     tpcw.add_argument("--engine", choices=("duckdb", "spark", "store"), default="duckdb",
                       help="engine for view builds and periodic refreshes")
     tpcw.add_argument("--seed", type=int, default=1, help="random seed for data and the mix")
+    tpcw.add_argument("--skip", default="", metavar="BACKENDS",
+                      help="comma separated backends not to run, for a quicker run: duckdb "
+                           "(on demand in DuckDB), no-views (BuyConfirm without views)")
     _postgres_option(tpcw)
     tpcw.add_argument("--out", default="bench-results", help="output directory")
     tpcw.set_defaults(run=_bench_tpcw)
@@ -233,6 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     feeds.add_argument("--budget", type=float, default=None,
                        help="the latency mode's measured ops per read at the 99th "
                             "percentile (default: 12k)")
+    feeds.add_argument("--aggregate-budget", type=int, default=4,
+                       help="rows per read of the budgeted overlay strategies (default: 4)")
     feeds.add_argument("--warmup", type=int, default=None,
                        help="unmeasured operations before each point (default: --trace)")
     feeds.add_argument("--community", type=int, default=20,
@@ -675,9 +680,13 @@ def _bench_tpcw(args: argparse.Namespace) -> int:
             raise InputError(f"{option} expects a positive integer, got {value}")
     if args.warmup < 0:
         raise InputError(f"--warmup expects zero or more, got {args.warmup}")
+    skipped = {b.strip() for b in args.skip.split(",") if b.strip()}
+    if skipped - {"duckdb", "no-views"}:
+        raise InputError(f"--skip expects duckdb and/or no-views, got {args.skip!r}")
     settings = bench.Settings(_scales(args.scales), args.interactions, args.warmup,
                               args.min_samples, args.seed, args.partitions, args.engine,
-                              postgres=_postgres(args.postgres))
+                              postgres=_postgres(args.postgres), duckdb="duckdb" not in skipped,
+                              no_views="no-views" not in skipped)
     out = Path(args.out)
     document = bench.run(settings, out)
     print(report.summary(document))
@@ -756,12 +765,15 @@ def _bench_feeds(args: argparse.Namespace) -> int:
         raise InputError("--mean-follows expects a positive number and --skew zero or more")
     if not 0 <= args.within <= 1 or args.community < 0 or (args.warmup or 0) < 0:
         raise InputError("--within expects 0 to 1, --community and --warmup zero or more")
+    if args.aggregate_budget < 1:
+        raise InputError(f"--aggregate-budget expects at least 1, got {args.aggregate_budget}")
     settings = bench.Settings(users=args.users, mean_follows=args.mean_follows,
                               max_follows=args.max_follows, k=args.k, skew=args.skew,
                               trace=args.trace, ratios=ratios, budget=args.budget,
                               seed=args.seed, postgres=args.postgres,
                               aggregate_ratios=aggregate_ratios, warmup=args.warmup,
-                              community=args.community, within=args.within)
+                              community=args.community, within=args.within,
+                              aggregate_budget=args.aggregate_budget)
     out = Path(args.out)
     document = bench.run(settings, out)
     print(bench.summary(document))

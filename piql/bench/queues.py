@@ -68,7 +68,7 @@ class Settings:
     keys: int = 100
     zipf: float = 1.0
     two_class_writes: int = 2000  # per point of the two-class mix
-    ratios: tuple[int, ...] = (10, 100)  # how much slower the slow class updates
+    ratios: tuple[int, ...] = (10, 50, 100)  # how much slower the slow class updates
     two_class_load: float = 5.0
     seed: int = 7
     insert_writes: int = 1500  # twoTags inserts per mode and run

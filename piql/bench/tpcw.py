@@ -55,6 +55,8 @@ class Settings:
     schema: Path = EXAMPLE / "schema.sql"
     queries: Path = EXAMPLE / "queries.sql"
     postgres: str | None = None  # also on PostgreSQL: a server's URI, or "embedded"
+    duckdb: bool = True     # the on-demand DuckDB column (a pass of its own)
+    no_views: bool = True   # BuyConfirm's writes on a deployment without views (Figure 5)
 
 
 @dataclass
@@ -135,39 +137,46 @@ def _measure_scale(app: piql.App, bare: piql.App, settings: Settings, scale: dat
     names = sorted({n for group in workload.queries.values() for n in group})
     compared = backends.comparable(app.plan, names)
     steps = workload.steps
-    stages = 6 if place else 4
+    stages = 4 if place else 3
     show = lambda stage: lambda done: progress(label, stage * len(steps) + done, stages * len(steps))  # noqa: E731
 
+    # piql and on-demand SQLite run side by side, step by step (their ratio is the target);
+    # DuckDB, whose threads would slow whatever runs beside them, in a pass of its own
     db, loads["piql"] = _deploy(app, str(here / "piql.db"), dataset, settings)
-    refresher = Refresher(db, app, dataset.now_ms)
-    piql_samples = backends.run(backends.PiqlBackend(db), steps, compared=compared,
-                                before=refresher, progress=show(0))
-    views = _view_sizes(db)
-    db.close()
-
     started = time.perf_counter()
     sqlite = backends.sqlite_baseline(app.plan, dataset, here / "sqlite.db", names)
     loads["sqlite"] = time.perf_counter() - started
     plans = _plans(sqlite, app.plan, names)
-    sqlite_samples = backends.run(sqlite, steps, compared=compared, progress=show(1))
+    refresher = Refresher(db, app, dataset.now_ms)
+    piql_samples, sqlite_samples = backends.run_side_by_side(
+        [backends.PiqlBackend(db), sqlite], steps, compared=compared, before=refresher,
+        progress=show(0))
+    views = _view_sizes(db)
+    db.close()
     sqlite.close()
 
-    started = time.perf_counter()
-    duck = backends.duckdb_baseline(app.plan, dataset, names)
-    loads["duckdb"] = time.perf_counter() - started
-    duck_samples = backends.run(duck, steps, progress=show(2))
-    duck.close()
+    if settings.duckdb:
+        started = time.perf_counter()
+        duck = backends.duckdb_baseline(app.plan, dataset, names)
+        loads["duckdb"] = time.perf_counter() - started
+        duck_samples = backends.run(duck, steps, progress=show(1))
+        duck.close()
+    else:
+        duck_samples = []
 
-    plain, loads["piql_no_views"] = _deploy(bare, str(here / "bare.db"), dataset, settings)
-    bare_samples = backends.run(backends.PiqlBackend(plain, "piql_no_views"), steps, reads=False,
-                                progress=show(3))
-    plain.close()
+    if settings.no_views:
+        plain, loads["piql_no_views"] = _deploy(bare, str(here / "bare.db"), dataset, settings)
+        bare_samples = backends.run(backends.PiqlBackend(plain, "piql_no_views"), steps,
+                                    reads=False, progress=show(2))
+        plain.close()
+    else:
+        bare_samples = []
 
     samples = {"piql": piql_samples, "sqlite": sqlite_samples, "duckdb": duck_samples}
     found: dict[str, Any] = {}
     if place is not None:
         found = _on_postgres(app, settings, dataset, steps, compared, names, place, loads,
-                             show(4), show(5))
+                             show(3))
         samples |= found.pop("samples")
     progress(label, stages * len(steps), stages * len(steps))
     shutil.rmtree(here, ignore_errors=True)
@@ -191,19 +200,19 @@ def _measure_scale(app: piql.App, bare: piql.App, settings: Settings, scale: dat
 
 def _on_postgres(app: piql.App, settings: Settings, dataset: data.Dataset, steps, compared,
                  names: Sequence[str], place: PostgresPlace, loads: dict[str, float],
-                 show_piql, show_baseline) -> dict[str, Any]:
-    """The same steps through piql on a PostgreSQL store, and on demand on the same server:
-    their samples, and what the JSON says of them."""
+                 show) -> dict[str, Any]:
+    """The same steps through piql on a PostgreSQL store, and on demand on the same server,
+    side by side: their samples, and what the JSON says of them."""
     db, loads["piql_postgres"] = _deploy(app, place.new_store("piql"), dataset, settings)
-    refresher = Refresher(db, app, dataset.now_ms)
-    piql_samples = backends.run(backends.PiqlBackend(db, "piql_postgres"), steps,
-                                compared=compared, before=refresher, progress=show_piql)
-    db.close()
     started = time.perf_counter()
     baseline = backends.postgres_baseline(app.plan, dataset, place.new_store("ondemand"), names)
     loads["postgres"] = time.perf_counter() - started
     plans = _plans(baseline, app.plan, names)
-    baseline_samples = backends.run(baseline, steps, compared=compared, progress=show_baseline)
+    refresher = Refresher(db, app, dataset.now_ms)
+    piql_samples, baseline_samples = backends.run_side_by_side(
+        [backends.PiqlBackend(db, "piql_postgres"), baseline], steps, compared=compared,
+        before=refresher, progress=show)
+    db.close()
     baseline.close()
     return {
         "samples": {"piql_postgres": piql_samples, "postgres": baseline_samples},
@@ -356,7 +365,9 @@ def _document(app: piql.App, settings: Settings, results: list[dict[str, Any]],
                      "min_samples": settings.min_samples, "seed": settings.seed,
                      "partitions": settings.partitions, "engine": settings.engine,
                      "schema": str(settings.schema), "queries": str(settings.queries),
-                     "postgres": bool(settings.postgres)},
+                     "postgres": bool(settings.postgres), "duckdb": settings.duckdb,
+                     "no_views": settings.no_views,
+                     "side_by_side": [["piql", "sqlite"], ["piql_postgres", "postgres"]]},
         "stores": {"sqlite": "SQLite files (WAL)",
                    **({"postgres": f"PostgreSQL {server}"} if server else {})},
         "mix": mix.MIX,

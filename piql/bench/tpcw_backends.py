@@ -302,14 +302,30 @@ def run(backend: Backend, steps: Sequence[Step], *, compared: frozenset[str] = f
     """Run every step on ``backend`` (``reads=False``: only the writes), timing each action.
     Answers of the ``compared`` queries are digested so backends can be checked against
     each other. ``before`` runs ahead of each step, outside the timing (periodic refresh)."""
-    samples = []
+    return run_side_by_side([backend], steps, compared=compared, before=before, reads=reads,
+                            progress=progress)[0]
+
+
+def run_side_by_side(side: Sequence[Backend], steps: Sequence[Step], *,
+                     compared: frozenset[str] = frozenset(),
+                     before: Callable[[Step], None] | None = None, reads: bool = True,
+                     progress: Callable[[int], None] | None = None) -> list[list[Sample]]:
+    """Every step on each backend of ``side`` in turn before the next step, the backend
+    going first changing from step to step (A B, B A, ...); one list of samples per
+    backend. Side by side, a change of the machine's load (other processes) falls on both
+    alike, where passes of their own, minutes apart, measured different loads; and each
+    goes first as often, so each pays as often for the CPU caches the other left."""
+    samples: list[list[Sample]] = [[] for _ in side]
+    turns = list(enumerate(side))
     gc.collect()
     gc.disable()
     try:
         for number, step in enumerate(steps):
             if before is not None:
                 before(step)
-            samples.append(_run_step(backend, step, compared, reads))
+            shift = number % len(turns)
+            for which, backend in turns[shift:] + turns[:shift]:
+                samples[which].append(_run_step(backend, step, compared, reads))
             if progress is not None and number % 200 == 0:
                 progress(number)
     finally:

@@ -239,9 +239,20 @@ def _saving_error(extreme: Assignment, hybrid: Assignment, rates: Rates, costs: 
     for consumer in readers ^ hybrid_readers:
         sign = 1.0 if consumer in readers else -1.0
         consumers[consumer] = consumers.get(consumer, 0.0) + sign * costs.read_push
-    variance = sum(a * a * max(rates.producer(p), unit) * unit for p, a in producers.items()) \
-        + sum(b * b * max(rates.consumer(c), unit) * unit for c, b in consumers.items())
-    return variance ** 0.5
+    return (_variance(producers, rates.producer, unit)
+            + _variance(consumers, rates.consumer, unit)) ** 0.5
+
+
+def _variance(coefficients: Mapping[Node, float], rate: Callable[[Node], float],
+              unit: float) -> float:
+    """Var Σ coefficient · rate, each rate a Poisson count of events of ``unit`` each
+    (var = rate · unit). The keys estimated below one event (never counted: a
+    Good-Turing share, or 0) share one event's variance between them besides: none of
+    them was seen in the whole window, which bounds their total, not each one's, by
+    about one event (a thousand users never seen reading did not each read once)."""
+    faint = [c * c for k, c in coefficients.items() if rate(k) < unit]
+    return sum(c * c * rate(k) * unit for k, c in coefficients.items()) \
+        + max(faint, default=0.0) * unit * unit
 
 
 def capped(push: Iterable[Edge], cap: int, rates: Rates) -> list[Edge]:
@@ -349,7 +360,8 @@ def latency_constrained(edges: Iterable[Edge], rates: Rates, costs: Costs, budge
                         percentile: float = 1.0, cap: int | None = None,
                         start: Assignment | None = None,
                         offsets: Mapping[Node, float] | None = None,
-                        unit: float = 0.0, z: float = 2.0) -> Constrained:
+                        unit: float = 0.0, z: float = 2.0,
+                        unseen: Iterable[Node] = ()) -> Constrained:
     """§3.3.1's adaptive greedy from ``start`` (default MinCost): while the ``percentile``
     read cost exceeds ``budget``, shift the pull edge with the largest phi_c / epsilon to
     push (epsilon = phi_p·H - phi_c·L, the extra cost); while it is within budget, shift the
@@ -369,7 +381,13 @@ def latency_constrained(edges: Iterable[Edge], rates: Rates, costs: Costs, budge
     estimates are lowest, so their estimates are biased low: a handful of readers seen
     once or twice in the warm-up, each following 50 producers, weighed 0.6 % by estimate
     and read 1.4 % of the next trace. Without it (``unit`` 0) the estimate alone
-    decides."""
+    decides.
+
+    ``unseen`` consumers have no measured rate at all (their rate is a Good-Turing guess,
+    the same for each): no estimate can tell which of them will read, so none of them is
+    left to the percentile. Each is held within the budget on its own (its pull edges
+    pushed, cheapest extra cost first, until its read fits, if any push can make it fit),
+    before the greedy, and the greedy's slack phase never pulls one back over it."""
     every = list(dict.fromkeys(edges))
     best = min_cost(every, rates, costs, cap)
     current = start if start is not None else best
@@ -381,20 +399,46 @@ def latency_constrained(edges: Iterable[Edge], rates: Rates, costs: Costs, budge
 
     push = set(current.push) & set(every)
     reads = _ReadCosts(assign(every, push, rates, costs), costs, offsets)
+    held = set(unseen) & set(reads.pulls)
     per_producer: dict[Node, int] = {}
     for edge in push:
         per_producer[edge.producer] = per_producer.get(edge.producer, 0) + 1
-    for edge in sorted(set(every) - push, key=lambda e: (-rank(e), repr(e))):
+
+    def fits() -> bool:
+        return reads.within(rates, percentile, budget, unit, z) and all(
+            reads.ops(c) <= budget for c in held)
+
+    def shift(edge: Edge, to: Decision = Decision.PUSH) -> bool:
+        """Push ``edge`` unless its producer is at the cap (or pull it back)."""
+        step = 1 if to == Decision.PUSH else -1
+        if to == Decision.PUSH and cap is not None and per_producer.get(edge.producer, 0) >= cap:
+            return False
+        (push.add if to == Decision.PUSH else push.discard)(edge)
+        reads.move(edge, to)
+        per_producer[edge.producer] = per_producer.get(edge.producer, 0) + step
+        return True
+
+    ranked = sorted(set(every) - push, key=lambda e: (-rank(e), repr(e)))
+    for consumer in sorted(held, key=repr):  # unseen consumers first, each on its own
+        moved = []
+        for edge in (e for e in ranked if e.consumer == consumer):
+            if reads.ops(consumer) <= budget or reads.floor(consumer) > budget:
+                break
+            if shift(edge):
+                moved.append(edge)
+        if reads.ops(consumer) > budget:  # the cap left it over: no use pushing part
+            for edge in moved:
+                shift(edge, Decision.PULL)
+    held = {c for c in held if reads.ops(c) <= budget}
+    for edge in ranked:
         if reads.within(rates, percentile, budget, unit, z):
             break
+        if edge in push:
+            continue
         if rates.consumer(edge.consumer) == 0 or reads.ops(edge.consumer) <= budget \
                 or reads.floor(edge.consumer) > budget:
             continue  # a consumer that never reads, reads within budget or cannot: not it
-        if cap is not None and per_producer.get(edge.producer, 0) >= cap:
-            continue
-        push.add(edge)
-        reads.move(edge, Decision.PUSH)
-        per_producer[edge.producer] = per_producer.get(edge.producer, 0) + 1
+        shift(edge)
     extra: dict[Node, list[Edge]] = {}
     for edge in push - best.push:
         extra.setdefault(edge.consumer, []).append(edge)
@@ -402,20 +446,19 @@ def latency_constrained(edges: Iterable[Edge], rates: Rates, costs: Costs, budge
         if extra[consumer]:  # without its pushed feed's read, pulling all may be cheaper
             for edge in extra[consumer]:
                 reads.move(edge, Decision.PULL)
-            if reads.within(rates, percentile, budget, unit, z):
+            if fits():
                 push -= set(extra[consumer])
             else:
                 for edge in extra[consumer]:
                     reads.move(edge, Decision.PUSH)
     for edge in sorted(push - best.push, key=lambda e: (rank(e), repr(e))):
         reads.move(edge, Decision.PULL)
-        if reads.within(rates, percentile, budget, unit, z):
+        if fits():
             push.discard(edge)
         else:
             reads.move(edge, Decision.PUSH)
     cost = reads.percentile(rates, percentile)
-    return Constrained(assign(every, push, rates, costs),
-                       reads.within(rates, percentile, budget, unit, z), cost)
+    return Constrained(assign(every, push, rates, costs), fits(), cost)
 
 
 # -- EAGr: per overlay node --------------------------------------------------------------
@@ -473,7 +516,8 @@ def node_costs(edges: Iterable[tuple[Node, Node]], writes: Mapping[Node, float],
 
 
 def partition(costs: Mapping[Node, NodeCost], edges: Iterable[tuple[Node, Node]],
-              must_push: Iterable[Node] = ()) -> Partition:
+              must_push: Iterable[Node] = (),
+              penalties: Mapping[tuple[Node, Node], float] | None = None) -> Partition:
     """The optimal dataflow decisions of an overlay (EAGr §4.4): the difference-maximising
     partition with w(v) = PULL(v) - PUSH(v), found as an s-t min-cut. An overlay edge
     (u, v) (u feeds v) gets infinite capacity, s -> v capacity -w(v) when w(v) < 0, v -> t
@@ -481,7 +525,12 @@ def partition(costs: Mapping[Node, NodeCost], edges: Iterable[tuple[Node, Node]]
     (an infinite edge carries reachability downstream, so no pull node feeds a push node),
     the rest push (Theorem 4.1). ``must_push`` nodes (EAGr's writers, or a node whose pull
     piql cannot bound) get an infinite edge to t, so they and everything upstream of them
-    are push."""
+    are push.
+
+    ``penalties[(u, v)]`` is a cost paid when u is pull and v push (an edge u -> v of that
+    capacity, cut exactly then): a pull reader reading a push input pays a row for it,
+    while its pull inputs' reads are their own PULL (``runtime.aggregates``); EAGr's
+    L(k) = k charges the row either way."""
     pairs = list(edges)
     graph = _dag(pairs, set(costs))
     source, sink = object(), object()  # never equal to a node of the overlay
@@ -498,12 +547,15 @@ def partition(costs: Mapping[Node, NodeCost], edges: Iterable[tuple[Node, Node]]
             flow.add_edge(source, node, capacity=-weight)
         elif weight > 0:
             flow.add_edge(node, sink, capacity=weight)
+    for (u, v), penalty in (penalties or {}).items():
+        if penalty > 0 and not flow.has_edge(u, v):  # an overlay edge: infinite already
+            flow.add_edge(u, v, capacity=penalty)
     # Edmonds-Karp: networkx's default preflow-push fails on float capacities far apart in
     # magnitude (a denormal beside ordinary rates raised StopIteration inside networkx)
     residual = edmonds_karp(flow, source, sink)
     pull = frozenset(n for n in _reachable(residual, source) if n in graph.nodes)
     push = frozenset(graph.nodes) - pull
-    return Partition(push, pull, partition_cost(costs, push, pull))
+    return Partition(push, pull, partition_cost(costs, push, pull, penalties))
 
 
 def _reachable(residual: "networkx.DiGraph", source: object) -> set:
@@ -525,8 +577,11 @@ def _reachable(residual: "networkx.DiGraph", source: object) -> set:
 
 
 def partition_cost(costs: Mapping[Node, NodeCost], push: Iterable[Node],
-                   pull: Iterable[Node]) -> float:
-    return sum(costs[n].push for n in push) + sum(costs[n].pull for n in pull)
+                   pull: Iterable[Node],
+                   penalties: Mapping[tuple[Node, Node], float] | None = None) -> float:
+    pushed, pulled = set(push), set(pull)
+    return sum(costs[n].push for n in pushed) + sum(costs[n].pull for n in pulled) + sum(
+        c for (u, v), c in (penalties or {}).items() if u in pulled and v in pushed)
 
 
 def consistent(push: frozenset[Node], edges: Iterable[tuple[Node, Node]]) -> bool:

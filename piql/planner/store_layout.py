@@ -4,7 +4,8 @@ Every store creates exactly these tables (``piql.runtime.install``), and the com
 bounded plans (``piql.planner.compile``) reads them: deriving both from one function keeps
 the statements the planner compiles in step with what is installed.
 
-- A base table keeps its columns, clustered on its primary key.
+- A base table keeps its columns, clustered on its primary key; on SQLite a key of one
+  integer column is the table's rowid (:attr:`KeyStorage.ROWID`, see :func:`key_storage`).
 - A view keeps its columns, clustered on its key; a view without key is one aggregate
   row, kept under the key column ``_all``; a SUM of REAL values also keeps its exact sum in
   a hidden TEXT column (``ViewDef.exact_sums``, see ``piql.runtime.exact_sums``).
@@ -15,9 +16,11 @@ the statements the planner compiles in step with what is installed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Sequence
 
-from piql.catalog import Column
+from piql.catalog import Column, Table
+from piql.sql_types import TypeFamily, family
 
 from piql.planner.compile import StoreLayout, TableLayout
 from piql.planner.naming import key_index_name
@@ -25,6 +28,41 @@ from piql.planner.naming import key_index_name
 if TYPE_CHECKING:  # the application plan imports this module (Plan.compiled)
     from piql.planner.application import Plan
 
+
+
+class KeyStorage(Enum):
+    """How SQLite keeps a table on its key (PostgreSQL keeps every table as a heap with a
+    unique index on its key, whatever this says).
+
+    - ``CLUSTERED``: a ``WITHOUT ROWID`` table, its rows in the B-tree of the key.
+    - ``ROWID``: the key is one integer column, kept as the table's rowid (``INTEGER
+      PRIMARY KEY``): one B-tree too, whose inner pages hold only integers. A ``WITHOUT
+      ROWID`` B-tree keeps whole rows in its inner pages as well, so a table of wide rows
+      (an item's description, a customer's data) fans out to a few rows per inner page
+      and is two or three levels deeper: TPC-W's ``item`` and ``customer`` tables were
+      five levels deep at 10,000 items and 28,800 customers, against three as rowid
+      tables, which a key lookup paid for in pages read (docs/benchmarks.md, TPC-W).
+    - ``KEY_INDEX``: a rowid table read through a unique index on its key, for a key that
+      may hold NULL (which the other two refuse).
+
+    The statements compiled for a table do not depend on it (``NOT INDEXED`` still looks
+    a rowid up by its key), so a store keeps the storage it was created with."""
+
+    CLUSTERED = "clustered"
+    ROWID = "rowid"
+    KEY_INDEX = "key index"
+
+
+def key_storage(table: Table) -> KeyStorage:
+    """A base table's storage: its rowid when its key is one column of an integer type
+    (which piql's writes and loads keep from NULL and from values of other types, both of
+    which SQLite's rowid would take differently), clustered on its key otherwise."""
+    key = table.primary_key
+    if len(key) == 1:
+        column = table.column(key[0])
+        if column is not None and family(column.type) is TypeFamily.INTEGER:
+            return KeyStorage.ROWID
+    return KeyStorage.CLUSTERED
 
 
 @dataclass(frozen=True)
@@ -39,6 +77,7 @@ class StoredTable:
     nullable_key: bool = False
     # (column, value) of a base table's columns with a constant DEFAULT (``Column.default``)
     defaults: tuple[tuple[str, object], ...] = ()
+    storage: KeyStorage = KeyStorage.CLUSTERED  # KEY_INDEX exactly when nullable_key
 
     @property
     def key_index(self) -> str | None:
@@ -58,12 +97,15 @@ def stored_tables(plan: Plan) -> tuple[StoredTable, ...]:
     """Every table the plan keeps: the base tables, then the views in the order they are
     maintained (and created)."""
     found = [StoredTable(t.name, t.column_names, t.primary_key,
-                         tuple(c.type for c in t.columns), defaults=column_defaults(t.columns))
+                         tuple(c.type for c in t.columns), defaults=column_defaults(t.columns),
+                         storage=key_storage(t))
              for t in plan.catalog.tables]
     for view in plan.ordered_views:
         stored = view.stored_columns
         found.append(StoredTable(view.name, tuple(c for c, _ in stored), view.stored_key,
-                                 tuple(t for _, t in stored), view.nullable_key))
+                                 tuple(t for _, t in stored), view.nullable_key,
+                                 storage=KeyStorage.KEY_INDEX if view.nullable_key
+                                 else KeyStorage.CLUSTERED))
     return tuple(found)
 
 

@@ -292,6 +292,22 @@ def nulled(zero: str | None, value: str) -> str:
     return value if zero is None else f"CASE WHEN {zero} THEN NULL ELSE {value} END"
 
 
+def read_columns(table: Table, statements: list[str], dialect: TriggerDialect) -> list[str]:
+    """The columns of the written row (``NEW``/``OLD``) that a trigger's rule
+    ``statements`` read. Every view is a function of the columns its rules read, so an
+    update changing none of them changes no view, and its rules need not run."""
+    text = "\n".join(statements)
+    return [c.name for c in table.columns
+            if re.search(rf"\b(?:NEW|OLD)\.{re.escape(quote(c.name, dialect))}", text)]
+
+
+def any_changed(columns: list[str], dialect: TriggerDialect) -> str:
+    """Does an update change one of ``columns`` (NULL to a value and back included)?"""
+    differs = "IS NOT" if dialect == TriggerDialect.SQLITE else "IS DISTINCT FROM"
+    return " OR ".join(f"NEW.{quote(c, dialect)} {differs} OLD.{quote(c, dialect)}"
+                       for c in columns) or "FALSE"
+
+
 def cardinality_message(table: Table, constraint: CardinalityConstraint) -> str:
     return (f"insert into {table.name} breaks {constraint.describe()}: the "
             f"{', '.join(constraint.per)} of the row already has {constraint.limit} "

@@ -6,8 +6,9 @@ from piql.catalog import CardinalityConstraint, Table
 from piql.planner.naming import WRITE_LOCK_KEY
 from piql.planner.trigger_rules import (
     BULK, CHECKED, COUNT, CRC, DIRTY_EPOCHS, EXACT, PREFIX, REPR, ROW, TimeWindow,
-    TriggerDialect, added_sets, count_column, delta_select, fired, foreign_key_message, literal,
-    match_key, new_row_values, other_values, parent_missing, quote, signed, statement_groups,
+    TriggerDialect, added_sets, any_changed, count_column, delta_select, fired,
+    foreign_key_message, literal, match_key, new_row_values, other_values, parent_missing,
+    quote, read_columns, signed, statement_groups,
 )
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.sql_types import TypeFamily, family
@@ -112,6 +113,9 @@ def postgres_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]], frozen:
     for constraint in table.cardinalities:
         body += _pg_cardinality(table, constraint, "OLD")
     body += _pg_parents(table)
+    body += [f"    IF NOT ({any_changed(read_columns(table, deletes + updates_in, d), d)}) THEN",
+             "      RETURN NEW;  -- no column the views read changed: nor did they",
+             "    END IF;"]
     body += ["  END IF;", "  -- a delete, or an update's first half"] + deletes + [
              "  IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;",
              "  -- an update's second half"] + updates_in + [

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from piql.catalog import Table
 from piql.planner.trigger_rules import (
-    PREFIX, TriggerDialect, added_sets, cardinality_message, count_column,
+    PREFIX, TriggerDialect, added_sets, any_changed, cardinality_message, count_column,
     counted_columns, delta_select, fired, foreign_key_message, key_columns, literal, match_key,
-    new_row_values, nulled, other_values, parent_missing, quote, signed, statement_groups,
+    new_row_values, nulled, other_values, parent_missing, quote, read_columns, signed,
+    statement_groups,
 )
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, WriteEvent
 from piql.query_block import Aggregate
@@ -63,11 +64,11 @@ def sqlite_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]],
     if not rules:
         return statements
     deletes = _sqlite_rules(table, rules, WriteEvent.DELETE, "OLD", "OLD", functions)
+    updates = deletes + _sqlite_rules(table, rules, WriteEvent.INSERT, "NEW", "OLD", functions)
     plans = (("INSERT", _sqlite_rules(table, rules, WriteEvent.INSERT, "NEW", None, functions),
               f"NOT ({taken})"),
              ("DELETE", deletes, None),
-             ("UPDATE", deletes + _sqlite_rules(table, rules, WriteEvent.INSERT, "NEW", "OLD",
-                                                functions), None))
+             ("UPDATE", updates, any_changed(read_columns(table, updates, d), d)))
     for op, body, when in plans:
         if body:
             statements.append(_sqlite_trigger(f"{PREFIX}{name}_{op.lower()}", op, name, when, body))

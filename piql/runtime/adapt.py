@@ -5,7 +5,8 @@ Frenzy Lemma 1 with the measured H and L; a consumer pushes only if its edges' s
 cover reading its pushed feed, ``min_cost_feeds``; at most ``cap`` push edges per
 producer; applied only if it beats the cheaper extreme by more than its rates' sampling
 error, ``guarded``), or its latency-constrained greedy for a per-read budget (which
-weighs each consumer left over budget with its rate's error too). This module gathers the edges to
+weighs each consumer left over budget with its rate's error too, and holds each consumer
+never seen reading within the budget on its own). This module gathers the edges to
 decide, turns the measured rates into ``push_pull.Rates`` and applies the switches, each
 edge in a transaction of its own (O(k) operations), at most ``steps`` per call, so reads
 and writes wait for one bounded step at a time; the switches left are found again at
@@ -85,7 +86,7 @@ def adapt(feed: Feed, transaction: Callable[[Callable[[], Any]], Any], mode: Mod
             target = latency_target(feed, budget, percentile)
             found = latency_constrained(readers, rates, costs, budget, target, feed.cap,
                                         start=best, offsets=read_offsets(feed, edges, costs),
-                                        unit=_one_event(feed))
+                                        unit=_one_event(feed), unseen=_unseen(feed, edges))
             wanted, met = set(found.assignment.push), found.met
         else:
             choice = guarded(readers, best, _capped_all(edges, feed.cap), rates, costs,
@@ -187,6 +188,13 @@ def _rates(feed: Feed, edges: list[Edge]) -> DecisionRates:
     reads = rates.unseen_reads(e.consumer for e in edges)
     return DecisionRates.of({e.producer: rates.producer_rate(e.producer, writes) for e in edges},
                             {e.consumer: rates.consumer_rate(e.consumer, reads) for e in edges})
+
+
+def _unseen(feed: Feed, edges: list[Edge]) -> set[Any]:
+    """The consumers the read counter holds no count of: the latency mode keeps each
+    of them within the budget on its own (``latency_constrained(unseen=)``)."""
+    reads = feed.rates.reads
+    return {e.consumer for e in edges if e.consumer not in reads}
 
 
 def _capped_all(edges: list[Edge], cap: int | None) -> set[Edge]:

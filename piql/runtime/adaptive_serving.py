@@ -220,8 +220,8 @@ class AdaptiveServing:
         feeds = [f for n, f in self.feeds.items() if query is None or n == query]
         return [adapt(f, self.transaction, chosen, steps, budget, percentile) for f in feeds]
 
-    def adapt_overlay(self, query: str, /, *, mode: str = "eagr",
-                      sharing: bool = True) -> OverlayReport:
+    def adapt_overlay(self, query: str, /, *, mode: str = "eagr", sharing: bool = True,
+                      budget: int | None = None) -> OverlayReport:
         """``Deployment.adapt_overlay`` for the aggregate of planned name ``query``."""
         overlay = self.overlays.get(query)
         if overlay is None:
@@ -229,20 +229,34 @@ class AdaptiveServing:
                               "through an overlay")
         if mode not in ("eagr", "push", "pull"):
             raise ParameterError(f"unknown overlay mode {mode!r}; choose eagr, push or pull")
+        if budget is not None and (mode != "eagr" or budget < 1):
+            raise ParameterError(f"a read budget ({budget!r}) needs mode eagr and at least 1 "
+                                 "row per read")
         start = self.store.counter.ops
 
+        declined = []
+
         def step() -> None:
-            if not overlay.active or overlay.sharing != sharing \
-                    or bypassed(self.store, overlay):
+            if not overlay.active or overlay.sharing != sharing or overlay.dissolved \
+                    or overlay.drifted() or bypassed(self.store, overlay):
                 overlay.rebuild(sharing)
                 guard_overlay(self.store, overlay)
-            overlay.apply(overlay.decide(mode))
+            push = overlay.decide(mode, budget)
+            if mode == "eagr" and overlay.members and overlay.estimate is not None \
+                    and overlay.unshared_estimate(budget) < overlay.estimate:
+                # sharing is worth it only where its decisions cost less by estimate than
+                # the same min-cut without it (a push partial aggregate costs its writers'
+                # writes; it is chosen to save reads, which may not cover them)
+                overlay.rebuild(False)
+                push = overlay.decide(mode, budget)
+                declined.append(True)
+            overlay.apply(push)
 
         self.transaction(step)
         assert overlay.graph is not None
-        return OverlayReport(query, overlay.graph.sharing_index, len(overlay.members),
+        return OverlayReport(query, overlay.sharing_index(), len(overlay.members),
                              len(overlay.push), len(overlay.inputs) - len(overlay.push),
-                             self.store.counter.ops - start)
+                             self.store.counter.ops - start, bool(declined), overlay.chosen)
 
     def adapt_every(self, writes: int | None, /, **options: Any) -> None:
         """``Deployment.adapt_every``."""

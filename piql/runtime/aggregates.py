@@ -8,7 +8,12 @@ aggregate nodes summing writers that several readers share, and the readers. Eac
 push (its partial aggregate kept in ``<query>_overlay``, one row per node, updated on every
 write of its writers) or pull (summed from its inputs when read), as the min-cut of EAGr
 §4.4 decides (``push_pull.partition``) from measured rates, with H(k) = 2 (one add: a read
-and a write) and L(k) = k (one read per input), no pull node feeding a push node.
+and a write) and piql's reads counted exactly (a push reader reads its row; a pull reader
+one row per writer and per push partial aggregate it reads), no pull node feeding a push
+node. Partial aggregates that cost more than they save are dropped, sharing is declined
+where it is costlier by estimate, and an extreme the min-cut barely beats is applied
+instead (``decide``). With a read budget, the nodes every read needs push are forced
+(``held``).
 
 A node's value is the per-writer view's value columns summed over its writers (COUNT(*)'s
 count, each SUM with the COUNT of its argument, so a SUM of no value is NULL); a read
@@ -18,7 +23,9 @@ The overlay itself is in memory, built from the edge table when the query is ada
 kept under edge inserts and deletes (§3.3): a new edge feeds its reader directly; a deleted
 edge is removed from its reader, and a partial aggregate that held the writer stops
 feeding that reader, its other writers feeding it directly instead. A push reader's value
-is adjusted by the writer's value (a read and an add). Reopening a deployment starts pull
+is adjusted by the writer's value (a read and an add), and a reader the change puts over
+the read budget is pushed (``_hold``); after a tenth of the edges changed, the next adapt
+with sharing builds the overlay again (``drifted``). Reopening a deployment starts pull
 again (the overlay is rebuilt at the next adapt). Writes through other clients or bulk
 loads bypass the overlay: a load of either table starts it pull again.
 """
@@ -32,13 +39,19 @@ import networkx
 from piql.planner.adaptive import AdaptiveShape
 from piql.planner.application import QueryPlan
 from piql.planner.overlay import OverlayGraph, build
-from piql.planner.push_pull import node_costs, partition
+from piql.planner.push_pull import NodeCost, node_costs, partition, partition_cost
 from piql.query_block import Aggregate, Param
 from piql.runtime.evaluate import finish, value
 from piql.runtime.rates import Rates
 from piql.runtime.store import Store, TableShape
 
 PUSH_OPS = 2  # H(k): an add to a node's row (a read and a write) whatever its inputs
+MARGIN = 0.01  # the min-cut is applied only if it saves more than this over an extreme
+# edge changes since the overlay was built, as a share of its bipartite edges, past which
+# the next adapt with sharing builds it again (EAGr §3.3 restructures a reader once its
+# direct edges pass a threshold; here new edges feed readers directly, and a deleted one
+# splits a partial aggregate, so sharing thins out as the graph changes)
+REBUILD_SHARE = 0.1
 NODE = "node"
 Values = dict[str, Any]
 
@@ -53,6 +66,8 @@ class OverlayReport:
     push_nodes: int
     pull_nodes: int
     ops: int
+    sharing_declined: bool = False  # sharing asked for, but costlier by estimate: not used
+    chosen: str = "eagr"  # the min-cut's decisions, or the extreme (push, pull) it barely beat
 
 
 class Overlay:
@@ -91,6 +106,11 @@ class Overlay:
         self.ids: dict[Hashable, int] = {}
         self.graph: OverlayGraph | None = None
         self.sharing = True
+        self.budget: int | None = None  # rows per read the decisions keep to (``held``)
+        self.estimate: float | None = None  # the min-cut decisions' estimated cost per tick
+        self.dissolved = False  # partial aggregates dropped by a decision (``decide``)
+        self.edge_changes = 0  # edges inserted or deleted since the overlay was built
+        self.chosen = "pull"  # what the last decide applied: eagr, push or pull
 
     # -- building ---------------------------------------------------------------------
     def neighbourhoods(self) -> dict[Any, set[Any]]:
@@ -108,7 +128,7 @@ class Overlay:
             self.store.create_table(self.table)
             self.active = True
         self.store.replace_rows(self.table.name, [])
-        self.sharing = sharing
+        self.sharing, self.dissolved, self.edge_changes = sharing, False, 0
         self.graph = build(self.neighbourhoods(), sharing)
         self.inputs, self.outputs, self.members, self.push, self.ids = {}, {}, {}, set(), {}
         self.routed = set()
@@ -147,23 +167,137 @@ class Overlay:
     def edges(self) -> list[tuple[Hashable, Hashable]]:
         return [(u, v) for v, sources in self.inputs.items() for u in sources]
 
-    def decide(self, mode: str) -> set[Hashable]:
+    def decide(self, mode: str, budget: int | None = None) -> set[Hashable]:
         """The push nodes: none (pull), every reader and partial aggregate (push), or
-        EAGr's min-cut partition from the measured rates (eagr)."""
+        EAGr's min-cut partition from the measured rates (eagr), with every read within
+        ``budget`` rows if one is given (:func:`held`). ``estimate`` is then the
+        decisions' estimated cost per tick."""
+        self.budget, self.estimate, self.chosen = None, None, mode
         if mode == "pull":
             return set()
         if mode == "push":
             return set(self.inputs)
-        edges = self.edges()
+        self.budget, self.chosen = budget, "eagr"
+        push, self.estimate, reads, extremes = self._min_cut(self.inputs, self.members, budget)
+        doomed = self._costly_shares(push, reads) if budget is None else set()
+        if doomed:  # without them, and decided again: kept if cheaper by estimate
+            trial = {v: {w for u in sources
+                         for w in (self.inputs[u] if u in doomed else (u,))}
+                     for v, sources in self.inputs.items() if v not in doomed}
+            found = self._min_cut(trial, self.members, None)
+            if found[1] < self.estimate:
+                self.dissolve(doomed)
+                self.dissolved = True  # the next adapt with sharing builds them again
+                push, self.estimate, _, extremes = found
+        extreme = min(extremes, key=lambda name: (extremes[name], name))
+        if budget is None and self.estimate > (1 - MARGIN) * extremes[extreme]:
+            # the min-cut is optimal for the estimated rates; saving less than MARGIN
+            # over an extreme it barely differs from, it may well cost more (push_pull.
+            # guarded does the same for feeds)
+            self.chosen, self.estimate = extreme, extremes[extreme]
+            return set(self.inputs) if extreme == "push" else set()
+        return push
+
+    def _costly_shares(self, push: set[Hashable], reads: dict[Hashable, float]) -> set[Hashable]:
+        """The partial aggregates not worth keeping: the pull ones, and the push ones
+        whose upkeep (2 ops per write of their writers) costs more than the rows they
+        save their pull readers (each would read the writers instead of one row). The
+        min-cut cannot drop a node, only choose push or pull for it, and a node with push
+        and pull readers costs its adds for the few pull ones: without it, the push
+        readers pay the same adds and the pull ones read a little more."""
+        unseen = self.rates.unseen_writes(u[1] for u, _ in self.edges() if u[0] == "w")
+
+        def writes(node: Hashable) -> float:
+            return sum(self.rates.producer_rate(w[1], unseen) for w in self.writers_of(node))
+
+        def extra(reader: Hashable, node: Hashable) -> float:
+            """What ``reader`` (pull) pays more without ``node``: its writers' rows
+            instead of one, or being pushed if that is cheaper."""
+            rows = sum(1 for u in self.inputs[reader] if u[0] == "w" or u in push)
+            pushed = PUSH_OPS * writes(reader) + reads[reader] - reads[reader] * rows
+            return min(reads[reader] * (len(self.members[node]) - 1), max(0.0, pushed))
+
+        # a pull one saves nothing (its readers read its writers either way) and keeps
+        # a reader that should be push from being so without making it push
+        costly = {a for a in self.members if a not in push}
+        for node in self.members:
+            pulled = [r for r in self.outputs.get(node, ()) if r not in push]
+            if node in push and pulled and \
+                    PUSH_OPS * writes(node) > sum(extra(r, node) for r in pulled):
+                costly.add(node)
+        return costly
+
+    def dissolve(self, nodes: set[Hashable]) -> None:
+        """Drop partial aggregates, their readers reading their writers directly."""
+        for node in sorted(nodes, key=repr):
+            for reader in list(self.outputs.get(node, ())):
+                self._unlink(node, reader)
+                for writer in self.inputs[node]:
+                    self._link(writer, reader)
+            self._drop(node)
+
+    def unshared_estimate(self, budget: int | None) -> float:
+        """The estimated cost of EAGr's decisions on this overlay without its partial
+        aggregates (each reader fed by its writers directly), on the same rates."""
+        direct = {r: self.writers_of(r) for r in self.inputs if r[0] == "r"}
+        return self._min_cut(direct, {}, budget)[1]  # (not guarded: both are min-cuts)
+
+    def _min_cut(self, inputs: dict[Hashable, set[Hashable]], members: dict[Hashable, frozenset],
+                 budget: int | None
+                 ) -> tuple[set[Hashable], float, dict[Hashable, float], dict[str, float]]:
+        """EAGr's partition (§4.4) of the overlay ``inputs`` from the measured rates: its
+        push nodes, its estimated cost (a routed partial aggregate, ``_route``, costing
+        nothing), the readers' read rates and the estimated costs of all push and all
+        pull."""
+        edges = [(u, v) for v, sources in inputs.items() for u in sources]
         writers = {u for u, _ in edges if u[0] == "w"}
-        readers = [v for v in self.inputs if v[0] == "r"]
+        readers = [v for v in inputs if v[0] == "r"]
         unseen_writes = self.rates.unseen_writes(w[1] for w in writers)
         unseen_reads = self.rates.unseen_reads(v[1] for v in readers)
         writes = {w: self.rates.producer_rate(w[1], unseen_writes) for w in writers}
         reads = {v: self.rates.consumer_rate(v[1], unseen_reads) for v in readers}
         costs = node_costs(edges, writes, reads, lambda k: PUSH_OPS, lambda k: k)
-        found = partition(costs, edges, must_push=writers)
-        return {n for n in found.push if n[0] != "w"}
+        # piql's reads, exactly: a push reader reads its row (EAGr counts it free); a pull
+        # reader one row per writer and per push partial aggregate it reads, none for a
+        # pull one (that one's PULL reads its writers)
+        penalties = {}
+        for reader in readers:
+            direct = sum(1 for u in inputs[reader] if u[0] == "w")
+            costs[reader] = NodeCost(costs[reader].push + reads[reader],
+                                     reads[reader] * direct)
+            penalties |= {(reader, u): reads[reader] for u in inputs[reader] if u[0] == "a"}
+        forced = writers | (held(inputs, members, budget) if budget is not None else set())
+        found = partition(costs, edges, must_push=forced, penalties=penalties)
+        push = {n for n in found.push if n[0] != "w"}
+        routed = {u for u, _ in edges if u[0] == "a" and u in push} - {
+            u for u, v in edges if u[0] == "a" and v not in push}
+        others = set(costs) - writers
+        shared = {n for n in others if n[0] == "a"}  # all push: all routed, free
+        extremes = {"push": partition_cost(costs, set(costs), (), penalties)
+                    - sum(costs[a].push for a in shared),
+                    "pull": partition_cost(costs, writers, others, penalties)}
+        return push, found.cost - sum(costs[a].push for a in routed), reads, extremes
+
+    def read_rows(self, node: Hashable) -> int:
+        """The rows a read of ``node`` reads (what :meth:`value` counts)."""
+        if node[0] == "w" or (node in self.push and node not in self.routed):
+            return 1
+        return sum(self.read_rows(u) for u in self.inputs.get(node, ()))
+
+    def _hold(self, reader: Hashable) -> None:
+        """Keep ``reader``'s reads within the budget after an edge changed its inputs (a
+        new edge feeds it directly, a deleted one splits a partial aggregate into its
+        writers): if it is now over, push it, and its pull inputs first (their writers
+        summed): at most one read per writer it has, within the CARDINALITY bound, and one
+        write per node pushed."""
+        if self.budget is None or reader in self.push or self.read_rows(reader) <= self.budget:
+            return
+        for node in sorted(self.inputs[reader], key=repr):
+            if node[0] == "a" and node not in self.push:
+                self._store(node, self._sum(self.inputs[node]))
+                self.push.add(node)
+        self._store(reader, self._sum(self.inputs[reader]))
+        self.push.add(reader)
 
     def apply(self, push: set[Hashable]) -> None:
         """Switch nodes: pull ones drop their row (downstream first), push ones compute it
@@ -280,15 +414,18 @@ class Overlay:
         if not self.active or consumer is None or producer is None:
             return
         reader, writer = ("r", consumer), ("w", producer)
+        self.edge_changes += 1
         self.inputs.setdefault(reader, set())
         self._link(writer, reader)
         if reader in self.push:
             self._add(reader, self._writer(producer))
+        self._hold(reader)
 
     def edge_deleted(self, consumer: Any, producer: Any) -> None:
         if not self.active or consumer is None or producer is None:
             return
         reader, writer = ("r", consumer), ("w", producer)
+        self.edge_changes += 1
         if writer in self.inputs.get(reader, ()):
             self._unlink(writer, reader)
         else:
@@ -303,6 +440,7 @@ class Overlay:
                 self._drop(holder)
         if reader in self.push:
             self._add(reader, {c: -v for c, v in self._writer(producer).items()})
+        self._hold(reader)
 
     def _drop(self, node: Hashable) -> None:
         for source in list(self.inputs.pop(node, ())):
@@ -313,10 +451,41 @@ class Overlay:
             self.push.discard(node)
             self.store.delete(self.table.name, {NODE: self._id(node)})
 
+    def drifted(self) -> bool:
+        """Has the graph changed enough since the build for sharing to be rebuilt?"""
+        return self.sharing and self.graph is not None and \
+            self.edge_changes > REBUILD_SHARE * self.graph.bipartite_edges
+
     def sharing_index(self) -> float:
-        total = sum(len(self.neighbourhoods().get(r[1], ())) for r in self.inputs
-                    if r[0] == "r")
+        """1 - overlay edges / bipartite edges, as the overlay is now."""
+        total = sum(len(self.writers_of(r)) for r in self.inputs if r[0] == "r")
         return 1 - len(self.edges()) / total if total else 0.0
+
+    def writers_of(self, node: Hashable) -> set[Hashable]:
+        return {w for u in self.inputs.get(node, ())
+                for w in (self.writers_of(u) if u[0] == "a" else (u,))}
+
+
+def held(inputs: dict[Hashable, set[Hashable]], members: dict[Hashable, frozenset],
+         budget: int) -> set[Hashable]:
+    """The nodes that must be push for every read to cost at most ``budget`` rows (EAGr
+    §4.3 leaves latency-constrained decisions to future work; this is Feeding Frenzy
+    §3.3's budget on an overlay). A pull reader reads one row per input, and a pull
+    partial aggregate among them one per writer of it; a push reader reads its own row.
+    So a reader whose writers fit pulls freely; one whose inputs fit once its partial
+    aggregates are push needs those push (then it may pull, or push: the min-cut
+    decides); one whose inputs do not fit must be push. Without sharing a reader's
+    inputs are its writers: every reader over the budget is pushed. With it, one push
+    partial aggregate can serve many readers reading a few rows each."""
+    forced: set[Hashable] = set()
+    for node, sources in inputs.items():
+        if node[0] != "r":
+            continue
+        shared = {a for a in sources if a[0] == "a"}
+        if len(sources) - len(shared) + sum(len(members[a]) for a in shared) <= budget:
+            continue
+        forced |= shared if len(sources) <= budget else {node}
+    return forced
 
 
 def overlay_for(query: QueryPlan, store: Store) -> Overlay | None:

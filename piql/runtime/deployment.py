@@ -418,14 +418,15 @@ class Deployment:
         return self.adaptive.adapt(name, mode=mode, steps=steps, budget=budget,
                                    percentile=percentile)
 
-    def adapt_overlay(self, query: str, /, *, mode: str = "eagr",
-                      sharing: bool = True) -> OverlayReport:
+    def adapt_overlay(self, query: str, /, *, mode: str = "eagr", sharing: bool = True,
+                      budget: int | None = None) -> OverlayReport:
         """Serve a neighbourhood aggregate through an EAGr overlay (``runtime.aggregates``),
         built from the edge table (again, if ``sharing`` changed), each node push or pull:
-        ``mode`` eagr (the min-cut of measured rates), push or pull (every node)."""
+        ``mode`` eagr (the min-cut of measured rates; with ``budget``, every read within
+        that many rows), push or pull (every node)."""
         self._open()
         return self.adaptive.adapt_overlay(self.query_plan(query).name, mode=mode,
-                                           sharing=sharing)
+                                           sharing=sharing, budget=budget)
 
     def adapt_every(self, writes: int | None, /, **options: Any) -> None:
         """Run :meth:`adapt` (with ``options``) after every ``writes`` writes of the

@@ -31,7 +31,7 @@ def shapes(plan: Plan) -> list[TableShape]:
     """Every table the plan keeps (``piql.planner.store_layout``: the base tables, then the
     views; a view without key kept under the key column ``_all``; a SUM of REAL values
     with its exact sum in a hidden TEXT column, ``ViewDef.exact_sums``)."""
-    return [TableShape(t.name, t.columns, t.key, t.types, t.nullable_key, t.defaults)
+    return [TableShape(t.name, t.columns, t.key, t.types, t.nullable_key, t.defaults, t.storage)
             for t in stored_tables(plan)] + queue_shapes(plan)
 
 

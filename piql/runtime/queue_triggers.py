@@ -57,13 +57,13 @@ from piql.runtime.update_queue import COLUMNS, QUEUE_TABLE, StoreQueue, key_text
 
 CUT = f"{PREFIX}queue_cut"  # (base, row_key) -> its time, or minus it: a slow updater
 KEY = f"{PREFIX}queue_key"  # (values...) -> the key as piql's enqueue writes it
-_MAX_REAL = "1.7976931348623157e308"
 CLOCK = f"{PREFIX}queue_clock"  # () -> the process's clock (ns, never repeating)
 OWN = f"{PREFIX}queue_own"  # () -> 1 while piql's write path deletes (it queues itself)
 # SQLite's clock in the queue's unit (ns), of whole milliseconds: 'now' is read once per
 # statement, so every row of one statement has the same time (unixepoch('subsec') needs
 # SQLite 3.42; julianday('now') is its millisecond count over 86,400,000, so round is exact)
 SQLITE_NOW = "(CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) * 1000000)"
+_MAX_REAL = "1.7976931348623157e308"  # the largest finite double
 
 
 def _q(name: str) -> str:
@@ -88,11 +88,14 @@ class Stamp(enum.Enum):
         return cls.CLOCK if queue.own_clock else cls.SQL
 
 
-def sqlite_triggers(table: Table, stamp: Stamp, as_of: bool) -> list[str]:
-    """The triggers of ``table`` queueing its changes: every insert, and deletes and
-    updates other than piql's own (its write path queues those). ``as_of``: the table is
-    read as of the queue, whose entries of it are inserts only (``runtime.as_of``)."""
-    return [_sqlite_insert(table, stamp), *_sqlite_changes(table, stamp, as_of)]
+def sqlite_triggers(table: Table, stamp: Stamp, as_of: bool, changes: bool = True
+                    ) -> list[str]:
+    """The triggers of ``table`` queueing its changes: every insert, and (``changes``:
+    asynchronous views read its deletes) deletes and updates other than piql's own (its
+    write path queues those). ``as_of``: the table is read as of the queue, whose entries
+    of it are inserts only (``runtime.as_of``)."""
+    return [_sqlite_insert(table, stamp),
+            *(_sqlite_changes(table, stamp, as_of) if changes else [])]
 
 
 def sqlite_drops(table: Table) -> list[str]:
@@ -242,7 +245,7 @@ def functions(queue: StoreQueue) -> dict[str, tuple[int, Callable[..., Any]]]:
     """The connection functions the triggers call (name -> argument count, function)."""
     return {CUT: (2, queue.cut), KEY: (-1, lambda *values: key_text(list(values))),
             OWN: (0, lambda: queue.own),
-            CLOCK: (0, queue._now)}
+            CLOCK: (0, queue.now)}
 
 
 # -- PostgreSQL ------------------------------------------------------------------------
@@ -285,11 +288,12 @@ def _pg_array(row: str, columns: tuple[str, ...] | list[str]) -> str:
 _STAMP = "  stamp := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000;"
 
 
-def postgres_trigger(table: Table, as_of: bool = False) -> list[str]:
+def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True) -> list[str]:
     """The triggers of ``table`` queueing its changes (and their functions), as statements:
-    every insert, and deletes and updates other than piql's own (its write path queues
-    those: its transactions say so). ``as_of``: the table is read as of the queue, whose
-    entries of it are inserts only (``runtime.as_of``)."""
+    every insert, and (``changes``: asynchronous views read its deletes) deletes and
+    updates other than piql's own (its write path queues those: its transactions say
+    so). ``as_of``: the table is read as of the queue, whose entries of it are inserts
+    only (``runtime.as_of``)."""
     function, queue = _pg(enqueue_function(table.name)), _pg(QUEUE_TABLE)
     columns = ", ".join(_pg(c) for c in COLUMNS)
     after, last, updates = _pg("after_row"), _pg("last_enqueued"), _pg("updates")
@@ -312,12 +316,16 @@ def postgres_trigger(table: Table, as_of: bool = False) -> list[str]:
         "END"])
     trigger, target = _pg(enqueue_function(table.name)), _pg(table.name)
     change = _pg(change_function(table.name))
-    return [
+    inserts = [
         f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS "
         f"$piql$\n{body} $piql$",
         f"DROP TRIGGER IF EXISTS {trigger} ON {target}",
         f"CREATE TRIGGER {trigger} AFTER INSERT ON {target} FOR EACH ROW EXECUTE FUNCTION "
-        f"{function}()",
+        f"{function}()"]
+    if not changes:
+        return inserts + [f"DROP TRIGGER IF EXISTS {change} ON {target}",
+                          f"DROP FUNCTION IF EXISTS {change}()"]
+    return inserts + [
         f"CREATE OR REPLACE FUNCTION {change}() RETURNS trigger LANGUAGE plpgsql AS "
         f"$piql$\n{_change_body(table, as_of)} $piql$",
         f"DROP TRIGGER IF EXISTS {change} ON {target}",

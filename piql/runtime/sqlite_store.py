@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Se
 from piql.planner.naming import RUNTIME_TABLES
 from piql.planner.trigger_rules import TriggerDialect
 from piql.planner.physical import KeyExpression, KeyPart
+from piql.planner.store_layout import KeyStorage
 from piql.runtime import exact_sums, sqlite_functions
 from piql.runtime.errors import (
     DeploymentError, StoreBusy, StoreOverflow, StoreRefused, UnreadableDatabase,
@@ -149,11 +150,16 @@ class SQLiteStore:
     # -- schema and bookkeeping ----------------------------------------------
     def create_table(self, shape: TableShape) -> None:
         types = shape.types or ("",) * len(shape.columns)
-        columns = ", ".join((f"{_quote(c)} {_affinity(t)}".rstrip()
-                             + default_clause(shape.default(c), "sqlite"))
+        # an integer key kept as the rowid is declared INTEGER PRIMARY KEY, exactly so
+        rowid = shape.key[0] if shape.storage is KeyStorage.ROWID else None
+        columns = ", ".join((f"{_quote(c)} "
+                             + ("INTEGER PRIMARY KEY" if c == rowid else _affinity(t))).rstrip()
+                            + default_clause(shape.default(c), "sqlite")
                             for c, t in zip(shape.columns, types))
         key = ", ".join(_quote(c) for c in shape.key)
-        if shape.key_index:
+        if rowid is not None:
+            self.connection.execute(f"CREATE TABLE IF NOT EXISTS {_quote(shape.name)} ({columns})")
+        elif shape.key_index:
             self.connection.execute(f"CREATE TABLE IF NOT EXISTS {_quote(shape.name)} ({columns})")
             self.connection.execute(f"CREATE UNIQUE INDEX IF NOT EXISTS {_quote(shape.key_index)} "
                                     f"ON {_quote(shape.name)} ({key})")

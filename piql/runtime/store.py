@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # an engine's type; importing the engines would load pyarrow
 
 from piql.planner.naming import key_index_name
 from piql.planner.physical import KeyPart
+from piql.planner.store_layout import KeyStorage
 
 # Seconds a write waits for another connection's write lock (a load, a refresh, a repair)
 # before it fails with StoreBusy; ``deploy(busy_timeout=...)`` changes it.
@@ -98,6 +99,8 @@ class TableShape:
     types: tuple[str, ...] = ()
     nullable_key: bool = False
     defaults: tuple[tuple[str, object], ...] = ()  # (column, constant DEFAULT) of a base table
+    # SQLite: an integer key as the rowid, or clustered (the plan's ``KeyStorage``)
+    storage: KeyStorage = KeyStorage.CLUSTERED
 
     def default(self, column: str) -> object:
         """The column's constant DEFAULT (None: none), as ``CREATE TABLE`` declares it."""

@@ -18,8 +18,9 @@ maintainer's choice when it claims entries (``piql maintain --policy``):
 - IN-PLACE serves by ``first_enqueued`` (a coalesced change keeps its first place);
 - FIFO by ``last_enqueued`` (a coalesced change moves to the back);
 - LINECUTTING by ``cut``: IN-PLACE's place, unless the key was a *slow updater* when it
-  last changed (``u_k < 1/(c·n)``, §5.3): then minus that time, the front (the latest
-  cutter first). ``u_k`` is the writing process's observed rate of the key, ``n`` its
+  changed (``u_k < 1/(c·n)``, §5.3): then minus that time, the front. The cutters are
+  served in the order they cut in (``LINECUTTING_ORDER``), and a queued cutter that cuts
+  again keeps its place, as ``planner.update_queues`` serves them. ``u_k`` is the writing process's observed rate of the key, ``n`` its
   estimate of the queue's residents and ``c`` the maintainer's cost of one entry
   (statistics, as UpStream's statistics monitor keeps them: §4.2).
 
@@ -65,6 +66,9 @@ KEY = ("base", "row_key")
 # the column each policy serves by (ties: the update key)
 ORDER = {QueuePolicy.IN_PLACE: "first_enqueued", QueuePolicy.FIFO: "last_enqueued",
          QueuePolicy.LINECUTTING: "cut", QueuePolicy.APPEND: "last_enqueued"}
+# LINECUTTING's service order: the cutters (cut < 0: minus the time they cut in) first, in
+# the order they cut in, then the rest by their place (both dialects sort false first)
+LINECUTTING_ORDER = "{cut} >= 0, abs({cut})"
 DRAIN_BATCH = 32  # entries claimed and applied in one transaction
 DEFAULT_COST_NS = 1_000_000  # LINECUTTING's c until a drain in this process measured it
 
@@ -179,7 +183,7 @@ class StoreQueue:
         if hook is not None and "_clock" in vars(self):
             hook()
 
-    def _now(self) -> int:
+    def now(self) -> int:
         """The clock, never repeating a value in this process (so two changes of one
         row, an update's halves, keep their order)."""
         self._last = max(self.clock(), self._last + 1)
@@ -195,7 +199,7 @@ class StoreQueue:
         row = after if after is not None else before
         assert row is not None
         row_key = key_text([row[c] for c in table.primary_key])
-        now, residents = self._now(), self.residents
+        now, residents = self.now(), self.residents
         # an update is two calls in one transaction: its delete half (before and after),
         # which queues the whole change, and its insert half (the same after, next)
         second_half = before is None and self._replacing == (table.name, row_key, after)
@@ -223,8 +227,8 @@ class StoreQueue:
             self.residents += 1
         first = now if queued is None else queued.first_enqueued
         cut = first if queued is None else queued.cut
-        if self._slow((table.name, row_key), now, residents):
-            cut = -now  # to the front, ahead of earlier cutters
+        if cut >= 0 and self._slow((table.name, row_key), now, residents):
+            cut = -now  # to the front, behind earlier cutters
         self._write(QueuedChange(table.name, row_key, change, first, now, cut,
                                  1 if queued is None else queued.updates + 1))
 
@@ -235,14 +239,14 @@ class StoreQueue:
         update's insert half (its delete half queued the whole change)."""
         if self._stamped is not None and self._stamped[0] == (base, row_key):
             return self._stamped[1]
-        key, now, residents = (base, row_key), self._now(), self.residents
+        key, now, residents = (base, row_key), self.now(), self.residents
         replacing, self._replacing = self._replacing, None
         cut = now
         if replacing is None or replacing[:2] != key:
             self.observed.arrive(key, now)
             self.residents += 1  # an estimate: the insert may coalesce with a queued delete
             if self._slow(key, now, residents):
-                cut = -now  # to the front, ahead of earlier cutters
+                cut = -now  # to the front, behind earlier cutters
         self._stamped = (key, now, cut)
         return now
 
@@ -298,8 +302,10 @@ class StoreQueue:
 
     def _select(self, policy: QueuePolicy, limit: int) -> str:
         q = self._q
+        order = q(ORDER[policy]) if policy is not QueuePolicy.LINECUTTING else \
+            LINECUTTING_ORDER.format(cut=q("cut"))
         return (f"SELECT {', '.join(q(c) for c in COLUMNS)} FROM {q(QUEUE_TABLE)} "
-                f"ORDER BY {q(ORDER[policy])}, {q('base')}, {q('row_key')} LIMIT {int(limit)}")
+                f"ORDER BY {order}, {q('base')}, {q('row_key')} LIMIT {int(limit)}")
 
     def __len__(self) -> int:
         return self.store.sql(f"SELECT COUNT(*) FROM {self._q(QUEUE_TABLE)}")[0][0]

@@ -199,22 +199,31 @@ class Maintainer:
         queue = self.queue
         tables = [t for t in self._async_insert_tables() if queue.policy.lossy
                   or t.name.lower() in queue.as_of]
+        changes = self._async_delete_tables()
 
         def make() -> None:  # again when the process starts or stops stamping
             add(queue_triggers.functions(queue), [
                 s for t in tables for s in queue_triggers.sqlite_drops(t)
                 + queue_triggers.sqlite_triggers(t, queue_triggers.Stamp.of(queue),
-                                                 t.name.lower() in queue.as_of)])
+                                                 t.name.lower() in queue.as_of,
+                                                 t.name in changes)])
         make()
         queue.on_stamping = make
         return frozenset(t.name for t in tables)
 
-    def _async_insert_tables(self) -> list[Table]:
-        """The tables whose inserts asynchronous views' rules read."""
+    def _async_insert_tables(self, event: WriteEvent = WriteEvent.INSERT) -> list[Table]:
+        """The tables whose inserts (``event``) asynchronous views' rules read."""
         return [t for t in self.catalog.tables if any(
-            view.maintenance is MaintenanceMode.ASYNC and rule.event == WriteEvent.INSERT
+            view.maintenance is MaintenanceMode.ASYNC and rule.event == event
             and rule.table.lower() == t.name.lower() for view in self.views
             for rule in view.rules)]
+
+    def _async_delete_tables(self) -> frozenset[str]:
+        """The tables whose deletes asynchronous views' rules read: piql's write path
+        deletes their rows (never at once) and queues the change, so their delete and
+        update triggers queue other clients'. A table read by such rules on insert only
+        (a staging view's) may be deleted at once: no change of it is queued."""
+        return frozenset(t.name for t in self._async_insert_tables(WriteEvent.DELETE))
 
     def _postgres_queue_triggers(self, add: Callable[..., None]) -> frozenset[str]:
         """On PostgreSQL the triggers are the database's, made for every such table whose
@@ -228,8 +237,9 @@ class Maintainer:
             t for t in self._async_insert_tables() if queue_triggers.postgres_ready(t)]
         made = {t.name for t in tables}
         as_of = frozenset() if self.queue is None else self.queue.as_of
-        add({}, [s for t in tables
-                 for s in queue_triggers.postgres_trigger(t, t.name.lower() in as_of)]
+        changes = self._async_delete_tables()
+        add({}, [s for t in tables for s in queue_triggers.postgres_trigger(
+            t, t.name.lower() in as_of, t.name in changes)]
             + [s for t in self.catalog.tables if t.name not in made
                for s in queue_triggers.postgres_drop(t)])
         if self.queue is None:

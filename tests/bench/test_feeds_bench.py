@@ -27,10 +27,13 @@ def test_bench_feeds_writes_json_and_figures(tmp_path, capsys, postgres):
         assert point["strategies"]["all-push"]["push_edges"] == document["graph"]["edges"]
     assert document["strategies"]["hybrid"]["mismatches"] == 0
     (aggregate,) = document["aggregates"]["sweep"]
-    assert set(aggregate["strategies"]) == {"all-pull", "all-push", "eagr", "eagr-shared"}
-    for figures in aggregate["strategies"].values():
+    assert set(aggregate["strategies"]) == {"all-pull", "all-push", "all-push-shared", "eagr",
+                                            "eagr-shared", "eagr-budget", "eagr-budget-shared"}
+    for name, figures in aggregate["strategies"].items():
         assert figures["mismatches"] == 0
         assert {"total_ops", "push_ops", "sharing_index", "storage_rows"} <= set(figures)
+        if name.startswith("eagr-budget"):  # every read within the budget (PostgreSQL: +1)
+            assert figures["read_ops_max"] <= 4 + postgres
     assert aggregate["strategies"]["all-pull"]["push_ops"] == 0
     assert aggregate["strategies"]["eagr"]["sharing_index"] == 0
     assert (out / "feeds_cost.png").stat().st_size > 0

@@ -22,6 +22,17 @@ def test_the_store_queue_serves_as_the_pure_model(tmp_path, policy):
     assert run.differences == 0
 
 
+def test_the_store_queue_serves_the_two_class_mix_as_the_pure_model(tmp_path):
+    """§5.3's mix, where many arrivals cut in: the store serves the cutters in the order
+    they cut in, as the model does."""
+    arrivals = queues.two_class_arrivals(400, 8, 50, 5, seed=7)
+    run = queues.replay(str(tmp_path / "s.db"), "linecutting", arrivals)
+    model = simulate([Arrival(t, f"[{k}]", 1) for t, k in arrivals], QueuePolicy.LINECUTTING,
+                     queues.COST_NS)
+    assert [(d.time, d.entry.key) for d in run.dequeues] == \
+        [(d.time, d.entry.key) for d in model.dequeues]
+
+
 def test_coalescing_bounds_the_queue_by_the_distinct_keys(tmp_path):
     arrivals = queues.zipf_arrivals(400, 30, 1.0, 5, seed=1)
     keys = {k for _, k in arrivals}

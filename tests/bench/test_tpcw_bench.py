@@ -147,6 +147,53 @@ def test_bench_tpcw_rejects_bad_options(capsys):
     assert "--scales expects ITEMSxEBS pairs" in capsys.readouterr().err
     assert main(["bench", "tpcw", "--interactions", "0"]) == 2
     assert "--interactions expects a positive integer" in capsys.readouterr().err
+    assert main(["bench", "tpcw", "--skip", "sqlite"]) == 2
+    assert "--skip expects duckdb and/or no-views" in capsys.readouterr().err
+
+
+def test_bench_tpcw_skips_duckdb_and_the_store_without_views(tmp_path):
+    """``--skip duckdb,no-views``: piql beside on-demand SQLite only, the quicker run."""
+    out = tmp_path / "results"
+    assert main(["bench", "tpcw", "--scales", "60x1", "--interactions", "60", "--warmup", "5",
+                 "--min-samples", "2", "--skip", "duckdb,no-views", "--out", str(out)]) == 0
+    document = json.loads((out / "tpcw.json").read_text())
+    (result,) = document["scales"]
+    assert result["answers"]["compared"] > 0 and result["answers"]["differ"] == 0
+    for interaction in MIX:
+        entry = result["interactions"][interaction]
+        assert entry["piql"] and entry["sqlite"] and entry["duckdb"] is None, interaction
+    assert document["targets"]["interactions"]["Home"]["piql_p50_over_sqlite"] > 0
+    assert result["buy_confirm"]["without_views"]["writes"] is None
+
+
+class _Recording:
+    """A backend that records the order it is called in (no database: only the turns)."""
+
+    def __init__(self, name: str, calls: list[str]) -> None:
+        self.name, self.calls = name, calls
+
+    def read(self, read):
+        self.calls.append(self.name)
+        return [], None, None
+
+    def write(self, write):
+        self.calls.append(self.name)
+        return None, None
+
+
+def test_side_by_side_backends_take_turns_going_first():
+    from piql.bench import tpcw_backends
+    from piql.bench.tpcw_mix import Read, Step
+
+    calls: list[str] = []
+    steps = [Step("Home", 1, n, (Read("home", ()),), True) for n in range(4)]
+    before: list[int] = []
+    a, b = tpcw_backends.run_side_by_side(
+        [_Recording("a", calls), _Recording("b", calls)], steps,
+        before=lambda step: before.append(step.now_ms))
+    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]
+    assert before == [0, 1, 2, 3]  # once per step, not once per backend
+    assert len(a) == len(b) == 4 and all(s.interaction == "Home" for s in a + b)
 
 
 def test_data_files_in_a_directory_with_a_quote(app, tmp_path):

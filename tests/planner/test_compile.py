@@ -38,6 +38,9 @@ SELECT p.body, u.name FROM posts p, users u WHERE p.id = <p> AND u.id = p.author
 -- name: newest_of_name
 SELECT p.id, p.body FROM users u, posts p WHERE u.id = <u> AND p.author = u.id
   ORDER BY p.createdAt DESC LIMIT 3
+-- name: latest_of_name
+SELECT p.id, p.body FROM users u, posts p WHERE u.id = <u> AND p.author = u.id
+  ORDER BY p.createdAt DESC LIMIT 1
 -- name: counted
 SELECT kind, COUNT(*) AS n, SUM(createdAt) AS s FROM posts WHERE author = <u> GROUP BY kind
 -- name: total
@@ -142,6 +145,17 @@ def test_one_row_then_k_in_order_is_flat():
     assert statement.answer([]) == ([], None)  # no such user: the counting statement tells
     postgres = compiled("newest_of_name", "postgres")
     assert "LEFT JOIN LATERAL" in postgres.sql and "LIMIT 3" in postgres.sql
+
+
+def test_one_row_then_the_first_in_order_is_a_scalar_subquery_on_sqlite():
+    """A stop-after of one row by a one-column key is ``key = (SELECT ... LIMIT 1)``, which
+    SQLite runs without the ephemeral table of an ``IN`` list; k > 1 keeps the list."""
+    latest, newest = compiled("latest_of_name"), compiled("newest_of_name")
+    assert latest.ops_source == OpsSource.UNIQUE
+    assert 'ON "p"."id" = (SELECT' in latest.sql and "IN (SELECT" not in latest.sql
+    assert 'ON "p"."id" IN (SELECT' in newest.sql and "LIMIT 3)" in newest.sql
+    assert latest.answer([(1, "a", 1)]) == ([(1, "a")], 1 + 2)
+    assert latest.answer([(None, None, None)]) == ([], 1 + 1)  # the user found, no post
 
 
 def test_grouped_single_access_returns_what_it_read_beside_each_group():

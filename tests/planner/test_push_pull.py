@@ -11,7 +11,7 @@ from hypothesis import example, given, settings, strategies as st
 from piql.planner.push_pull import (
     Costs, Decision, Edge, NodeCost, Rates, assign, consistent, frequencies, guarded,
     latency_constrained, min_cost, min_cost_feeds, node_costs, partition, partition_cost,
-    prefers_push, read_percentile, with_feed_reads,
+    prefers_push, read_ops, read_percentile, with_feed_reads,
 )
 
 
@@ -219,6 +219,24 @@ def test_the_guard_keeps_the_extreme_when_the_hybrid_saves_less_than_its_error()
     assert guarded(edges, hybrid, edges, rates, costs, margin=0.2).chosen == "push"
 
 
+def test_consumers_never_seen_share_one_event_of_error():
+    """H = 1, L = 100, unit 1. r reads 1000 times and follows p (10 writes), as do 100
+    consumers never seen reading. All-push costs 101 x 10 = 1010, all-pull 1000 x 100;
+    MinCost pushes r's edge only (1000 x 100 >= 10): 10, a saving of 1000 over all-push.
+    Its error: p's 10 events (coefficient 100: var 100 000) and the 100 unseen readers,
+    who together were seen 0 times: one event between them (coefficient 100: var
+    10 000), not one each (var 1 000 000, which would keep all-push)."""
+    costs = Costs(push=1, pull=100)
+    unseen = [f"c{n}" for n in range(100)]
+    rates = Rates.of({"p": 10}, {"r": 1000} | {c: 0 for c in unseen})
+    edges = [Edge("p", "r")] + [Edge("p", c) for c in unseen]
+    hybrid = min_cost_feeds(edges, rates, costs)
+    assert hybrid.push == {Edge("p", "r")}
+    choice = guarded(edges, hybrid, edges, rates, costs, unit=1)
+    assert (choice.chosen, choice.saving) == ("hybrid", 1000)
+    assert choice.error == pytest.approx(110_000 ** 0.5)
+
+
 def test_the_latency_budget_holds_with_confidence_over_rare_readers():
     """p90, budget 5, H = 1, L = 10, reading a pushed feed 1. a (95 reads) reads its pushed
     feed: 1. b (5 reads) pulls p (60 writes: MinCost pulls it), 10 per read. By estimate b's
@@ -233,6 +251,37 @@ def test_the_latency_budget_holds_with_confidence_over_rare_readers():
     assert sure.met and sure.assignment.push == frozenset(edges)
     assert not latency_constrained([Edge("p", "b")], rates, costs, budget=0.5,
                                    percentile=0.9, unit=2).met  # b alone: never within
+
+
+def test_the_latency_budget_holds_for_each_unseen_consumer_on_its_own():
+    """p99, budget 2, H = L = read_push = 1. a (99 reads) follows q (never writes): pushed
+    by MinCost, a read costs 1. u was never seen reading (a Good-Turing guess of 0.5) and
+    follows p1, p2, p3 (1, 5 and 10 writes): MinCost pulls all three (0.5 < phi_p), a
+    read costs 3. By estimate u's reads are 0.5 % of all, within the 1 % allowed: the
+    greedy moves nothing. Held on its own, u's edges go push by phi_c / epsilon
+    (epsilon = phi_p - 0.5: p1 first, then p2) until its read fits: 1 pull + 1 = 2.
+    Cost 0 + 1 + 5 pushed + 0.5 pulled. From all-push, the slack phase pulls p3 back
+    but not p2 (u's read would be 3 again)."""
+    costs = Costs(push=1, pull=1, read_push=1)
+    rates = Rates.of({"q": 0, "p1": 1, "p2": 5, "p3": 10}, {"a": 99, "u": 0.5})
+    edges = [Edge("q", "a")] + [Edge(p, "u") for p in ("p1", "p2", "p3")]
+    plain = latency_constrained(edges, rates, costs, budget=2, percentile=0.99)
+    assert plain.met and plain.assignment.push == {Edge("q", "a")}
+    held = latency_constrained(edges, rates, costs, budget=2, percentile=0.99,
+                               unseen={"u"})
+    assert held.met and held.assignment.cost == 6.5
+    assert held.assignment.push == {Edge("q", "a"), Edge("p1", "u"), Edge("p2", "u")}
+    assert read_ops("u", held.assignment, costs) == 2
+    slack = latency_constrained(edges, rates, costs, budget=2, percentile=0.99,
+                                unseen={"u"}, start=assign(edges, edges, rates, costs))
+    assert slack.assignment.push == held.assignment.push
+    # a (reading often) pushes p1 and p2 too, and the cap of 1 leaves u only p3: no use
+    # (2 pulls + 1 > 2), so u is left to the percentile and nothing of it is pushed
+    wider = edges + [Edge("p1", "a"), Edge("p2", "a")]
+    capped = latency_constrained(wider, rates, costs, budget=2, percentile=0.99,
+                                 unseen={"u"}, cap=1)
+    assert capped.met and capped.assignment.push == {
+        Edge("q", "a"), Edge("p1", "a"), Edge("p2", "a")}
 
 
 @settings(max_examples=150, deadline=None)
@@ -303,13 +352,28 @@ def overlays(draw):
 def test_the_min_cut_partition_is_consistent_and_optimal(overlay, must_push):
     """Theorem 4.1 checked by brute force over every partition without an edge from a pull
     node to a push node (and with the forced nodes push)."""
+    check_min_cut(overlay, must_push, {})
+
+
+@settings(max_examples=150, deadline=None)
+@given(overlays(), st.sets(st.integers(0, 6), max_size=2),
+       st.dictionaries(st.tuples(st.integers(0, 6), st.integers(0, 6)), rate, max_size=4))
+def test_the_min_cut_with_penalties_is_optimal(overlay, must_push, penalties):
+    """A penalty on (u, v), paid when u is pull and v push (a pull reader reading a push
+    input's row), keeps the cut optimal."""
+    costs, edges = overlay
+    check_min_cut(overlay, must_push, {(u, v): c for (u, v), c in penalties.items()
+                                       if u in costs and v in costs and u != v})
+
+
+def check_min_cut(overlay, must_push, penalties) -> None:
     costs, edges = overlay
     must_push = must_push & set(costs)
-    found = partition(costs, edges, must_push)
+    found = partition(costs, edges, must_push, penalties)
     assert consistent(found.push, edges) and must_push <= found.push
     assert found.push | found.pull == set(costs) and not found.push & found.pull
     nodes = list(costs)
-    optimum = min(partition_cost(costs, push, set(nodes) - push)
+    optimum = min(partition_cost(costs, push, set(nodes) - push, penalties)
                   for mask in product((False, True), repeat=len(nodes))
                   for push in [frozenset(n for n, m in zip(nodes, mask) if m)]
                   if consistent(push, edges) and must_push <= push)

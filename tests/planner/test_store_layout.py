@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from piql.planner.compile import TableLayout, UncompilablePlan
-from piql.planner.store_layout import stored_tables, store_layout
+from piql.planner.store_layout import KeyStorage, stored_tables, store_layout
 from tests.conftest import plan_text
 
 ALL_KEY = "_all"  # the key column of a view without key (ViewDef.stored_key)
@@ -23,6 +23,29 @@ def test_base_tables_come_first_clustered_on_their_key():
         "r", ("k", "g", "v", "w"), ("k",), ("BIGINT", "BIGINT", "BIGINT", "DOUBLE"))
     assert first.key_index is None
     assert store_layout(STATS).table("r") == TableLayout("r", ("k", "g", "v", "w"), ("k",))
+
+
+KEYS = plan_text(
+    "CREATE TABLE one (id INT PRIMARY KEY, v VARCHAR);\n"
+    "CREATE TABLE wide (id BIGINT PRIMARY KEY, v VARCHAR);\n"
+    "CREATE TABLE pair (a BIGINT, b BIGINT, PRIMARY KEY (a, b));\n"
+    "CREATE TABLE named (name VARCHAR PRIMARY KEY, v BIGINT);\n"
+    "CREATE TABLE money (amount DOUBLE PRIMARY KEY);",
+    "-- name: perA\nSELECT COUNT(*) AS n FROM pair WHERE a = <a>\n")
+
+
+def test_a_key_of_one_integer_column_is_the_rowid_any_other_key_clusters():
+    storage = {t.name: t.storage for t in stored_tables(KEYS)}
+    assert storage["one"] is storage["wide"] is KeyStorage.ROWID
+    assert storage["pair"] is storage["named"] is storage["money"] is KeyStorage.CLUSTERED
+    view = next(v.name for v in KEYS.views)
+    assert storage[view] is KeyStorage.CLUSTERED  # views stay clustered on their key
+
+
+def test_a_view_whose_key_may_hold_null_is_read_through_its_key_index():
+    tables = {t.name: t for t in stored_tables(STATS)}
+    grouped = next(v for v in STATS.views if v.key)
+    assert tables[grouped.name].storage is KeyStorage.KEY_INDEX
 
 
 def test_views_keep_hidden_exact_sums_and_a_key_index_where_the_key_may_hold_null():

@@ -140,15 +140,36 @@ def test_linecutting_is_in_place_for_a_fast_updater():
     assert keys_and_values(queue) == [("A", 2), ("B", 1), ("C", 1)]  # A kept its place
     queue.enqueue("S", 1, 2)  # n=3: 0.1 < 1/3, slow: to the front
     queue.enqueue("C", 2, 3)  # fast: in place
-    assert keys_and_values(queue) == [("S", 1), ("A", 2), ("B", 1), ("C", 2)]
+    # (A came into the empty queue, where every key cuts: S cuts in behind it)
+    assert keys_and_values(queue) == [("A", 2), ("S", 1), ("B", 1), ("C", 2)]
+
+
+def test_cutters_are_served_in_the_order_they_cut_in():
+    """§5.3: with no slow updater or only slow ones LINECUTTING is IN-PLACE. Served latest
+    cutter first, a queue whose every key is slow would be a stack."""
+    queue = UpdateQueue(QueuePolicy.LINECUTTING,
+                        rates=lambda key, _t: {"A": 1.0, "B": 1.0, "S": 0.1, "T": 0.1}[key])
+    for key, time in (("A", 0), ("B", 0), ("S", 1), ("T", 2), ("S", 3)):
+        queue.enqueue(key, time, time)
+    # A cut into the empty queue; S cut in next and, cutting again, keeps its place
+    assert keys_and_values(queue) == [("A", 0), ("S", 3), ("T", 2), ("B", 0)]
+    arrivals = [Arrival(t / 4, k, t) for t, k in enumerate("SABCSABC")]
+    slow = simulate(arrivals, QueuePolicy.LINECUTTING, cost=1, rates=lambda _k, _t: 0.01)
+    assert slow.order() == simulate(arrivals, QueuePolicy.IN_PLACE, cost=1).order()
 
 
 def test_observed_rates_count_updates_over_the_queues_age():
     queue = UpdateQueue(QueuePolicy.LINECUTTING)
     for time in range(10):  # F updates once per time unit: fast, queued in place
         queue.enqueue("F", time, time)
-    queue.enqueue("G", 0, 10)  # G: 1 update in 10 time units, 0.1 < 1/(1·1): slow
-    assert [e.key for e in queue.entries()] == ["G", "F"]
+    queue.enqueue("H", 0, 10)  # H: 1 update in 10 time units, 0.1 < 1/(1·1): slow
+    queue.enqueue("G", 0, 10)  # G too: 0.1 < 1/(1·2)
+    # F cut into the empty queue (every key does); H and G cut in behind it, in order
+    assert [e.key for e in queue.entries()] == ["F", "H", "G"]
+    queue.dequeue()
+    for time in range(11, 20):  # F again, now fast (n=2: 10/19 * 2 >= 1): behind the cutters
+        queue.enqueue("F", time, time)
+    assert [e.key for e in queue.entries()] == ["H", "G", "F"]
     rates = ObservedRates()
     assert rates("F", 0) == float("inf")  # no time has passed: no evidence of slowness
     rates.arrive("F", 0), rates.arrive("F", 1), rates.arrive("G", 4)

@@ -92,7 +92,7 @@ def explain_sqlite_tree(db, query: CompiledQuery) -> list[tuple[int, int, str]]:
         "EXPLAIN QUERY PLAN " + query.sql, [None] * len(query.parameters))]
 
 
-LEVEL = re.compile(r"(MATERIALIZE|CO-ROUTINE) (_piql_(d\d+_)*l\d+)$|CORRELATED LIST SUBQUERY")
+LEVEL = re.compile(r"(MATERIALIZE|CO-ROUTINE) (_piql_(d\d+_)*l\d+)$|CORRELATED (LIST|SCALAR) SUBQUERY")
 
 
 def sorted_accesses(db, query: CompiledQuery) -> list[str]:
