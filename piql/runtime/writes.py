@@ -469,9 +469,15 @@ class Maintainer:
                 raise _orphan(table, fk, row)
 
     def _check_children(self, table: Table, row: dict[str, Any]) -> None:
+        """Refuse the delete of ``row`` while another row refers to it. A row referring to
+        itself is no child (SQL checks after the delete), whether or not it is still stored:
+        a one-statement delete that deleted nothing asks with the row in place."""
+        own_key = [row[c] for c in table.primary_key]
         for child, fk in self.referencing[table.name]:
             eq = [(c, row[r]) for c, r in zip(fk.columns, fk.ref_columns)]
-            if self.store.scan(child.name, fk.columns, eq, limit=1):
+            itself = child.name.lower() == table.name.lower()
+            found = self.store.scan(child.name, child.primary_key, eq, limit=2 if itself else 1)
+            if any(not itself or list(key) != own_key for key in found):
                 raise ConstraintError(
                     f"delete from {table.name} breaks FOREIGN KEY ({', '.join(fk.columns)}) "
                     f"REFERENCES {table.name} of {child.name}: {child.name} rows still refer to "

@@ -213,6 +213,20 @@ def test_one_statement_deletes_and_updates_refuse_as_piqls_own_checks(store_url,
     db.close()
 
 
+@pytest.mark.parametrize("at_once", [True, False])
+def test_a_parent_that_is_its_own_parent_names_its_other_children(store_url, monkeypatch,
+                                                                  at_once):
+    """A row referring to itself is not its own child on either path: the refusal names the
+    rows of the other table that refer to it (the one-statement path reads why with the
+    row still in place, where piql's own path has deleted it)."""
+    db = Deployment(PARENTS, store_url)
+    db.insert("p", g=1, name="a", up=1)
+    db.insert("t", k=1, g=1, v=5)
+    assert written(db, at_once, monkeypatch, [lambda d: d.delete("p", g=1)]) == [
+        "delete from p breaks FOREIGN KEY (g) REFERENCES p of t: t rows still refer to (g=1)"]
+    db.close()
+
+
 HUGE = [2 ** 62, -2 ** 62, 2 ** 63 - 1, -2 ** 63, 1, -1, 7]
 WRITES = st.lists(st.tuples(st.sampled_from(["insert", "insert", "delete", "update"]),
                             st.sampled_from(["p", "t"]), st.integers(0, 3), st.integers(0, 3),
