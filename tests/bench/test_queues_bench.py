@@ -44,6 +44,7 @@ def test_coalescing_bounds_the_queue_by_the_distinct_keys(tmp_path):
     assert figures["in-place"]["entries_applied"] < figures["append"]["entries_applied"] == 400
 
 
+@pytest.mark.slow  # every part of the bench end to end, 45 s: CI's slow step (docs/testing.md)
 def test_a_small_run_writes_json_and_figures(tmp_path, capsys):
     code = main(["bench", "queues", "--loads", "1,5", "--writes", "60", "--keys", "10",
                  "--two-class-writes", "40", "--insert-writes", "50", "--buy-confirm-steps", "120",

@@ -153,7 +153,12 @@ def run(oracle: OracleApp, engine: str, profile: Profile,
     return totals
 
 
-@pytest.mark.parametrize("app", NEW_APPS)
+# the two longest applications' short profile (75-115 s each) runs in CI's slow step
+SLOW_NEW_APPS = ("messaging", "commerce")
+
+
+@pytest.mark.parametrize("app", [pytest.param(a, marks=pytest.mark.slow) if a in SLOW_NEW_APPS
+                                 else a for a in NEW_APPS])
 def test_oracle_new_apps(app):
     run(oracle_app(app), "duckdb", DEFAULT_PROFILE)
 

@@ -2,6 +2,8 @@
 write does more operations than before (and none exceeds its bound)."""
 from __future__ import annotations
 
+import pytest
+
 import piql
 from tests.conftest import EXAMPLES, PAPER_QUERIES, PAPER_SCHEMA
 
@@ -73,6 +75,8 @@ def measure(app_name: str, n: int) -> dict[str, int]:
     return ops
 
 
+# 130k documents per app: two and a half minutes, so CI's slow step (docs/testing.md)
+@pytest.mark.slow
 def test_operations_do_not_grow_with_100x_the_data():
     for app in APPS:
         # 1300 documents already fill popularTags' 5000-tuple window

@@ -23,7 +23,7 @@ APPS = {
 # PostgreSQL answers over a socket, each statement a round trip: fewer examples there
 EXAMPLES = {"sqlite": 100, "postgres": 8}
 # make test explores half of SQLite's examples per app; CI's slow step all of them
-SHORT_SQLITE = 50
+SHORT_SQLITE = 30
 HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large,
           HealthCheck.function_scoped_fixture]
 
