@@ -22,6 +22,7 @@ seen, runs the asynchronous views' delete rules in its own transaction, as of th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Callable
 
 from piql import sqlgen
@@ -122,6 +123,14 @@ class WriteProgram:
                    at_once)
 
 
+class UnseenUpdate(Enum):
+    """An update no asynchronous view sees (it changes no column they read): what its
+    insert half does with the queue."""
+
+    KEEP = "keep"  # the queue stays as it is
+    DROP = "drop"  # take out the entry the store's trigger queues: the row had none
+
+
 @dataclass
 class Maintainer:
     catalog: Catalog
@@ -148,11 +157,9 @@ class Maintainer:
     as_of: AsOfQueue | None = field(init=False)  # the store as of the queue, for their joins
     enqueued: frozenset[str] = field(init=False)  # tables whose inserts the store queues
     # inside :meth:`update`; and whether its delete half found no column an async view
-    # reads changed, so neither half queues (nor runs) their rules: None (it did), "keep"
-    # (the queue stays as it is), "drop" (take out the entry the store's trigger will
-    # queue for the insert half: the row had none)
+    # reads changed, so neither half queues (nor runs) their rules (None: it did)
     _updating: bool = field(init=False, default=False)
-    _unseen_update: str | None = field(init=False, default=None)
+    _unseen_update: UnseenUpdate | None = field(init=False, default=None)
     # table -> the columns its asynchronous views read (``async_views.columns_read``)
     read_columns: dict[str, frozenset[str] | None] = field(init=False)
 
@@ -288,7 +295,7 @@ class Maintainer:
         # with the tuple in: it may join itself
         measured += self._marks(program, row)
         if self._unseen_update is not None:  # the views read nothing the update changed
-            if self._unseen_update == "drop":
+            if self._unseen_update is UnseenUpdate.DROP:
                 self.store.delete(QUEUE_TABLE, {"base": table.name, "row_key": key_text(
                     [row[c] for c in table.primary_key])})
             self._unseen_update = None
@@ -360,7 +367,8 @@ class Maintainer:
         found = self.store.get(table.name, key)
         if found is None:
             raise _missing(table, key)
-        self._check_children(table, dict(zip(self.store.shapes[table.name].columns, found)))
+        self._check_children(table, dict(zip(self.store.shapes[table.name].columns, found)),
+                             stored=True)
         raise ConstraintError(f"the store did not delete the {table.name} row with key "
                               f"{_show(key)} (another writer changed it meanwhile?)")
 
@@ -387,8 +395,8 @@ class Maintainer:
         if program.deferred:
             if replacing is not None and self._unread_change(table, row, replacing):
                 queued = self.queue.holds(table.name, [row[c] for c in table.primary_key])
-                self._unseen_update = "drop" if table.name in self.enqueued and not queued \
-                    else "keep"
+                self._unseen_update = UnseenUpdate.DROP if table.name in self.enqueued and \
+                    not queued else UnseenUpdate.KEEP
             else:
                 measured += self._defer_delete(table, program, row, replacing)
         return self._report(table, program, start, measured)
@@ -468,14 +476,15 @@ class Maintainer:
             if self.store.get(fk.ref_table, dict(zip(fk.ref_columns, values))) is None:
                 raise _orphan(table, fk, row)
 
-    def _check_children(self, table: Table, row: dict[str, Any]) -> None:
+    def _check_children(self, table: Table, row: dict[str, Any], stored: bool = False) -> None:
         """Refuse the delete of ``row`` while another row refers to it. A row referring to
-        itself is no child (SQL checks after the delete), whether or not it is still stored:
-        a one-statement delete that deleted nothing asks with the row in place."""
+        itself is no child (SQL checks after the delete): piql's own delete asks once the
+        row is gone, a one-statement delete that deleted nothing with the row ``stored``,
+        so then a reference of the table to itself reads one row more to pass over it."""
         own_key = [row[c] for c in table.primary_key]
         for child, fk in self.referencing[table.name]:
             eq = [(c, row[r]) for c, r in zip(fk.columns, fk.ref_columns)]
-            itself = child.name.lower() == table.name.lower()
+            itself = stored and child.name.lower() == table.name.lower()
             found = self.store.scan(child.name, child.primary_key, eq, limit=2 if itself else 1)
             if any(not itself or list(key) != own_key for key in found):
                 raise ConstraintError(
