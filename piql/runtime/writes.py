@@ -156,10 +156,6 @@ class Maintainer:
     queue: StoreQueue | None = field(init=False)  # of the asynchronous views, if any
     as_of: AsOfQueue | None = field(init=False)  # the store as of the queue, for their joins
     enqueued: frozenset[str] = field(init=False)  # tables whose inserts the store queues
-    # inside :meth:`update`; and whether its delete half found no column an async view
-    # reads changed, so neither half queues (nor runs) their rules (None: it did)
-    _updating: bool = field(init=False, default=False)
-    _unseen_update: UnseenUpdate | None = field(init=False, default=None)
     # table -> the columns its asynchronous views read (``async_views.columns_read``)
     read_columns: dict[str, frozenset[str] | None] = field(init=False)
 
@@ -264,22 +260,22 @@ class Maintainer:
         """Replace the row with key ``key`` by ``row``: a delete then an insert. When the
         update changes no column an asynchronous view of the table reads
         (``async_views.columns_read``), those views would lose and regain the same rows, so
-        it queues nothing and runs none of their rules (TPC-W BuyConfirm's stock update)."""
-        self._updating = True
-        try:
-            return [self.delete(table, key, replacing=row), self.insert(table, row)]
-        finally:
-            self._updating, self._unseen_update = False, None
+        it queues nothing and runs none of their rules (TPC-W BuyConfirm's stock update):
+        the delete half says so to the insert half (:class:`UnseenUpdate`)."""
+        deleted, unseen = self._delete(table, key, row, updating=True)
+        return [deleted, self.insert(table, row, unseen=unseen)]
 
     def _unread_change(self, table: Table, old: dict[str, Any], new: dict[str, Any]) -> bool:
-        """Does an update of ``table`` from ``old`` to ``new``, made by :meth:`update`, leave
-        every column its asynchronous views read as it was?"""
-        if not self._updating:
-            return False
+        """Does an update of ``table`` from ``old`` to ``new`` leave every column its
+        asynchronous views read as it was?"""
         read = self.read_columns[table.name]
         return read is not None and all(_same(old[c], new[c]) for c in read)
 
-    def insert(self, table: Table, row: dict[str, Any]) -> WriteReport:
+    def insert(self, table: Table, row: dict[str, Any], *,
+               unseen: UnseenUpdate | None = None) -> WriteReport:
+        """Insert one row. ``unseen``: this is the insert half of an :meth:`update` that no
+        asynchronous view sees, so it queues nothing (and what it does with the entry the
+        store's trigger queues)."""
         start = self.store.counter.ops
         program = self.programs[(table.name, WriteEvent.INSERT)]
         key = {c: row[c] for c in table.primary_key}
@@ -294,11 +290,10 @@ class Maintainer:
         measured = [self._apply(step, rows, reads) for step, rows, reads in pending]
         # with the tuple in: it may join itself
         measured += self._marks(program, row)
-        if self._unseen_update is not None:  # the views read nothing the update changed
-            if self._unseen_update is UnseenUpdate.DROP:
+        if unseen is not None:  # the views read nothing the update changed
+            if unseen is UnseenUpdate.DROP:
                 self.store.delete(QUEUE_TABLE, {"base": table.name, "row_key": key_text(
                     [row[c] for c in table.primary_key])})
-            self._unseen_update = None
         elif program.deferred and table.name not in self.enqueued:  # else the store's trigger
             self.queue.enqueue(table, None, row)
         return self._report(table, program, start, measured)
@@ -376,6 +371,14 @@ class Maintainer:
                replacing: dict[str, Any] | None = None) -> WriteReport:
         """Delete one row; ``replacing`` (an update's first half: the new row) keeps the key,
         so rows that refer to it stay valid."""
+        return self._delete(table, key, replacing, updating=False)[0]
+
+    def _delete(self, table: Table, key: dict[str, Any], replacing: dict[str, Any] | None,
+                updating: bool) -> tuple[WriteReport, UnseenUpdate | None]:
+        """:meth:`delete`; inside :meth:`update` (``updating``), also whether the update
+        changes no column an asynchronous view reads, and so what its insert half does
+        with the queue (None: the views see it, and this half queued or ran their rules)."""
+        unseen = None
         start = self.store.counter.ops
         program = self.programs[(table.name, WriteEvent.DELETE)]
         found = self.store.get(table.name, key)
@@ -393,13 +396,14 @@ class Maintainer:
         measured = marked + [self._apply(step, *self._delta(step.rule, row))
                              for step in program.deltas]
         if program.deferred:
-            if replacing is not None and self._unread_change(table, row, replacing):
+            if updating and replacing is not None and \
+                    self._unread_change(table, row, replacing):
                 queued = self.queue.holds(table.name, [row[c] for c in table.primary_key])
-                self._unseen_update = UnseenUpdate.DROP if table.name in self.enqueued and \
+                unseen = UnseenUpdate.DROP if table.name in self.enqueued and \
                     not queued else UnseenUpdate.KEEP
             else:
                 measured += self._defer_delete(table, program, row, replacing)
-        return self._report(table, program, start, measured)
+        return self._report(table, program, start, measured), unseen
 
     def _delete_row(self, table: Table, key: dict[str, Any]) -> None:
         """Delete the base row; the store's enqueue triggers leave it to this write path
