@@ -59,6 +59,7 @@ from piql.planner.fingerprint import postgres_bookkeeping
 from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE, WRITE_LOCK_KEY
 from piql.planner.trigger_rules import BULK, HELPER_FUNCTIONS, TriggerDialect
 from piql.planner.triggers_postgres import function_name
+from piql.planner import truncate_guard
 from piql.planner.physical import KeyExpression, KeyPart
 from piql.planner.compile_exprs import ascii_case
 from piql.planner.store_layout import index_path
@@ -364,7 +365,8 @@ class PostgresStore:
             self._run(f"DROP SEQUENCE IF EXISTS {_quote(VERSION)}", prepare=False)
             self._drop_functions([function_name(t) for t in tables] + list(HELPER_FUNCTIONS)
                                 + [f(t) for t in tables
-                                   for f in (enqueue_function, change_function)])
+                                   for f in (enqueue_function, change_function)]
+                                + [truncate_guard.FUNCTION])
         return True
 
     def queue_triggers(self, functions: Mapping[str, tuple[int, Callable[..., Any]]],
