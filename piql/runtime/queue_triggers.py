@@ -88,14 +88,16 @@ class Stamp(enum.Enum):
         return cls.CLOCK if queue.own_clock else cls.SQL
 
 
-def sqlite_triggers(table: Table, stamp: Stamp, as_of: bool, changes: bool = True
-                    ) -> list[str]:
+def sqlite_triggers(table: Table, stamp: Stamp, as_of: bool, changes: bool = True,
+                    read: frozenset[str] | None = None) -> list[str]:
     """The triggers of ``table`` queueing its changes: every insert, and (``changes``:
     asynchronous views read its deletes) deletes and updates other than piql's own (its
     write path queues those). ``as_of``: the table is read as of the queue, whose entries
-    of it are inserts only (``runtime.as_of``)."""
+    of it are inserts only (``runtime.as_of``). ``read``: the columns the asynchronous
+    views read (``async_views.columns_read``; None: any), the only ones whose update is
+    queued: one changing none of them (nor the key) is no change the views could see."""
     return [_sqlite_insert(table, stamp),
-            *(_sqlite_changes(table, stamp, as_of) if changes else [])]
+            *(_sqlite_changes(table, stamp, as_of, read) if changes else [])]
 
 
 def sqlite_drops(table: Table) -> list[str]:
@@ -189,9 +191,12 @@ def _sqlite_insert(table: Table, stamp: Stamp) -> str:
         unless=f"{after} IS NOT NULL")])
 
 
-def _sqlite_changes(table: Table, stamp: Stamp, as_of: bool) -> list[str]:
+def _sqlite_changes(table: Table, stamp: Stamp, as_of: bool,
+                    read: frozenset[str] | None = None) -> list[str]:
     """The AFTER DELETE and AFTER UPDATE triggers, for deletes and updates not made by
-    piql's write path (a plain SQL statement on piql's connection)."""
+    piql's write path (a plain SQL statement on piql's connection); an update changing no
+    column of ``read`` nor the key fires nothing (piql's one-statement update of a column
+    no asynchronous view reads, ``Maintainer.replace_unseen_at_once``, is one)."""
     entry = _SQLiteEntry(table, stamp)
     after, before = _q("after_row"), _q("before_row")
     same = " AND ".join(f"NEW.{_q(c)} IS OLD.{_q(c)}" for c in table.primary_key)
@@ -222,9 +227,17 @@ def _sqlite_changes(table: Table, stamp: Stamp, as_of: bool) -> list[str]:
         f"  SELECT RAISE(ABORT, {sqlgen.literal(_refusal(table), 'sqlite')}) WHERE NOT EXISTS "
         f"(SELECT 1 FROM {_q(QUEUE_TABLE)} WHERE {entry.matches('OLD')});"]
     own = f"NOT {OWN}()"
+    seen = own if read is None else f"NOT ({_unchanged(table, read)}) AND {own}"
     return [entry.trigger("delete", refuse + delete(), own),
             entry.trigger("update", refuse + update(same) + delete(f"NOT ({same})")
-                          + insert(f"NOT ({same})"), own)]
+                          + insert(f"NOT ({same})"), seen)]
+
+
+def _unchanged(table: Table, read: frozenset[str]) -> str:
+    """SQL: an update leaves the key and every column of ``read`` as they were."""
+    named = {c.lower() for c in (*table.primary_key, *read)}
+    columns = [c for c in table.column_names if c.lower() in named]
+    return " AND ".join(f"NEW.{_q(c)} IS OLD.{_q(c)}" for c in columns)
 
 
 def _refusal(table: Table) -> str:
@@ -288,12 +301,13 @@ def _pg_array(row: str, columns: tuple[str, ...] | list[str]) -> str:
 _STAMP = "  stamp := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000;"
 
 
-def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True) -> list[str]:
+def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True,
+                     read: frozenset[str] | None = None) -> list[str]:
     """The triggers of ``table`` queueing its changes (and their functions), as statements:
     every insert, and (``changes``: asynchronous views read its deletes) deletes and
     updates other than piql's own (its write path queues those: its transactions say
     so). ``as_of``: the table is read as of the queue, whose entries of it are inserts
-    only (``runtime.as_of``)."""
+    only (``runtime.as_of``). ``read``: as for :func:`sqlite_triggers`."""
     function, queue = _pg(enqueue_function(table.name)), _pg(QUEUE_TABLE)
     columns = ", ".join(_pg(c) for c in COLUMNS)
     after, last, updates = _pg("after_row"), _pg("last_enqueued"), _pg("updates")
@@ -327,13 +341,13 @@ def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True) ->
                           f"DROP FUNCTION IF EXISTS {change}()"]
     return inserts + [
         f"CREATE OR REPLACE FUNCTION {change}() RETURNS trigger LANGUAGE plpgsql AS "
-        f"$piql$\n{_change_body(table, as_of)} $piql$",
+        f"$piql$\n{_change_body(table, as_of, read)} $piql$",
         f"DROP TRIGGER IF EXISTS {change} ON {target}",
         f"CREATE TRIGGER {change} AFTER DELETE OR UPDATE ON {target} FOR EACH ROW EXECUTE "
         f"FUNCTION {change}()"]
 
 
-def _change_body(table: Table, as_of: bool) -> str:
+def _change_body(table: Table, as_of: bool, read: frozenset[str] | None = None) -> str:
     """The PL/pgSQL of the delete-and-update trigger: the change coalesced as
     ``update_queues.net_change`` (an insert then a delete cancel, an update chain keeps
     the first old row and the last new one); an update changing the key is the old key's
@@ -376,6 +390,7 @@ def _change_body(table: Table, as_of: bool) -> str:
         f"  IF current_setting('{ENQUEUE}', true) IN ('{OWN_ALL}', '{OWN_CHANGES}') THEN",
         "    RETURN NULL;  -- piql's write path queues its own deletes and updates",
         "  END IF;",
+        *_pg_unseen(table, read),
         _STAMP,
         f"  old_key := {_pg_array('OLD', table.primary_key)};",
         *refuse,
@@ -392,6 +407,18 @@ def _change_body(table: Table, as_of: bool) -> str:
         "  END IF;",
         "  RETURN NULL;",
         "END"])
+
+
+def _pg_unseen(table: Table, read: frozenset[str] | None) -> list[str]:
+    """PL/pgSQL: an update leaving the key and every column the asynchronous views read
+    (``read``; None: any) as they were queues nothing, as on SQLite."""
+    if read is None:
+        return []
+    named = {c.lower() for c in (*table.primary_key, *read)}
+    same = " AND ".join(f"NEW.{_pg(c)} IS NOT DISTINCT FROM OLD.{_pg(c)}"
+                        for c in table.column_names if c.lower() in named)
+    return [f"  IF TG_OP = 'UPDATE' THEN IF {same} THEN", "    RETURN NULL;  -- unseen",
+            "  END IF; END IF;"]
 
 
 def postgres_drop(table: Table) -> list[str]:

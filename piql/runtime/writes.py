@@ -167,9 +167,9 @@ class Maintainer:
                                 as_of=frozenset(
             t.lower() for t in as_of_tables(self.views))) if deferring else None
         self.as_of = AsOfQueue(self.store, self.queue) if self.queue is not None else None
-        self.enqueued = self._queue_triggers()
         self.read_columns = {t.name: columns_read(self.views, t.name)
                              for t in self.catalog.tables}
+        self.enqueued = self._queue_triggers()
         self.programs = {(table.name, event): WriteProgram.of(table, event, self.views,
                                                               self.bounds,
                                                               self.store.maintained_rules,
@@ -209,7 +209,8 @@ class Maintainer:
                 s for t in tables for s in queue_triggers.sqlite_drops(t)
                 + queue_triggers.sqlite_triggers(t, queue_triggers.Stamp.of(queue),
                                                  t.name.lower() in queue.as_of,
-                                                 t.name in changes)])
+                                                 t.name in changes,
+                                                 self.read_columns[t.name])])
         make()
         queue.on_stamping = make
         return frozenset(t.name for t in tables)
@@ -242,7 +243,7 @@ class Maintainer:
         as_of = frozenset() if self.queue is None else self.queue.as_of
         changes = self._async_delete_tables()
         add({}, [s for t in tables for s in queue_triggers.postgres_trigger(
-            t, t.name.lower() in as_of, t.name in changes)]
+            t, t.name.lower() in as_of, t.name in changes, self.read_columns[t.name])]
             + [s for t in self.catalog.tables if t.name not in made
                for s in queue_triggers.postgres_drop(t)])
         if self.queue is None:

@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from piql.planner.update_queues import RowChange
 from piql.runtime.deployment import Deployment
 from tests.conftest import plan_text
 from tests.planner.test_async_views import QUERIES, SCHEMA
@@ -57,6 +58,10 @@ def test_a_plain_update_of_a_staging_only_table_is_queued(db_client):
     # another hour for one like, another post for a second (a new key), and an UPDATE
     # that sets what is there (queued as an update changing nothing)
     client.run('UPDATE "likes" SET "likedAt" = ? WHERE "userId" = 2 AND "postId" = 1', 6 * HOUR)
+    client.run('UPDATE "likes" SET "likedAt" = ? WHERE "userId" = 2 AND "postId" = 1',
+               6 * HOUR + 1)  # an update chain: the first old row, the last new one
+    [entry] = [e for e in db.maintainer.queue.head(10)]
+    assert (entry.change, entry.updates) == (RowChange((1, 2, 5 * HOUR + 2), (1, 2, 6 * HOUR + 1)), 2)
     client.run('UPDATE "likes" SET "postId" = 2 WHERE "userId" = 1 AND "postId" = 3')
     client.run('UPDATE "likes" SET "likedAt" = "likedAt" WHERE "userId" = 3')
     assert len(db.maintainer.queue) >= 2
