@@ -711,9 +711,11 @@ class PostgresStore:
         return self._whole(f"DELETE FROM {_quote(table)} WHERE {where}"
                            + (f" AND {condition}" if condition else ""), values)
 
-    def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any]) -> int:
-        """Replace one row as a whole write (as :meth:`write_row`); the rows updated."""
-        where, values = _identical(key)
+    def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any],
+                   kept: Sequence[str] = ()) -> int:
+        """Replace one row as a whole write (as :meth:`write_row`), only if its ``kept``
+        columns hold ``row``'s values already; the rows updated."""
+        where, values = _identical({**key, **{c: row[c] for c in kept}})
         return self._whole(f"UPDATE {_quote(table)} SET "
                            f"{', '.join(f'{_quote(c)} = %s' for c in row)} WHERE {where}",
                            [*row.values(), *values])

@@ -42,8 +42,11 @@ from piql.runtime.delta_statements import DeltaStatements
 from piql.runtime.epochs import EpochWindow, mark_epochs
 from piql.runtime.store import Store
 from piql.runtime.update_queue import QUEUE_TABLE, StoreQueue, key_text
+from piql.sql_types import TypeFamily, family
 
 Partitioner = Callable[[ViewDef, dict[str, Any]], int]
+# the types whose SQLite values compare (``IS``) exactly as the views see them
+_COMPARABLE = (TypeFamily.INTEGER, TypeFamily.REAL, TypeFamily.TEXT)
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,9 @@ class Maintainer:
     enqueued: frozenset[str] = field(init=False)  # tables whose inserts the store queues
     # table -> the columns its asynchronous views read (``async_views.columns_read``)
     read_columns: dict[str, frozenset[str] | None] = field(init=False)
+    # table -> the reports of an update no asynchronous view sees, made as one statement
+    # (:meth:`replace_unseen_at_once`), and the columns it must leave as they are
+    unseen_at_once: dict[str, tuple[list[WriteReport], tuple[str, ...]]] = field(init=False)
 
     def __post_init__(self) -> None:
         self.statements = DeltaStatements(self.store)
@@ -189,6 +195,8 @@ class Maintainer:
                                                       self.store.dialect)
                              for table in self.catalog.tables}
         self.frozen = frozenset(f.table.lower() for view in self.views for f in view.frozen)
+        statements = {t.name: self._unseen_statement(t) for t in self.catalog.tables}
+        self.unseen_at_once = {t: s for t, s in statements.items() if s is not None}
 
     def _queue_triggers(self) -> frozenset[str]:
         """On a store whose triggers can queue (SQLite, PostgreSQL), the enqueue trigger of
@@ -352,6 +360,52 @@ class Maintainer:
             raise _missing(table, key)
         return [self.at_once_reports[(table.name, WriteEvent.DELETE)],
                 self.at_once_reports[(table.name, WriteEvent.INSERT)]]
+
+    def _unseen_statement(self, table: Table
+                          ) -> tuple[list[WriteReport], tuple[str, ...]] | None:
+        """Can an update of ``table`` that changes no column its asynchronous views read be
+        one UPDATE (:meth:`replace_unseen_at_once`)? On SQLite, when an insert is one
+        statement whose trigger queues it (``at_once``), the delete runs no rule of piql's
+        own (only deferred ones, which such an update skips: ``UnseenUpdate``), and the
+        columns the views read (and those periodic views freeze) are known and compare as
+        the views would see them (integers, doubles, text: ``IS`` after the column's
+        affinity). The change triggers fire on no such update (``queue_triggers``). The
+        reports of both halves at their static bounds, and the columns kept."""
+        read = self.read_columns[table.name]
+        insert = self.programs[(table.name, WriteEvent.INSERT)]
+        delete = self.programs[(table.name, WriteEvent.DELETE)]
+        if self.store.dialect != "sqlite" or read is None or not insert.deferred or \
+                not self.at_once(table) or table.name not in self.enqueued or \
+                table.name not in self._async_delete_tables() or delete.deltas or \
+                delete.marks:
+            return None
+        # a column a periodic view freezes is kept too: changing it takes piql's path,
+        # whose refusal names the view
+        named = {c.lower() for c in read} | {c.lower() for view in self.views
+                                             for f in view.frozen
+                                             if f.table.lower() == table.name.lower()
+                                             for c in f.columns}
+        kept = tuple(c.name for c in table.columns if c.name.lower() in named
+                     and c.name not in table.primary_key)
+        if any(family(c.type) not in _COMPARABLE for c in table.columns if c.name in kept):
+            return None
+        return [WriteReport(table.name, p.bound.event, p.bound.ops_bound, p.bound.ops_bound, ())
+                for p in (delete, insert)], kept
+
+    def replace_unseen_at_once(self, table: Table, row: dict[str, Any]
+                               ) -> list[WriteReport] | None:
+        """Update a row (``unseen_at_once``) with one UPDATE that applies only when the
+        columns the asynchronous views read keep their values: then no view sees the
+        update, nothing is queued, and the store's triggers check the new row. None when
+        it updated nothing (no such row, or a read column changes): the caller makes the
+        update through :meth:`update`, which says which, or runs the views' rules."""
+        reports, kept = self.unseen_at_once[table.name]
+        key = {c: row[c] for c in table.primary_key}
+        try:
+            updated = self.store.update_row(table.name, key, row, kept)
+        except StoreRefused as err:
+            raise self._refused(table, row, err) from None
+        return reports if updated else None
 
     def _refused(self, table: Table, row: dict[str, Any], err: StoreRefused) -> Exception:
         if PLAN_MOVED in str(err):
