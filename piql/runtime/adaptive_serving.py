@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from piql.catalog import Table
 from piql.planner.application import Plan
+from piql.planner.views import WriteEvent
 from piql.runtime import install
 from piql.runtime.adapt import AdaptReport, Mode, adapt
 from piql.runtime.aggregates import Overlay, OverlayReport, overlay_for
@@ -159,8 +160,11 @@ class AdaptiveServing:
 
     def insert(self, maintainer: Maintainer, definition: Table,
                full: dict[str, Any]) -> WriteReport:
-        """Insert ``full`` (inside the caller's transaction), pushed along push edges."""
-        report = maintainer.insert(definition, full)
+        """Insert ``full`` (inside the caller's transaction), pushed along push edges. An
+        insert the database checks and maintains alone (``Maintainer.at_once``) is its one
+        statement here too, not piql's checks (TPC-W's orders, which a feed reads)."""
+        report = maintainer.insert_at_once(definition, full) if maintainer.at_once(
+            definition) else maintainer.insert(definition, full)
         for overlay in self._writer_overlays(definition):
             overlay.written(full, 1)
         for overlay in self._edge_overlays(definition):
@@ -179,7 +183,9 @@ class AdaptiveServing:
         touched = self._writer_overlays(definition) + self._edge_overlays(definition)
         old = self.store.get(definition.name, key) if any(o.active for o in touched) else None
         row = {} if old is None else dict(zip(self.store.shapes[definition.name].columns, old))
-        report = maintainer.delete(definition, key, replacing=replacing)
+        report = maintainer.delete_at_once(definition, key) if replacing is None and \
+            maintainer.at_once(definition, WriteEvent.DELETE) else \
+            maintainer.delete(definition, key, replacing=replacing)
         if row:
             for overlay in self._writer_overlays(definition):
                 overlay.written(row, -1)
