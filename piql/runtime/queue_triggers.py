@@ -50,7 +50,7 @@ from typing import Any, Callable
 
 from piql import sqlgen
 from piql.catalog import Table
-from piql.sql_types import TypeFamily, family
+from piql.sql_types import TypeFamily, family, postgres_type
 from piql.planner.trigger_rules import BULK, PREFIX
 from piql.runtime.update_queue import KEY as UPDATE_KEY
 from piql.runtime.update_queue import COLUMNS, QUEUE_TABLE, StoreQueue, key_text
@@ -258,7 +258,9 @@ def functions(queue: StoreQueue) -> dict[str, tuple[int, Callable[..., Any]]]:
 ENQUEUE = "piql.enqueue"  # a transaction-local setting: who queues this transaction's changes
 OWN_ALL = "piql"  # the process queues all of them itself (APPEND, LINECUTTING)
 OWN_CHANGES = "deletes"  # it queues its deletes and updates (its write path), not inserts
-_PLAIN = (TypeFamily.INTEGER, TypeFamily.BOOLEAN, TypeFamily.TEXT)
+# key columns the server writes as piql's ``key_text`` does (an integral DOUBLE or DECIMAL
+# is an int there, any other a tagged shortest decimal: not SQL's text of it)
+_KEY_FAMILIES = (TypeFamily.INTEGER, TypeFamily.BOOLEAN, TypeFamily.TEXT)
 
 
 def enqueue_function(table: str) -> str:
@@ -272,16 +274,51 @@ def change_function(table: str) -> str:
 
 
 def postgres_ready(table: Table) -> bool:
-    """Can the server encode ``table``'s rows as piql does? Integers (booleans are kept as
-    0/1) and text only: JSON of a double or a numeric is not Python's text of it."""
-    return all(family(c.type) in _PLAIN for c in table.columns)
+    """Can the server encode ``table``'s changes as piql does? Every row can be
+    (:func:`_pg_value`); the key must be the text piql's enqueue looks up
+    (``update_queue.key_text``): integer, boolean, text or BLOB key columns."""
+    return all(family(c.type) in _KEY_FAMILIES or _pg_type(c.type) == "BYTEA"
+               for c in table.columns if c.name in table.primary_key)
 
 
-def _pg_array(row: str, columns: tuple[str, ...] | list[str]) -> str:
+def _pg_type(declared: str) -> str:
+    return postgres_type(declared).split()[0]
+
+
+def _pg_value(row: str, table: Table, column: str) -> str:
+    """One value of ``row`` (NEW or OLD) as JSON text that piql's decoding
+    (``update_queue._decoded``) gives back as the value psycopg reads from the table:
+
+    - a DOUBLE as its 8 bytes, tagged (``{"double": hex}``, ``float8send``): exact for
+      every double, -0.0, ±Infinity and NaN included, whatever the session's
+      ``extra_float_digits``;
+    - a NUMERIC exactly: an integral one as its integer text (an int, as piql's
+      PostgreSQL store reads it: ``postgres_store._plain``), any other tagged as piql tags
+      a ``Decimal`` (``{"decimal": text}``), whose double is the one the store reads, and
+      whose sum (a view's SUM, NUMERIC) is the query's exact SUM;
+    - a BYTEA tagged as piql tags a BLOB (``{"blob": hex}``);
+    - integers (booleans are 0/1) and text as ``to_json`` writes them (a string escaped as
+      Python's ``json.dumps(ensure_ascii=False)``)."""
+    value = f"{row}.{_pg(column)}"
+    declared = next(c.type for c in table.columns if c.name == column)
+    kind, pg_type = family(declared), _pg_type(declared)
+
+    if kind is TypeFamily.REAL:
+        text = f"""'{{"double":"' || encode(float8send({value}), 'hex') || '"}}'"""
+    elif kind is TypeFamily.DECIMAL:
+        text = (f"CASE WHEN {value} = trunc({value}) THEN trunc({value})::text "
+                f"""ELSE '{{"decimal":"' || {value}::text || '"}}' END""")
+    elif pg_type == "BYTEA":
+        text = f"""'{{"blob":"' || encode({value}, 'hex') || '"}}'"""
+    else:
+        return f"coalesce(to_json({value})::text, 'null')"
+    return f"coalesce({text}, 'null')"
+
+
+def _pg_array(row: str, table: Table, columns: tuple[str, ...] | list[str]) -> str:
     """A JSON array of ``row``'s (NEW or OLD) ``columns``, as piql's ``json.dumps`` writes
-    it: no spaces (json_build_array writes ", "), SQL NULL as null; to_json escapes a
-    string as Python's json.dumps(ensure_ascii=False)."""
-    items = ", ".join(f"coalesce(to_json({row}.{_pg(c)})::text, 'null')" for c in columns)
+    it where it is a key (no spaces: json_build_array writes ", "; SQL NULL as null)."""
+    items = ", ".join(_pg_value(row, table, c) for c in columns)
     return f"'[' || concat_ws(',', {items}) || ']'"
 
 
@@ -306,8 +343,8 @@ def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True) ->
         "  END IF;",
         _STAMP,
         f"  INSERT INTO {queue} AS q ({columns}) VALUES (",
-        f"    {sqlgen.literal(table.name, 'postgres')}, {_pg_array('NEW', table.primary_key)}, "
-        f"stamp, stamp, stamp, NULL, {_pg_array('NEW', table.column_names)}, 1)",
+        f"    {sqlgen.literal(table.name, 'postgres')}, "
+        f"{_pg_array('NEW', table, table.primary_key)}, stamp, stamp, stamp, NULL, {_pg_array('NEW', table, table.column_names)}, 1)",
         f"  ON CONFLICT ({', '.join(_pg(c) for c in UPDATE_KEY)}) DO UPDATE SET "
         f"{after} = EXCLUDED.{after}, {last} = EXCLUDED.{last}, {updates} = q.{updates} + 1",
         # a queued entry with a new row is an update whose delete half queued it whole
@@ -346,7 +383,7 @@ def _change_body(table: Table, as_of: bool) -> str:
                                     _pg("updates"))
     conflict = f"ON CONFLICT ({', '.join(_pg(c) for c in UPDATE_KEY)}) DO UPDATE SET"
     coalesced = f"{last} = greatest(q.{last}, EXCLUDED.{last}), {updates} = q.{updates} + 1"
-    old_row, new_row = (_pg_array(r, table.column_names) for r in ("OLD", "NEW"))
+    old_row, new_row = (_pg_array(r, table, table.column_names) for r in ("OLD", "NEW"))
     match = f"{_pg('base')} = {name} AND {_pg('row_key')} = old_key"
 
     def upsert(key: str, before_: str, after_: str, on_conflict: str) -> str:
@@ -377,10 +414,10 @@ def _change_body(table: Table, as_of: bool) -> str:
         "    RETURN NULL;  -- piql's write path queues its own deletes and updates",
         "  END IF;",
         _STAMP,
-        f"  old_key := {_pg_array('OLD', table.primary_key)};",
+        f"  old_key := {_pg_array('OLD', table, table.primary_key)};",
         *refuse,
         "  IF TG_OP = 'UPDATE' THEN",
-        f"    new_key := {_pg_array('NEW', table.primary_key)};",
+        f"    new_key := {_pg_array('NEW', table, table.primary_key)};",
         "  END IF;",
         "  IF new_key = old_key THEN  -- an update keeping the key",
         *kept,
