@@ -227,9 +227,12 @@ def _sqlite_changes(table: Table, stamp: Stamp, as_of: bool) -> list[str]:
                           + insert(f"NOT ({same})"), own)]
 
 
+THROUGH_PIQL = "goes through piql"  # in the refusal of a change only piql's path can queue
+
+
 def _refusal(table: Table) -> str:
     return (f"piql: a delete or update of a {table.name} row that asynchronous join views "
-            "have applied goes through piql (their delete rules run in the write, as of "
+            f"have applied {THROUGH_PIQL} (their delete rules run in the write, as of "
             "the queue): use db.delete / db.update")
 
 
@@ -257,7 +260,9 @@ def functions(queue: StoreQueue) -> dict[str, tuple[int, Callable[..., Any]]]:
 # (``ENQUEUE``), and the trigger leaves its inserts to it.
 ENQUEUE = "piql.enqueue"  # a transaction-local setting: who queues this transaction's changes
 OWN_ALL = "piql"  # the process queues all of them itself (APPEND, LINECUTTING)
-OWN_CHANGES = "deletes"  # it queues its deletes and updates (its write path), not inserts
+# it queues its deletes and updates (its write path: a DELETE, then an INSERT), not
+# inserts nor its one-statement UPDATEs (``Maintainer.replace_at_once``)
+OWN_CHANGES = "deletes"
 # key columns the server writes as piql's ``key_text`` does (an integral DOUBLE or DECIMAL
 # is an int there, any other a tagged shortest decimal: not SQL's text of it)
 _KEY_FAMILIES = (TypeFamily.INTEGER, TypeFamily.BOOLEAN, TypeFamily.TEXT)
@@ -325,12 +330,15 @@ def _pg_array(row: str, table: Table, columns: tuple[str, ...] | list[str]) -> s
 _STAMP = "  stamp := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000;"
 
 
-def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True) -> list[str]:
+def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True,
+                     read: frozenset[str] | None = None) -> list[str]:
     """The triggers of ``table`` queueing its changes (and their functions), as statements:
     every insert, and (``changes``: asynchronous views read its deletes) deletes and
     updates other than piql's own (its write path queues those: its transactions say
     so). ``as_of``: the table is read as of the queue, whose entries of it are inserts
-    only (``runtime.as_of``)."""
+    only (``runtime.as_of``). ``read``: the columns its asynchronous views read
+    (``async_views.columns_read``; None: all), an update changing none of which queues
+    nothing."""
     function, queue = _pg(enqueue_function(table.name)), _pg(QUEUE_TABLE)
     columns = ", ".join(_pg(c) for c in COLUMNS)
     after, last, updates = _pg("after_row"), _pg("last_enqueued"), _pg("updates")
@@ -364,13 +372,28 @@ def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True) ->
                           f"DROP FUNCTION IF EXISTS {change}()"]
     return inserts + [
         f"CREATE OR REPLACE FUNCTION {change}() RETURNS trigger LANGUAGE plpgsql AS "
-        f"$piql$\n{_change_body(table, as_of)} $piql$",
+        f"$piql$\n{_change_body(table, as_of, read)} $piql$",
         f"DROP TRIGGER IF EXISTS {change} ON {target}",
         f"CREATE TRIGGER {change} AFTER DELETE OR UPDATE ON {target} FOR EACH ROW EXECUTE "
         f"FUNCTION {change}()"]
 
 
-def _change_body(table: Table, as_of: bool) -> str:
+def _unread_update(table: Table, read: frozenset[str] | None) -> list[str]:
+    """PL/pgSQL leaving an update alone that keeps the key and changes no column the
+    asynchronous views read: their rules would take out and put back the same rows, as
+    piql's write path knows (``Maintainer._unread_change``; TPC-W's stock update). Such
+    an update of a seen row of a table read as of the queue is not refused either."""
+    if read is None:
+        return []
+    columns = [c for c in table.column_names if c in read]
+    same = (f"(ROW({', '.join(f'NEW.{_pg(c)}' for c in columns)}) IS NOT DISTINCT FROM "
+            f"ROW({', '.join(f'OLD.{_pg(c)}' for c in columns)}))" if columns else "true")
+    return [f"  IF new_key = old_key AND {same} THEN",
+            "    RETURN NULL;  -- no view sees it",
+            "  END IF;"]
+
+
+def _change_body(table: Table, as_of: bool, read: frozenset[str] | None = None) -> str:
     """The PL/pgSQL of the delete-and-update trigger: the change coalesced as
     ``update_queues.net_change`` (an insert then a delete cancel, an update chain keeps
     the first old row and the last new one); an update changing the key is the old key's
@@ -410,15 +433,19 @@ def _change_body(table: Table, as_of: bool) -> str:
     return "\n".join([
         "DECLARE stamp bigint; old_key text; new_key text;",
         "BEGIN",
-        f"  IF current_setting('{ENQUEUE}', true) IN ('{OWN_ALL}', '{OWN_CHANGES}') THEN",
-        "    RETURN NULL;  -- piql's write path queues its own deletes and updates",
+        f"  IF current_setting('{ENQUEUE}', true) = '{OWN_ALL}' OR (TG_OP = 'DELETE' AND",
+        f"      current_setting('{ENQUEUE}', true) = '{OWN_CHANGES}') THEN",
+        "    -- piql's write path queues its own deletes and its updates (a delete and an",
+        "    -- insert); an UPDATE statement of piql's is one its triggers queue",
+        "    RETURN NULL;",
         "  END IF;",
         _STAMP,
         f"  old_key := {_pg_array('OLD', table, table.primary_key)};",
-        *refuse,
         "  IF TG_OP = 'UPDATE' THEN",
         f"    new_key := {_pg_array('NEW', table, table.primary_key)};",
         "  END IF;",
+        *_unread_update(table, read),
+        *refuse,
         "  IF new_key = old_key THEN  -- an update keeping the key",
         *kept,
         "  ELSE  -- a delete, or an update moving the row to another key",
