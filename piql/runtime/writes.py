@@ -337,10 +337,11 @@ class Maintainer:
         asynchronous, and the update keeps the key, so no row referring to it is orphaned.
         A seen row of a table read as of the queue is refused by the trigger when a column
         its views read changes: such an update goes through piql's write path
-        (:class:`ThroughPiql`)."""
+        (:class:`ThroughPiql`). A process whose queue clock is not the wall clock (the
+        replay of ``piql bench queues``, tests) queues its updates itself, at its times."""
         program = self.programs[(table.name, WriteEvent.DELETE)]
         return (self.store.dialect == "postgres" and self.queue is not None
-                and not getattr(self.store, "own_enqueue", True)
+                and not getattr(self.store, "own_enqueue", True) and not self.queue.own_clock
                 and table.name in self.enqueued and not program.deltas and not program.marks
                 and table.name in self._async_delete_tables())
 
