@@ -246,18 +246,22 @@ class Maintainer:
     def _postgres_queue_triggers(self, add: Callable[..., None]) -> frozenset[str]:
         """On PostgreSQL the triggers are the database's, made for every such table whose
         rows the server encodes as piql does (``queue_triggers.postgres_ready``), whatever
-        this process's policy, so any client's insert queues. They queue IN-PLACE entries
-        with the server's clock: a process under LINECUTTING (the slow-updater test is
-        its own statistics) or APPEND (no coalescing) queues itself, and its transactions
-        tell the triggers so (``PostgresStore.own_enqueue``). Other tables' triggers, made
+        this process's policy, so any client's insert queues. They queue with the server's
+        clock, coalescing IN-PLACE (an entry per change under this process's APPEND
+        policy: the triggers are made again when a process of another policy opens). A
+        process under LINECUTTING (the slow-updater test is its own statistics) or APPEND
+        queues itself, and its transactions tell the triggers so
+        (``PostgresStore.own_enqueue``). Other tables' triggers, made
         for an earlier plan, are dropped."""
         tables = [] if self.queue is None else [
             t for t in self._async_insert_tables() if queue_triggers.postgres_ready(t)]
         made = {t.name for t in tables}
         as_of = frozenset() if self.queue is None else self.queue.as_of
         changes = self._async_delete_tables()
+        append = self.queue is not None and not self.queue.policy.lossy
         add({}, [s for t in tables for s in queue_triggers.postgres_trigger(
-            t, t.name.lower() in as_of, t.name in changes, columns_read(self.views, t.name))]
+            t, t.name.lower() in as_of, t.name in changes, columns_read(self.views, t.name),
+            append)]
             + [s for t in self.catalog.tables if t.name not in made
                for s in queue_triggers.postgres_drop(t)])
         if self.queue is None:
