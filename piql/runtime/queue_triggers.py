@@ -255,9 +255,10 @@ def functions(queue: StoreQueue) -> dict[str, tuple[int, Callable[..., Any]]]:
 # The triggers are part of the database, so a plain write from any client queues. They ask
 # nothing of the writing process: the time is the server's clock (clock_timestamp, in ns
 # of whole microseconds: two inserts in one microsecond tie, served by key), and the place
-# is IN-PLACE's (LINECUTTING's slow-updater test needs a process's rate statistics). A
-# piql process that enqueues itself (APPEND, LINECUTTING) says so in its transactions
-# (``ENQUEUE``), and the trigger leaves its inserts to it.
+# is IN-PLACE's (LINECUTTING's slow-updater test needs a process's rate statistics), or,
+# under the append queue, an entry per change. A piql process that enqueues itself (APPEND,
+# LINECUTTING) says so in its transactions (``ENQUEUE``), and the trigger leaves its
+# changes to it. Every column type is encoded as piql decodes it (:func:`_pg_value`).
 ENQUEUE = "piql.enqueue"  # a transaction-local setting: who queues this transaction's changes
 OWN_ALL = "piql"  # the process queues all of them itself (APPEND, LINECUTTING)
 # it queues its deletes and updates (its write path: a DELETE, then an INSERT), not
