@@ -28,6 +28,7 @@ from typing import Any, Callable
 from piql import sqlgen
 from piql.catalog import CardinalityConstraint, Catalog, ForeignKey, Table
 from piql.planner.async_views import as_of_bound, as_of_tables, columns_read
+from piql.planner.triggers_postgres import FROZEN_REFUSAL
 from piql.planner.triggers_sqlite import PLAN_MOVED
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.planner.update_queues import QueuePolicy
@@ -132,9 +133,10 @@ def _static_report(table: str, event: WriteEvent, program: WriteProgram) -> Writ
 
 
 class ThroughPiql(Exception):
-    """A one-statement update the store's enqueue trigger refused, changing nothing: a
-    seen row of a table read as of the queue (its views' delete rules run in piql's
-    write). The caller makes it through piql's write path instead."""
+    """A one-statement update the store's triggers refused, changing nothing: a seen row
+    of a table read as of the queue (its views' delete rules run in piql's write), or a
+    change of a column a periodic view freezes (piql's refusal names the view). The
+    caller makes it through piql's write path instead."""
 
 
 class UnseenUpdate(Enum):
@@ -327,11 +329,13 @@ class Maintainer:
         """Is an update of a ``table`` row one statement (:meth:`replace_at_once`)? When
         its delete and insert are, and the insert's triggers queue nothing (an enqueue
         trigger fires on INSERT) nor check frozen columns (piql's message names the view)."""
-        if table.name.lower() in self.frozen or not self.at_once(table):
+        if not self.at_once(table):
             return False
-        return (self.at_once(table, WriteEvent.DELETE)
-                and not self.programs[(table.name, WriteEvent.INSERT)].deferred) \
-            or self._queued_update_at_once(table)
+        if self._queued_update_at_once(table):  # frozen columns: see ThroughPiql
+            return True
+        return table.name.lower() not in self.frozen and \
+            self.at_once(table, WriteEvent.DELETE) and \
+            not self.programs[(table.name, WriteEvent.INSERT)].deferred
 
     def _queued_update_at_once(self, table: Table) -> bool:
         """On PostgreSQL, is an update of a ``table`` row one statement whose asynchronous
@@ -384,7 +388,7 @@ class Maintainer:
         try:
             updated = self.store.update_row(table.name, key, row)
         except StoreRefused as err:
-            if queue_triggers.THROUGH_PIQL in str(err):
+            if queue_triggers.THROUGH_PIQL in str(err) or FROZEN_REFUSAL in str(err):
                 raise ThroughPiql() from None  # nothing changed: piql's path does it
             raise self._refused(table, row, err) from None
         if not updated:
