@@ -123,6 +123,20 @@ class WriteProgram:
                    at_once)
 
 
+def _static_report(table: str, event: WriteEvent, program: WriteProgram) -> WriteReport:
+    """The report of a write the database makes alone: its static bound, the rules it may
+    run (docs/api.md)."""
+    bound = program.bound.ops_bound
+    return WriteReport(table, event, bound, bound,
+                       tuple((r.name, r.ops_bound, r.ops_bound) for r in program.in_database))
+
+
+class ThroughPiql(Exception):
+    """A one-statement update the store's enqueue trigger refused, changing nothing: a
+    seen row of a table read as of the queue (its views' delete rules run in piql's
+    write). The caller makes it through piql's write path instead."""
+
+
 class UnseenUpdate(Enum):
     """An update no asynchronous view sees (it changes no column they read): what its
     insert half does with the queue."""
@@ -184,11 +198,8 @@ class Maintainer:
         self.referencing = {table.name: tuple(
             (child, fk) for child in self.catalog.tables for fk in child.foreign_keys
             if fk.ref_table.lower() == table.name.lower()) for table in self.catalog.tables}
-        self.at_once_reports = {
-            (table, event): WriteReport(table, event, p.bound.ops_bound, p.bound.ops_bound,
-                                        tuple((r.name, r.ops_bound, r.ops_bound)
-                                              for r in p.in_database))
-            for (table, event), p in self.programs.items() if p.at_once}
+        self.at_once_reports = {(table, event): _static_report(table, event, p)
+                                for (table, event), p in self.programs.items() if p.at_once}
         self.unreferenced = {table.name: unreferenced(table, self.referencing[table.name],
                                                       self.store.dialect)
                              for table in self.catalog.tables}
@@ -246,7 +257,7 @@ class Maintainer:
         as_of = frozenset() if self.queue is None else self.queue.as_of
         changes = self._async_delete_tables()
         add({}, [s for t in tables for s in queue_triggers.postgres_trigger(
-            t, t.name.lower() in as_of, t.name in changes)]
+            t, t.name.lower() in as_of, t.name in changes, columns_read(self.views, t.name))]
             + [s for t in self.catalog.tables if t.name not in made
                for s in queue_triggers.postgres_drop(t)])
         if self.queue is None:
@@ -312,9 +323,26 @@ class Maintainer:
         """Is an update of a ``table`` row one statement (:meth:`replace_at_once`)? When
         its delete and insert are, and the insert's triggers queue nothing (an enqueue
         trigger fires on INSERT) nor check frozen columns (piql's message names the view)."""
-        return self.at_once(table) and self.at_once(table, WriteEvent.DELETE) and \
-            not self.programs[(table.name, WriteEvent.INSERT)].deferred and \
-            table.name.lower() not in self.frozen
+        if table.name.lower() in self.frozen or not self.at_once(table):
+            return False
+        return (self.at_once(table, WriteEvent.DELETE)
+                and not self.programs[(table.name, WriteEvent.INSERT)].deferred) \
+            or self._queued_update_at_once(table)
+
+    def _queued_update_at_once(self, table: Table) -> bool:
+        """On PostgreSQL, is an update of a ``table`` row one statement whose asynchronous
+        views' changes the table's enqueue triggers queue (``queue_triggers``: its insert
+        is one statement already, its delete and update trigger queues the change, or
+        nothing when no column those views read changed)? The delete's rules must all be
+        asynchronous, and the update keeps the key, so no row referring to it is orphaned.
+        A seen row of a table read as of the queue is refused by the trigger when a column
+        its views read changes: such an update goes through piql's write path
+        (:class:`ThroughPiql`)."""
+        program = self.programs[(table.name, WriteEvent.DELETE)]
+        return (self.store.dialect == "postgres" and self.queue is not None
+                and not getattr(self.store, "own_enqueue", True)
+                and table.name in self.enqueued and not program.deltas and not program.marks
+                and table.name in self._async_delete_tables())
 
     def insert_at_once(self, table: Table, row: dict[str, Any]) -> WriteReport:
         """Insert a row whose checks and maintenance the database makes (``at_once``): one
@@ -351,10 +379,14 @@ class Maintainer:
         try:
             updated = self.store.update_row(table.name, key, row)
         except StoreRefused as err:
+            if queue_triggers.THROUGH_PIQL in str(err):
+                raise ThroughPiql() from None  # nothing changed: piql's path does it
             raise self._refused(table, row, err) from None
         if not updated:
             raise _missing(table, key)
-        return [self.at_once_reports[(table.name, WriteEvent.DELETE)],
+        return [self.at_once_reports.get((table.name, WriteEvent.DELETE))
+                or _static_report(table.name, WriteEvent.DELETE,
+                                  self.programs[(table.name, WriteEvent.DELETE)]),
                 self.at_once_reports[(table.name, WriteEvent.INSERT)]]
 
     def _refused(self, table: Table, row: dict[str, Any], err: StoreRefused) -> Exception:

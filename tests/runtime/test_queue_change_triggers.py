@@ -64,13 +64,17 @@ def test_other_clients_deletes_and_updates_queue_and_coalesce(db_client):
     client.run('DELETE FROM "follows" WHERE "follower" = 1 AND "followee" = 1')  # cancels
     # a new key: [2,2]'s delete, and an insert of [2,1] onto its queued delete
     client.run('UPDATE "follows" SET "followee" = 1 WHERE "follower" = 2 AND "followee" = 2')
-    assert queued(db) == [("follows", "[1,2]", RowChange((1, 2, 5), (1, 2, 10)), 2),
-                          ("follows", "[2,1]", RowChange((2, 1, 5), (2, 1, 5)), 2),
+    # on PostgreSQL an update changing no column the async views read (``since``) queues
+    # nothing, as piql's write path does (``queue_triggers._unread_update``)
+    postgres = client.postgres
+    chain = [] if postgres else [("follows", "[1,2]", RowChange((1, 2, 5), (1, 2, 10)), 2)]
+    assert queued(db) == [*chain, ("follows", "[2,1]", RowChange((2, 1, 5), (2, 1, 5)), 2),
                           ("follows", "[2,2]", RowChange((2, 2, 5), None), 1)]
     db.update("follows", follower=1, followee=2, since=11)  # piql's: queued once
     db.delete("follows", follower=2, followee=1)
-    assert queued(db) == [("follows", "[1,2]", RowChange((1, 2, 5), (1, 2, 11)), 3),
-                          ("follows", "[2,1]", RowChange((2, 1, 5), None), 3),
+    chain = [("follows", "[1,2]", RowChange((1, 2, 10), (1, 2, 11)), 1)] if postgres else \
+        [("follows", "[1,2]", RowChange((1, 2, 5), (1, 2, 11)), 3)]
+    assert queued(db) == [*chain, ("follows", "[2,1]", RowChange((2, 1, 5), None), 3),
                           ("follows", "[2,2]", RowChange((2, 2, 5), None), 1)]
     assert db.drain() == 3 and queued(db) == []
     assert {u: db.query("followerCount", userId=u).rows[0][0] for u in (1, 2)} \
