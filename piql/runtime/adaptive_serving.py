@@ -57,22 +57,23 @@ class AdaptiveServing:
     # -- reads ---------------------------------------------------------------
     def reader(self, served: Served) -> Callable[[dict[str, Any]], Result]:
         """:meth:`read` for ``served``'s calls, with what it looks up decided once: a
-        feed (no overlay) that pulls runs its plan and counts the read with its rates'
-        own methods, without the name and feed lookups of :meth:`read`."""
+        feed (no overlay) that pulls runs its plan and notes the read for its rates
+        (``Rates.pulled``, counted in order when anything reads them: ``Rates.settle``),
+        without the name and feed lookups of :meth:`read`."""
         read = partial(self.read, served)
         feed = self.feeds.get(served.query.name)
         if feed is None or served.query.name in self.overlays:
             return read
-        serve, param = served.serve, feed.layout.param
-        count, measure = feed.rates.read, feed.rates.read_ops.measure
+        serve, param, rates = served.serve, feed.layout.param, feed.rates
+        note, noted, settle_at = rates.pulled.append, rates.pulled, rates.SETTLE_AT
 
         def pulled(params: dict[str, Any]) -> Result:
             if feed.active:
                 return read(params)
             result = serve(params)  # the query's own plan, which checks the values
-            consumer = params[param]
-            count(consumer)
-            measure(consumer, result.ops, None, False)  # every edge pulled
+            note((params[param], result.ops))  # every edge pulled
+            if len(noted) >= settle_at:
+                rates.settle()
             return result
         return pulled
 

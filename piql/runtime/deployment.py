@@ -49,7 +49,7 @@ from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
 from piql.runtime.background import DEFAULT_IDLE, BackgroundMaintainer
 from piql.runtime.update_queue import DRAIN_BATCH, QueueStats, drain
 from piql.planner.update_queues import QueuePolicy
-from piql.runtime.writes import Maintainer, WriteReport
+from piql.runtime.writes import Maintainer, ThroughPiql, WriteReport
 
 
 class Deployment:
@@ -401,7 +401,10 @@ class Deployment:
                 self.adaptive.delete(self.maintainer, definition, key, replacing=full),
                 self.adaptive.insert(self.maintainer, definition, full)])
         if self.maintainer.update_at_once(definition):
-            return self._at_once(lambda: self.maintainer.replace_at_once(definition, full))
+            try:
+                return self._at_once(lambda: self.maintainer.replace_at_once(definition, full))
+            except ThroughPiql:  # refused by an enqueue trigger, nothing changed
+                pass
         if definition.name in self.maintainer.unseen_at_once:  # async views see no change?
             done = self._at_once(lambda: self.maintainer.replace_unseen_at_once(definition, full))
             if done is not None:

@@ -28,6 +28,7 @@ from typing import Any, Callable
 from piql import sqlgen
 from piql.catalog import CardinalityConstraint, Catalog, ForeignKey, Table
 from piql.planner.async_views import as_of_bound, as_of_tables, columns_read
+from piql.planner.triggers_postgres import FROZEN_REFUSAL
 from piql.planner.triggers_sqlite import PLAN_MOVED
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.planner.update_queues import QueuePolicy
@@ -126,6 +127,21 @@ class WriteProgram:
                    at_once)
 
 
+def _static_report(table: str, event: WriteEvent, program: WriteProgram) -> WriteReport:
+    """The report of a write the database makes alone: its static bound, the rules it may
+    run (docs/api.md)."""
+    bound = program.bound.ops_bound
+    return WriteReport(table, event, bound, bound,
+                       tuple((r.name, r.ops_bound, r.ops_bound) for r in program.in_database))
+
+
+class ThroughPiql(Exception):
+    """A one-statement update the store's triggers refused, changing nothing: a seen row
+    of a table read as of the queue (its views' delete rules run in piql's write), or a
+    change of a column a periodic view freezes (piql's refusal names the view). The
+    caller makes it through piql's write path instead."""
+
+
 class UnseenUpdate(Enum):
     """An update no asynchronous view sees (it changes no column they read): what its
     insert half does with the queue."""
@@ -186,11 +202,8 @@ class Maintainer:
         self.referencing = {table.name: tuple(
             (child, fk) for child in self.catalog.tables for fk in child.foreign_keys
             if fk.ref_table.lower() == table.name.lower()) for table in self.catalog.tables}
-        self.at_once_reports = {
-            (table, event): WriteReport(table, event, p.bound.ops_bound, p.bound.ops_bound,
-                                        tuple((r.name, r.ops_bound, r.ops_bound)
-                                              for r in p.in_database))
-            for (table, event), p in self.programs.items() if p.at_once}
+        self.at_once_reports = {(table, event): _static_report(table, event, p)
+                                for (table, event), p in self.programs.items() if p.at_once}
         self.unreferenced = {table.name: unreferenced(table, self.referencing[table.name],
                                                       self.store.dialect)
                              for table in self.catalog.tables}
@@ -240,18 +253,22 @@ class Maintainer:
     def _postgres_queue_triggers(self, add: Callable[..., None]) -> frozenset[str]:
         """On PostgreSQL the triggers are the database's, made for every such table whose
         rows the server encodes as piql does (``queue_triggers.postgres_ready``), whatever
-        this process's policy, so any client's insert queues. They queue IN-PLACE entries
-        with the server's clock: a process under LINECUTTING (the slow-updater test is
-        its own statistics) or APPEND (no coalescing) queues itself, and its transactions
-        tell the triggers so (``PostgresStore.own_enqueue``). Other tables' triggers, made
+        this process's policy, so any client's insert queues. They queue with the server's
+        clock, coalescing IN-PLACE (an entry per change under this process's APPEND
+        policy: the triggers are made again when a process of another policy opens). A
+        process under LINECUTTING (the slow-updater test is its own statistics) or APPEND
+        queues itself, and its transactions tell the triggers so
+        (``PostgresStore.own_enqueue``). Other tables' triggers, made
         for an earlier plan, are dropped."""
         tables = [] if self.queue is None else [
             t for t in self._async_insert_tables() if queue_triggers.postgres_ready(t)]
         made = {t.name for t in tables}
         as_of = frozenset() if self.queue is None else self.queue.as_of
         changes = self._async_delete_tables()
+        append = self.queue is not None and not self.queue.policy.lossy
         add({}, [s for t in tables for s in queue_triggers.postgres_trigger(
-            t, t.name.lower() in as_of, t.name in changes, self.read_columns[t.name])]
+            t, t.name.lower() in as_of, t.name in changes, self.read_columns[t.name],
+            append)]
             + [s for t in self.catalog.tables if t.name not in made
                for s in queue_triggers.postgres_drop(t)])
         if self.queue is None:
@@ -316,9 +333,29 @@ class Maintainer:
         """Is an update of a ``table`` row one statement (:meth:`replace_at_once`)? When
         its delete and insert are, and the insert's triggers queue nothing (an enqueue
         trigger fires on INSERT) nor check frozen columns (piql's message names the view)."""
-        return self.at_once(table) and self.at_once(table, WriteEvent.DELETE) and \
-            not self.programs[(table.name, WriteEvent.INSERT)].deferred and \
-            table.name.lower() not in self.frozen
+        if not self.at_once(table):
+            return False
+        if self._queued_update_at_once(table):  # frozen columns: see ThroughPiql
+            return True
+        return table.name.lower() not in self.frozen and \
+            self.at_once(table, WriteEvent.DELETE) and \
+            not self.programs[(table.name, WriteEvent.INSERT)].deferred
+
+    def _queued_update_at_once(self, table: Table) -> bool:
+        """On PostgreSQL, is an update of a ``table`` row one statement whose asynchronous
+        views' changes the table's enqueue triggers queue (``queue_triggers``: its insert
+        is one statement already, its delete and update trigger queues the change, or
+        nothing when no column those views read changed)? The delete's rules must all be
+        asynchronous, and the update keeps the key, so no row referring to it is orphaned.
+        A seen row of a table read as of the queue is refused by the trigger when a column
+        its views read changes: such an update goes through piql's write path
+        (:class:`ThroughPiql`). A process whose queue clock is not the wall clock (the
+        replay of ``piql bench queues``, tests) queues its updates itself, at its times."""
+        program = self.programs[(table.name, WriteEvent.DELETE)]
+        return (self.store.dialect == "postgres" and self.queue is not None
+                and not getattr(self.store, "own_enqueue", True) and not self.queue.own_clock
+                and table.name in self.enqueued and not program.deltas and not program.marks
+                and table.name in self._async_delete_tables())
 
     def insert_at_once(self, table: Table, row: dict[str, Any]) -> WriteReport:
         """Insert a row whose checks and maintenance the database makes (``at_once``): one
@@ -355,10 +392,14 @@ class Maintainer:
         try:
             updated = self.store.update_row(table.name, key, row)
         except StoreRefused as err:
+            if queue_triggers.THROUGH_PIQL in str(err) or FROZEN_REFUSAL in str(err):
+                raise ThroughPiql() from None  # nothing changed: piql's path does it
             raise self._refused(table, row, err) from None
         if not updated:
             raise _missing(table, key)
-        return [self.at_once_reports[(table.name, WriteEvent.DELETE)],
+        return [self.at_once_reports.get((table.name, WriteEvent.DELETE))
+                or _static_report(table.name, WriteEvent.DELETE,
+                                  self.programs[(table.name, WriteEvent.DELETE)]),
                 self.at_once_reports[(table.name, WriteEvent.INSERT)]]
 
     def _unseen_statement(self, table: Table
@@ -389,8 +430,8 @@ class Maintainer:
                      and c.name not in table.primary_key)
         if any(family(c.type) not in _COMPARABLE for c in table.columns if c.name in kept):
             return None
-        return [WriteReport(table.name, p.bound.event, p.bound.ops_bound, p.bound.ops_bound, ())
-                for p in (delete, insert)], kept
+        return [_static_report(table.name, WriteEvent.DELETE, delete),
+                _static_report(table.name, WriteEvent.INSERT, insert)], kept
 
     def replace_unseen_at_once(self, table: Table, row: dict[str, Any]
                                ) -> list[WriteReport] | None:

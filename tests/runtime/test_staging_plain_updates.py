@@ -73,13 +73,14 @@ def test_a_plain_update_of_a_staging_only_table_is_queued(db_client):
     assert db.check().consistent
 
 
-def test_plain_updates_of_buy_confirms_tables_are_queued_on_sqlite(tmp_path):
+def test_plain_updates_of_buy_confirms_tables_are_queued(new_store):
     """TPC-W's orders and order_line, which only staging and periodic views read: plain
-    UPDATEs of an order's date and a line's quantity on piql's connection, against the
-    same updates made through piql on a synchronous deployment. (On PostgreSQL these tables
-    have DOUBLE columns, which its enqueue triggers do not encode yet: docs/async.md.)"""
-    sync = Deployment(tpcw("sync"), str(tmp_path / "sync.db"), engine="store")
-    lazy = Deployment(tpcw("async"), str(tmp_path / "async.db"), engine="store")
+    UPDATEs of an order's date and a line's quantity by another client (on SQLite, on
+    piql's connection), against the same updates made through piql on a synchronous
+    deployment."""
+    sync = Deployment(tpcw("sync"), new_store(), engine="store")
+    location = new_store()
+    lazy = Deployment(tpcw("async"), location, engine="store")
     chooser, stock = random.Random(4), {i: 20 for i in range(1, 9)}
     for db in (sync, lazy):
         populate(db)
@@ -91,9 +92,12 @@ def test_plain_updates_of_buy_confirms_tables_are_queued_on_sqlite(tmp_path):
     line = sorted(sync.store.sql("SELECT ol_id, ol_i_id FROM order_line WHERE ol_o_id = 3"))[0]
     sync.update("order_line", ol_id=line[0], ol_o_id=3, ol_i_id=line[1], ol_qty=9,
                 ol_discount=0.01, ol_comments="c")
-    client = lazy.store.connection
-    client.execute("UPDATE orders SET o_date = ?, o_ship_date = ? WHERE o_id = 2", (moved, moved))
-    client.execute("UPDATE order_line SET ol_qty = 9 WHERE ol_o_id = 3 AND ol_id = ?", (line[0],))
+    client = Client(lazy, location)
+    try:
+        client.run("UPDATE orders SET o_date = ?, o_ship_date = ? WHERE o_id = 2", moved, moved)
+        client.run("UPDATE order_line SET ol_qty = 9 WHERE ol_o_id = 3 AND ol_id = ?", line[0])
+    finally:
+        client.close()
     assert {e.base for e in lazy.maintainer.queue.head(10)} == {"orders", "order_line"}
     assert views(sync, START + 2 * HOUR) == views(lazy, START + 2 * HOUR)  # drains first
     assert lazy.check().consistent
