@@ -151,13 +151,34 @@ class AdaptiveServing:
         edges) in one transaction, then the periodic adapt if due (counting the feeds'
         producer writes)."""
         done = self.transaction(work)
+        self._adapt_if_due(definition)
+        return done
+
+    def idle(self, definition: Table) -> bool:
+        """Does an insert into ``definition`` push nothing: no overlay reads it and every
+        feed it produces for is inactive (all edges pulled)? Then it is the plain insert
+        (one statement where the store can make it), counted by :meth:`counted`. Asked
+        under the deployment's lock, which ``adapt`` holds while it switches feeds."""
+        return not (self._writer_overlays(definition) or self._edge_overlays(definition)) \
+            and not any(f.active for f in self._writer_feeds(definition))
+
+    def counted(self, definition: Table, row: dict[str, Any], done: Any) -> Any:
+        """After an :meth:`idle` insert of ``row``: count its producer's write, as
+        ``Feed.inserted`` counts it, then the periodic adapt if due."""
+        for feed in self._writer_feeds(definition):
+            producer = row.get(feed.layout.writer.column)
+            if producer is not None:
+                feed.rates.write(producer)
+        self._adapt_if_due(definition)
+        return done
+
+    def _adapt_if_due(self, definition: Table) -> None:
         if self._adapt_every is not None and self._writer_feeds(definition):
             self._writes_since_adapt += 1
             every, options = self._adapt_every
             if self._writes_since_adapt >= every:
                 self._writes_since_adapt = 0
                 self.adapt(None, **options)
-        return done
 
     def insert(self, maintainer: Maintainer, definition: Table,
                full: dict[str, Any]) -> WriteReport:

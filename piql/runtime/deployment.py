@@ -359,6 +359,10 @@ class Deployment:
             check = self._row_checks[table] = RowCheck(self._table(table))
         definition, full = check.table, check(row)
         if self.adaptive and self.adaptive.writes(definition):
+            with self.lock:  # adapt switches feeds under it
+                if self.adaptive.idle(definition) and self.maintainer.at_once(definition):
+                    return self.adaptive.counted(definition, full, self._at_once(
+                        lambda: self.maintainer.insert_at_once(definition, full)))
             return self.adaptive.pushing(definition, lambda: self.adaptive.insert(
                 self.maintainer, definition, full))
         if self.maintainer.at_once(definition):
