@@ -487,6 +487,15 @@ class SQLiteStore:
                 f" AND {condition}" if condition else "")
         return self._whole(sql, list(key.values()))
 
+    def after_maintenance(self) -> None:
+        """After a maintainer's transactions: checkpoint the write-ahead log now (PASSIVE:
+        it waits for no one), so the pages the maintainer wrote are copied into the
+        database by the maintainer, not by the next writer whose commit crosses SQLite's
+        auto-checkpoint threshold (``wal_autocheckpoint``, 1,000 pages). Not inside a
+        transaction (a bulk load's drain): its commit is still to come."""
+        if not self.connection.in_transaction:
+            self.connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
     def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any],
                    kept: Sequence[str] = ()) -> int:
         """Replace one row as a whole write (as :meth:`write_row`), only if its ``kept``

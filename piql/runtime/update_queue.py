@@ -356,17 +356,22 @@ def drain(maintainer: "Maintainer", queue: StoreQueue,
     the queue is empty or ``limit`` entries were applied: a batch of at most ``batch`` per
     transaction (``in_transaction``), claimed, applied and removed together. The work of a
     transaction is bounded: ``batch`` times the delta rules' bound of one entry. Returns
-    how many entries were applied."""
+    how many entries were applied. Then the store's ``after_maintenance`` (SQLite: a
+    passive checkpoint of its write-ahead log, so the pages the maintainer wrote are not
+    copied back by the next writer's commit)."""
     applied = 0
     while limit is None or applied < limit:
         size = batch if limit is None else min(batch, limit - applied)
         start = time.perf_counter_ns()
         done = in_transaction(lambda: _apply_batch(maintainer, queue, size, policy))
         if not done:
-            return applied
+            break
         queue.dequeued += done
         queue.draining_ns += time.perf_counter_ns() - start
         applied += done
+    after = getattr(maintainer.store, "after_maintenance", None)
+    if applied and after is not None:
+        after()
     return applied
 
 
