@@ -8,7 +8,10 @@
   INSERT/UPDATE/DELETE statements.
 - :class:`SqlBackend` on DuckDB: the same, in an in-memory DuckDB database.
 - :class:`SqlBackend` on PostgreSQL (``--postgres``): the same on the server piql's
-  PostgreSQL store runs on, every statement prepared (psycopg), writes in autocommit.
+  PostgreSQL store runs on, every statement prepared (psycopg), writes in autocommit,
+  through one cursor kept for the run, as piql's serving thread keeps one
+  (``PostgresStore.run``): a cursor per call (``Connection.execute``) costs 10-15 µs
+  of psycopg's Python, which would favour piql.
 
 :func:`run` executes a workload's steps on one backend and returns one
 :class:`Sample` per step.
@@ -120,6 +123,8 @@ class SqlBackend:
         # psycopg: prepared statements, %s placeholders; sqlite3 and DuckDB: ?
         self.prepared = {"prepare": True} if name == "postgres" else {}
         self.placeholder = "%s" if name == "postgres" else "?"
+        # psycopg: one cursor for every statement (as piql's reader), not one per call
+        self.cursor = connection.cursor() if name == "postgres" else None
         self._statements: dict[tuple[str, str], str] = {}
         self.ticks: int | None = None
         if isinstance(connection, sqlite3.Connection):
@@ -135,8 +140,12 @@ class SqlBackend:
 
     def read(self, read: Read) -> tuple[list[tuple], int | None, int | None]:
         start = self.ticks
-        rows = self.connection.execute(self.queries[read.query], read.values,
-                                       **self.prepared).fetchall()
+        cursor = self.cursor
+        if cursor is None:
+            rows = self.connection.execute(self.queries[read.query], read.values).fetchall()
+        else:
+            cursor.execute(self.queries[read.query], read.values, **self.prepared)
+            rows = cursor.fetchall()
         return rows, self._work(start), None
 
     def explain(self, query: str, values: dict[str, Any]) -> list[tuple]:
@@ -157,7 +166,7 @@ class SqlBackend:
         else:
             args = key
         start = self.ticks
-        self.connection.execute(statement, args, **self.prepared)
+        (self.cursor or self.connection).execute(statement, args, **self.prepared)
         return self._work(start), None
 
     def _statement(self, table: Table, kind: str) -> str:
