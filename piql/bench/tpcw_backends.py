@@ -324,17 +324,45 @@ def run_side_by_side(side: Sequence[Backend], steps: Sequence[Step], *,
     backend. Side by side, a change of the machine's load (other processes) falls on both
     alike, where passes of their own, minutes apart, measured different loads; and each
     goes first as often, so each pays as often for the CPU caches the other left."""
-    samples: list[list[Sample]] = [[] for _ in side]
-    turns = list(enumerate(side))
+    return run_interleaved([Lane(side, steps, compared, before)], reads=reads,
+                           progress=progress)[0]
+
+
+@dataclass(frozen=True)
+class Lane:
+    """Backends that run the same steps side by side (one scale's piql and baseline)."""
+
+    backends: Sequence[Backend]
+    steps: Sequence[Step]
+    compared: frozenset[str] = frozenset()
+    before: Callable[[Step], None] | None = None  # ahead of each step, untimed (refresh)
+
+
+def run_interleaved(lanes: Sequence[Lane], *, reads: bool = True,
+                    progress: Callable[[int], None] | None = None) -> list[list[list[Sample]]]:
+    """Several lanes (one per scale) interleaved: step n of every lane, on each of its
+    backends, before step n + 1 of any, the backend going first turning over all of them
+    from step to step (A1 B1 A2 B2, B1 A2 B2 A1, ...). The scales' p99s are then measured
+    under the same load, where scales run one after the other were minutes apart (a
+    loaded machine made their ratio unreadable). Samples per lane, per backend; a lane
+    with fewer steps stops earlier."""
+    samples: list[list[list[Sample]]] = [[[] for _ in lane.backends] for lane in lanes]
     gc.collect()
     gc.disable()
     try:
-        for number, step in enumerate(steps):
-            if before is not None:
-                before(step)
+        for number in range(max((len(lane.steps) for lane in lanes), default=0)):
+            turns = []
+            for which, lane in enumerate(lanes):
+                if number < len(lane.steps):
+                    step = lane.steps[number]
+                    if lane.before is not None:
+                        lane.before(step)
+                    turns += [(which, slot, backend, step)
+                              for slot, backend in enumerate(lane.backends)]
             shift = number % len(turns)
-            for which, backend in turns[shift:] + turns[:shift]:
-                samples[which].append(_run_step(backend, step, compared, reads))
+            for which, slot, backend, step in turns[shift:] + turns[:shift]:
+                samples[which][slot].append(_run_step(backend, step, lanes[which].compared,
+                                                      reads))
             if progress is not None and number % 200 == 0:
                 progress(number)
     finally:
