@@ -482,8 +482,9 @@ def column_type(catalog: Catalog, block: QueryBlock, expr: Expr) -> str:
 
     As in SQL, COUNT is an integer and AVG a real; SUM keeps its argument's kind, so an
     integer sum stays exact (a REAL column would round it past 2^53 and answer ``7.0``);
-    MIN and MAX are values of their argument. A SUM of a column of another type gets no
-    type, so the store keeps each sum as computed."""
+    MIN and MAX are values of their argument. A SUM of a DECIMAL is a DECIMAL (PostgreSQL's
+    NUMERIC, exact: a TEXT column there could not be added to). A SUM of a column of another
+    type gets no type, so the store keeps each sum as computed."""
     if isinstance(expr, Aggregate):
         if expr.func == "COUNT":
             return "BIGINT"
@@ -493,8 +494,8 @@ def column_type(catalog: Catalog, block: QueryBlock, expr: Expr) -> str:
         if expr.func != "SUM":
             return argument
         kind = family(argument)
-        return "BIGINT" if kind is TypeFamily.INTEGER else "DOUBLE" if kind is TypeFamily.REAL \
-            else "ANY"
+        return {TypeFamily.INTEGER: "BIGINT", TypeFamily.REAL: "DOUBLE",
+                TypeFamily.DECIMAL: "DECIMAL"}.get(kind, "ANY")
     if isinstance(expr, Epoch):
         return "BIGINT"
     attr = base_attr(expr) if not isinstance(expr, Literal) else None

@@ -49,7 +49,7 @@ from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
 from piql.runtime.background import DEFAULT_IDLE, BackgroundMaintainer
 from piql.runtime.update_queue import DRAIN_BATCH, QueueStats, drain
 from piql.planner.update_queues import QueuePolicy
-from piql.runtime.writes import Maintainer, WriteReport
+from piql.runtime.writes import Maintainer, ThroughPiql, WriteReport
 
 
 class Deployment:
@@ -359,6 +359,10 @@ class Deployment:
             check = self._row_checks[table] = RowCheck(self._table(table))
         definition, full = check.table, check(row)
         if self.adaptive and self.adaptive.writes(definition):
+            with self.lock:  # adapt switches feeds under it
+                if self.adaptive.idle(definition) and self.maintainer.at_once(definition):
+                    return self.adaptive.counted(definition, full, self._at_once(
+                        lambda: self.maintainer.insert_at_once(definition, full)))
             return self.adaptive.pushing(definition, lambda: self.adaptive.insert(
                 self.maintainer, definition, full))
         if self.maintainer.at_once(definition):
@@ -401,7 +405,14 @@ class Deployment:
                 self.adaptive.delete(self.maintainer, definition, key, replacing=full),
                 self.adaptive.insert(self.maintainer, definition, full)])
         if self.maintainer.update_at_once(definition):
-            return self._at_once(lambda: self.maintainer.replace_at_once(definition, full))
+            try:
+                return self._at_once(lambda: self.maintainer.replace_at_once(definition, full))
+            except ThroughPiql:  # refused by an enqueue trigger, nothing changed
+                pass
+        if definition.name in self.maintainer.unseen_at_once:  # async views see no change?
+            done = self._at_once(lambda: self.maintainer.replace_unseen_at_once(definition, full))
+            if done is not None:
+                return done
         return self._transaction(lambda: self.maintainer.update(definition, key, full))
 
     # -- adaptive feeds and overlays: decisions from rates (runtime.adaptive_serving)

@@ -51,7 +51,7 @@ import hashlib
 import re
 import threading
 from contextlib import contextmanager
-from decimal import Decimal
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, localcontext
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
@@ -62,6 +62,7 @@ from piql.planner.fingerprint import postgres_bookkeeping
 from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE, WRITE_LOCK_KEY
 from piql.planner.trigger_rules import BULK, HELPER_FUNCTIONS, TriggerDialect
 from piql.planner.triggers_postgres import function_name
+from piql.planner import truncate_guard
 from piql.planner.physical import KeyExpression, KeyPart
 from piql.planner.compile_exprs import ascii_case
 from piql.planner.store_layout import index_path
@@ -148,6 +149,24 @@ def _plain(value: Any) -> Any:
             return int(value)
         return float(value)
     return value
+
+
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
+
+
+def _numeric_deltas(row: dict[str, Any], deltas: Mapping[str, Any],
+                    exact: Mapping[str, str]) -> Mapping[str, Any]:
+    """Deltas of a NUMERIC sum (a SUM of a DECIMAL column) as decimals: PostgreSQL's SUM of
+    NUMERIC is exact, and the row holds the exact sum (:meth:`PostgresStore._exact_get`).
+    A delta is a decimal when decoded from PostgreSQL's queue, or a double written by piql
+    or read back from a NUMERIC (``_plain``): the decimal it was written as (its shortest
+    repr), so 0.1 + 0.2 gives 0.3, as the query's SQL does. Integer sums (BIGINT) and
+    REAL sums (``exact``: their hidden exact sums) stay as they are."""
+    changed = dict(deltas)
+    for column, delta in deltas.items():
+        if column not in exact and isinstance(row[column], Decimal):
+            changed[column] = Decimal(repr(delta)) if isinstance(delta, float) else delta
+    return changed
 
 
 def _adapt(connection: psycopg.Connection) -> None:
@@ -379,7 +398,8 @@ class PostgresStore:
             self._run(f"DROP SEQUENCE IF EXISTS {_quote(VERSION)}", prepare=False)
             self._drop_functions([function_name(t) for t in tables] + list(HELPER_FUNCTIONS)
                                 + [f(t) for t in tables
-                                   for f in (enqueue_function, change_function)])
+                                   for f in (enqueue_function, change_function)]
+                                + [truncate_guard.FUNCTION])
         return True
 
     def queue_triggers(self, functions: Mapping[str, tuple[int, Callable[..., Any]]],
@@ -553,6 +573,25 @@ class PostgresStore:
                          f"{_quote(table)} WHERE {where}", values)
         self.counter.reads += 1
         return rows[0] if rows else None
+
+    def _exact_get(self, table: str, key: Mapping[str, Any]) -> tuple | None:
+        """:meth:`get`, with NUMERIC columns (sums of DECIMALs) as exact decimals, not the
+        doubles ``_plain`` reads: a sum is added to exactly (``_numeric_deltas``)."""
+        shape = self.shapes[table]
+        numeric = [column_type(t) == "NUMERIC" for t in shape.types] or [False] * len(
+            shape.columns)
+        if not any(numeric):
+            return self.get(table, key)
+        where, values = _identical(key)
+        columns = (f"{_quote(c)}::text" if n else _quote(c)
+                   for c, n in zip(shape.columns, numeric))
+        rows = self._run(f"SELECT {', '.join(columns)} FROM {_quote(table)} WHERE {where}",
+                         values)
+        self.counter.reads += 1
+        if not rows:
+            return None
+        return tuple(Decimal(v) if n and v is not None else v
+                     for v, n in zip(rows[0], numeric))
 
     def count_distinct(self, table: str, column: str, eq: Sequence[tuple[str, Any]],
                        cap: int, exclude: Any) -> int:
@@ -756,9 +795,11 @@ class PostgresStore:
         return self._whole(f"DELETE FROM {_quote(table)} WHERE {where}"
                            + (f" AND {condition}" if condition else ""), values)
 
-    def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any]) -> int:
-        """Replace one row as a whole write (as :meth:`write_row`); the rows updated."""
-        where, values = _identical(key)
+    def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any],
+                   kept: Sequence[str] = ()) -> int:
+        """Replace one row as a whole write (as :meth:`write_row`), only if its ``kept``
+        columns hold ``row``'s values already; the rows updated."""
+        where, values = _identical({**key, **{c: row[c] for c in kept}})
         return self._whole(f"UPDATE {_quote(table)} SET "
                            f"{', '.join(f'{_quote(c)} = %s' for c in row)} WHERE {where}",
                            [*row.values(), *values])
@@ -799,13 +840,15 @@ class PostgresStore:
             exact: Mapping[str, str] | None = None) -> None:
         """Add ``deltas`` to the aggregate row at ``key`` (one read, one write); a row whose
         count drops to zero is removed (:func:`piql.runtime.exact_sums.add_deltas`)."""
-        current = self.get(table, key)
+        current = self._exact_get(table, key)
         shape = self.shapes[table]
         if current is None:
             row = dict(key) | {c: 0 for c in shape.columns if c not in key}
         else:
             row = dict(zip(shape.columns, current))
-        exact_sums.add_deltas(table, key, row, deltas, sums, exact)
+        with localcontext(_EXACT):  # a decimal sum is never rounded
+            exact_sums.add_deltas(table, key, row, _numeric_deltas(row, deltas, exact or {}),
+                                  sums, exact)
         where, values = _identical(key)
         if current is not None and row[count_column] == 0:
             self._count(f"DELETE FROM {_quote(table)} WHERE {where}", values)
@@ -877,7 +920,7 @@ class PostgresStore:
 
         def read(statement: str, values: Values) -> list[tuple]:
             import re
-            from decimal import Decimal
+            from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, localcontext
 
             import psycopg
 

@@ -50,7 +50,7 @@ from typing import Any, Callable
 
 from piql import sqlgen
 from piql.catalog import Table
-from piql.sql_types import TypeFamily, family
+from piql.sql_types import TypeFamily, family, postgres_type
 from piql.planner.trigger_rules import BULK, PREFIX
 from piql.runtime.update_queue import KEY as UPDATE_KEY
 from piql.runtime.update_queue import COLUMNS, QUEUE_TABLE, StoreQueue, key_text
@@ -88,14 +88,16 @@ class Stamp(enum.Enum):
         return cls.CLOCK if queue.own_clock else cls.SQL
 
 
-def sqlite_triggers(table: Table, stamp: Stamp, as_of: bool, changes: bool = True
-                    ) -> list[str]:
+def sqlite_triggers(table: Table, stamp: Stamp, as_of: bool, changes: bool = True,
+                    read: frozenset[str] | None = None) -> list[str]:
     """The triggers of ``table`` queueing its changes: every insert, and (``changes``:
     asynchronous views read its deletes) deletes and updates other than piql's own (its
     write path queues those). ``as_of``: the table is read as of the queue, whose entries
-    of it are inserts only (``runtime.as_of``)."""
+    of it are inserts only (``runtime.as_of``). ``read``: the columns the asynchronous
+    views read (``async_views.columns_read``; None: any), the only ones whose update is
+    queued: one changing none of them (nor the key) is no change the views could see."""
     return [_sqlite_insert(table, stamp),
-            *(_sqlite_changes(table, stamp, as_of) if changes else [])]
+            *(_sqlite_changes(table, stamp, as_of, read) if changes else [])]
 
 
 def sqlite_drops(table: Table) -> list[str]:
@@ -189,9 +191,12 @@ def _sqlite_insert(table: Table, stamp: Stamp) -> str:
         unless=f"{after} IS NOT NULL")])
 
 
-def _sqlite_changes(table: Table, stamp: Stamp, as_of: bool) -> list[str]:
+def _sqlite_changes(table: Table, stamp: Stamp, as_of: bool,
+                    read: frozenset[str] | None = None) -> list[str]:
     """The AFTER DELETE and AFTER UPDATE triggers, for deletes and updates not made by
-    piql's write path (a plain SQL statement on piql's connection)."""
+    piql's write path (a plain SQL statement on piql's connection); an update changing no
+    column of ``read`` nor the key fires nothing (piql's one-statement update of a column
+    no asynchronous view reads, ``Maintainer.replace_unseen_at_once``, is one)."""
     entry = _SQLiteEntry(table, stamp)
     after, before = _q("after_row"), _q("before_row")
     same = " AND ".join(f"NEW.{_q(c)} IS OLD.{_q(c)}" for c in table.primary_key)
@@ -222,14 +227,25 @@ def _sqlite_changes(table: Table, stamp: Stamp, as_of: bool) -> list[str]:
         f"  SELECT RAISE(ABORT, {sqlgen.literal(_refusal(table), 'sqlite')}) WHERE NOT EXISTS "
         f"(SELECT 1 FROM {_q(QUEUE_TABLE)} WHERE {entry.matches('OLD')});"]
     own = f"NOT {OWN}()"
+    seen = own if read is None else f"NOT ({_unchanged(table, read)}) AND {own}"
     return [entry.trigger("delete", refuse + delete(), own),
             entry.trigger("update", refuse + update(same) + delete(f"NOT ({same})")
-                          + insert(f"NOT ({same})"), own)]
+                          + insert(f"NOT ({same})"), seen)]
+
+
+def _unchanged(table: Table, read: frozenset[str]) -> str:
+    """SQL: an update leaves the key and every column of ``read`` as they were."""
+    named = {c.lower() for c in (*table.primary_key, *read)}
+    columns = [c for c in table.column_names if c.lower() in named]
+    return " AND ".join(f"NEW.{_q(c)} IS OLD.{_q(c)}" for c in columns)
+
+
+THROUGH_PIQL = "goes through piql"  # in the refusal of a change only piql's path can queue
 
 
 def _refusal(table: Table) -> str:
     return (f"piql: a delete or update of a {table.name} row that asynchronous join views "
-            "have applied goes through piql (their delete rules run in the write, as of "
+            f"have applied {THROUGH_PIQL} (their delete rules run in the write, as of "
             "the queue): use db.delete / db.update")
 
 
@@ -252,13 +268,18 @@ def functions(queue: StoreQueue) -> dict[str, tuple[int, Callable[..., Any]]]:
 # The triggers are part of the database, so a plain write from any client queues. They ask
 # nothing of the writing process: the time is the server's clock (clock_timestamp, in ns
 # of whole microseconds: two inserts in one microsecond tie, served by key), and the place
-# is IN-PLACE's (LINECUTTING's slow-updater test needs a process's rate statistics). A
-# piql process that enqueues itself (APPEND, LINECUTTING) says so in its transactions
-# (``ENQUEUE``), and the trigger leaves its inserts to it.
+# is IN-PLACE's (LINECUTTING's slow-updater test needs a process's rate statistics), or,
+# under the append queue, an entry per change. A piql process that enqueues itself (APPEND,
+# LINECUTTING) says so in its transactions (``ENQUEUE``), and the trigger leaves its
+# changes to it. Every column type is encoded as piql decodes it (:func:`_pg_value`).
 ENQUEUE = "piql.enqueue"  # a transaction-local setting: who queues this transaction's changes
 OWN_ALL = "piql"  # the process queues all of them itself (APPEND, LINECUTTING)
-OWN_CHANGES = "deletes"  # it queues its deletes and updates (its write path), not inserts
-_PLAIN = (TypeFamily.INTEGER, TypeFamily.BOOLEAN, TypeFamily.TEXT)
+# it queues its deletes and updates (its write path: a DELETE, then an INSERT), not
+# inserts nor its one-statement UPDATEs (``Maintainer.replace_at_once``)
+OWN_CHANGES = "deletes"
+# key columns the server writes as piql's ``key_text`` does (an integral DOUBLE or DECIMAL
+# is an int there, any other a tagged shortest decimal: not SQL's text of it)
+_KEY_FAMILIES = (TypeFamily.INTEGER, TypeFamily.BOOLEAN, TypeFamily.TEXT)
 
 
 def enqueue_function(table: str) -> str:
@@ -272,31 +293,86 @@ def change_function(table: str) -> str:
 
 
 def postgres_ready(table: Table) -> bool:
-    """Can the server encode ``table``'s rows as piql does? Integers (booleans are kept as
-    0/1) and text only: JSON of a double or a numeric is not Python's text of it."""
-    return all(family(c.type) in _PLAIN for c in table.columns)
+    """Can the server encode ``table``'s changes as piql does? Every row can be
+    (:func:`_pg_value`); the key must be the text piql's enqueue looks up
+    (``update_queue.key_text``): integer, boolean, text or BLOB key columns."""
+    return all(family(c.type) in _KEY_FAMILIES or _pg_type(c.type) == "BYTEA"
+               for c in table.columns if c.name in table.primary_key)
 
 
-def _pg_array(row: str, columns: tuple[str, ...] | list[str]) -> str:
+def _pg_type(declared: str) -> str:
+    return postgres_type(declared).split()[0]
+
+
+def _pg_value(row: str, table: Table, column: str) -> str:
+    """One value of ``row`` (NEW or OLD) as JSON text that piql's decoding
+    (``update_queue._decoded``) gives back as the value psycopg reads from the table:
+
+    - a DOUBLE as its 8 bytes, tagged (``{"double": hex}``, ``float8send``): exact for
+      every double, -0.0, ±Infinity and NaN included, whatever the session's
+      ``extra_float_digits``;
+    - a NUMERIC exactly: an integral one as its integer text (an int, as piql's
+      PostgreSQL store reads it: ``postgres_store._plain``), any other tagged as piql tags
+      a ``Decimal`` (``{"decimal": text}``), whose double is the one the store reads, and
+      whose sum (a view's SUM, NUMERIC) is the query's exact SUM;
+    - a BYTEA tagged as piql tags a BLOB (``{"blob": hex}``);
+    - integers (booleans are 0/1) and text as ``to_json`` writes them (a string escaped as
+      Python's ``json.dumps(ensure_ascii=False)``)."""
+    value = f"{row}.{_pg(column)}"
+    declared = next(c.type for c in table.columns if c.name == column)
+    kind, pg_type = family(declared), _pg_type(declared)
+
+    if kind is TypeFamily.REAL:
+        text = f"""'{{"double":"' || encode(float8send({value}), 'hex') || '"}}'"""
+    elif kind is TypeFamily.DECIMAL:
+        text = (f"CASE WHEN {value} = trunc({value}) THEN trunc({value})::text "
+                f"""ELSE '{{"decimal":"' || {value}::text || '"}}' END""")
+    elif pg_type == "BYTEA":
+        text = f"""'{{"blob":"' || encode({value}, 'hex') || '"}}'"""
+    else:
+        return f"coalesce(to_json({value})::text, 'null')"
+    return f"coalesce({text}, 'null')"
+
+
+def _pg_array(row: str, table: Table, columns: tuple[str, ...] | list[str]) -> str:
     """A JSON array of ``row``'s (NEW or OLD) ``columns``, as piql's ``json.dumps`` writes
-    it: no spaces (json_build_array writes ", "), SQL NULL as null; to_json escapes a
-    string as Python's json.dumps(ensure_ascii=False)."""
-    items = ", ".join(f"coalesce(to_json({row}.{_pg(c)})::text, 'null')" for c in columns)
+    it where it is a key (no spaces: json_build_array writes ", "; SQL NULL as null)."""
+    items = ", ".join(_pg_value(row, table, c) for c in columns)
     return f"'[' || concat_ws(',', {items}) || ']'"
 
 
 _STAMP = "  stamp := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000;"
 
 
-def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True) -> list[str]:
+def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True,
+                     read: frozenset[str] | None = None, append: bool = False) -> list[str]:
     """The triggers of ``table`` queueing its changes (and their functions), as statements:
     every insert, and (``changes``: asynchronous views read its deletes) deletes and
     updates other than piql's own (its write path queues those: its transactions say
     so). ``as_of``: the table is read as of the queue, whose entries of it are inserts
-    only (``runtime.as_of``)."""
+    only (``runtime.as_of``). ``read``: the columns its asynchronous views read
+    (``async_views.columns_read``; None: all), an update changing none of which queues
+    nothing. ``append``: the deployment's queue is the append queue (no coalescing: an
+    entry per change, keyed ``key@time`` as piql's own enqueue keys them), except for a
+    table read as of the queue, whose entries coalesce by key under any policy."""
     function, queue = _pg(enqueue_function(table.name)), _pg(QUEUE_TABLE)
     columns = ", ".join(_pg(c) for c in COLUMNS)
     after, last, updates = _pg("after_row"), _pg("last_enqueued"), _pg("updates")
+    key, row = _pg_array("NEW", table, table.primary_key), _pg_array("NEW", table,
+                                                                      table.column_names)
+    if append and not as_of:
+        queued = [f"  INSERT INTO {queue} ({columns}) VALUES (",
+                  f"    {sqlgen.literal(table.name, 'postgres')}, {key} || '@' || stamp, "
+                  f"stamp, stamp, stamp, NULL, {row}, 1);"]
+    else:
+        queued = [
+            f"  INSERT INTO {queue} AS q ({columns}) VALUES (",
+            f"    {sqlgen.literal(table.name, 'postgres')}, {key}, stamp, stamp, stamp, NULL, "
+            f"{row}, 1)",
+            f"  ON CONFLICT ({', '.join(_pg(c) for c in UPDATE_KEY)}) DO UPDATE SET "
+            f"{after} = EXCLUDED.{after}, {last} = EXCLUDED.{last}, {updates} = q.{updates} + 1",
+            # a queued entry with a new row is an update whose delete half queued it whole
+            f"  WHERE q.{after} IS NULL;"]
     body = "\n".join([
         "DECLARE stamp bigint;",
         "BEGIN",
@@ -305,13 +381,7 @@ def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True) ->
         "    RETURN NULL;  -- the process queues itself; a bulk load rebuilds the views",
         "  END IF;",
         _STAMP,
-        f"  INSERT INTO {queue} AS q ({columns}) VALUES (",
-        f"    {sqlgen.literal(table.name, 'postgres')}, {_pg_array('NEW', table.primary_key)}, "
-        f"stamp, stamp, stamp, NULL, {_pg_array('NEW', table.column_names)}, 1)",
-        f"  ON CONFLICT ({', '.join(_pg(c) for c in UPDATE_KEY)}) DO UPDATE SET "
-        f"{after} = EXCLUDED.{after}, {last} = EXCLUDED.{last}, {updates} = q.{updates} + 1",
-        # a queued entry with a new row is an update whose delete half queued it whole
-        f"  WHERE q.{after} IS NULL;",
+        *queued,
         "  RETURN NULL;",
         "END"])
     trigger, target = _pg(enqueue_function(table.name)), _pg(table.name)
@@ -327,29 +397,49 @@ def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True) ->
                           f"DROP FUNCTION IF EXISTS {change}()"]
     return inserts + [
         f"CREATE OR REPLACE FUNCTION {change}() RETURNS trigger LANGUAGE plpgsql AS "
-        f"$piql$\n{_change_body(table, as_of)} $piql$",
+        f"$piql$\n{_change_body(table, as_of, read, append)} $piql$",
         f"DROP TRIGGER IF EXISTS {change} ON {target}",
         f"CREATE TRIGGER {change} AFTER DELETE OR UPDATE ON {target} FOR EACH ROW EXECUTE "
         f"FUNCTION {change}()"]
 
 
-def _change_body(table: Table, as_of: bool) -> str:
+def _unread_update(table: Table, read: frozenset[str] | None) -> list[str]:
+    """PL/pgSQL leaving an update alone that keeps the key and changes no column the
+    asynchronous views read: their rules would take out and put back the same rows, as
+    piql's write path knows (``Maintainer._unread_change``; TPC-W's stock update). Such
+    an update of a seen row of a table read as of the queue is not refused either."""
+    if read is None:
+        return []
+    columns = [c for c in table.column_names if c in read]
+    same = (f"(ROW({', '.join(f'NEW.{_pg(c)}' for c in columns)}) IS NOT DISTINCT FROM "
+            f"ROW({', '.join(f'OLD.{_pg(c)}' for c in columns)}))" if columns else "true")
+    return [f"  IF new_key = old_key AND {same} THEN",
+            "    RETURN NULL;  -- no view sees it",
+            "  END IF;"]
+
+
+def _change_body(table: Table, as_of: bool, read: frozenset[str] | None = None,
+                 append: bool = False) -> str:
     """The PL/pgSQL of the delete-and-update trigger: the change coalesced as
     ``update_queues.net_change`` (an insert then a delete cancel, an update chain keeps
     the first old row and the last new one); an update changing the key is the old key's
     delete and the new key's insert. A table read as of the queue holds only queued
     inserts there: a queued row's change rewrites or cancels its entry, and a change of a
     row its views have applied is refused (their delete rules run in piql's write)."""
+    append = append and not as_of  # a table read as of the queue coalesces by key
     queue, name = _pg(QUEUE_TABLE), sqlgen.literal(table.name, "postgres")
     columns = ", ".join(_pg(c) for c in COLUMNS)
     after, before, last, updates = (_pg("after_row"), _pg("before_row"), _pg("last_enqueued"),
                                     _pg("updates"))
     conflict = f"ON CONFLICT ({', '.join(_pg(c) for c in UPDATE_KEY)}) DO UPDATE SET"
     coalesced = f"{last} = greatest(q.{last}, EXCLUDED.{last}), {updates} = q.{updates} + 1"
-    old_row, new_row = (_pg_array(r, table.column_names) for r in ("OLD", "NEW"))
+    old_row, new_row = (_pg_array(r, table, table.column_names) for r in ("OLD", "NEW"))
     match = f"{_pg('base')} = {name} AND {_pg('row_key')} = old_key"
 
     def upsert(key: str, before_: str, after_: str, on_conflict: str) -> str:
+        if append:  # an entry per change, as piql's own append enqueue writes it
+            return (f"    INSERT INTO {queue} ({columns}) VALUES ({name}, {key} || '@' || "
+                    f"stamp, stamp, stamp, stamp, {before_}, {after_}, 1)")
         return (f"    INSERT INTO {queue} AS q ({columns}) VALUES ({name}, {key}, stamp, stamp, "
                 f"stamp, {before_}, {after_}, 1)\n    {conflict} {on_conflict}, {coalesced}")
 
@@ -364,24 +454,29 @@ def _change_body(table: Table, as_of: bool) -> str:
                   "  END IF;"]
     else:
         kept = [upsert("old_key", old_row, new_row, f"{after} = EXCLUDED.{after}") + ";"]
-        gone = [upsert("old_key", old_row, "NULL", f"{after} = NULL") + ";",
-                f"    DELETE FROM {queue} WHERE {match} AND {before} IS NULL AND {after} "
-                "IS NULL;"]
+        gone = [upsert("old_key", old_row, "NULL", f"{after} = NULL") + ";"]
+        if not append:  # an insert then a delete cancel
+            gone.append(f"    DELETE FROM {queue} WHERE {match} AND {before} IS NULL AND "
+                        f"{after} IS NULL;")
         refuse = []
-    inserted = upsert("new_key", "NULL", new_row, f"{after} = EXCLUDED.{after}") + \
-        f"\n    WHERE q.{after} IS NULL;"
+    inserted = upsert("new_key", "NULL", new_row, f"{after} = EXCLUDED.{after}") + (
+        ";" if append else f"\n    WHERE q.{after} IS NULL;")
     return "\n".join([
         "DECLARE stamp bigint; old_key text; new_key text;",
         "BEGIN",
-        f"  IF current_setting('{ENQUEUE}', true) IN ('{OWN_ALL}', '{OWN_CHANGES}') THEN",
-        "    RETURN NULL;  -- piql's write path queues its own deletes and updates",
+        f"  IF current_setting('{ENQUEUE}', true) = '{OWN_ALL}' OR (TG_OP = 'DELETE' AND",
+        f"      current_setting('{ENQUEUE}', true) = '{OWN_CHANGES}') THEN",
+        "    -- piql's write path queues its own deletes and its updates (a delete and an",
+        "    -- insert); an UPDATE statement of piql's is one its triggers queue",
+        "    RETURN NULL;",
         "  END IF;",
         _STAMP,
-        f"  old_key := {_pg_array('OLD', table.primary_key)};",
-        *refuse,
+        f"  old_key := {_pg_array('OLD', table, table.primary_key)};",
         "  IF TG_OP = 'UPDATE' THEN",
-        f"    new_key := {_pg_array('NEW', table.primary_key)};",
+        f"    new_key := {_pg_array('NEW', table, table.primary_key)};",
         "  END IF;",
+        *_unread_update(table, read),
+        *refuse,
         "  IF new_key = old_key THEN  -- an update keeping the key",
         *kept,
         "  ELSE  -- a delete, or an update moving the row to another key",

@@ -42,6 +42,7 @@ the transaction holds the database's single write lock.
 from __future__ import annotations
 
 import json
+import struct
 import time
 from dataclasses import dataclass
 from decimal import Decimal
@@ -430,6 +431,8 @@ def _untagged(value: Any) -> Any:
     if isinstance(value, dict):
         if "blob" in value:
             return bytes.fromhex(value["blob"])
+        if "double" in value:  # its 8 bytes, as PostgreSQL's trigger writes a double
+            return struct.unpack(">d", bytes.fromhex(value["double"]))[0]
         return Decimal(value["decimal"])
     return value
 

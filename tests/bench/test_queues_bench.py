@@ -12,9 +12,10 @@ from piql.planner.update_queues import Arrival, QueuePolicy, simulate
 
 
 @pytest.mark.parametrize("policy", ["append", "fifo", "in-place", "linecutting"])
-def test_the_store_queue_serves_as_the_pure_model(tmp_path, policy):
+def test_the_store_queue_serves_as_the_pure_model(new_store, policy):
+    """The same schedule on both stores (each the model's)."""
     arrivals = queues.zipf_arrivals(300, 20, 1.0, 5, seed=3)
-    run = queues.replay(str(tmp_path / "s.db"), policy, arrivals)
+    run = queues.replay(new_store(), policy, arrivals)
     model = simulate([Arrival(t, f"[{k}]", 1) for t, k in arrivals], QueuePolicy(policy),
                      queues.COST_NS)
     assert [(d.time, d.entry.key, d.entry.first_enqueued) for d in run.dequeues] == \
@@ -22,11 +23,12 @@ def test_the_store_queue_serves_as_the_pure_model(tmp_path, policy):
     assert run.differences == 0
 
 
-def test_the_store_queue_serves_the_two_class_mix_as_the_pure_model(tmp_path):
-    """§5.3's mix, where many arrivals cut in: the store serves the cutters in the order
-    they cut in, as the model does."""
+def test_the_store_queue_serves_the_two_class_mix_as_the_pure_model(new_store):
+    """§5.3's mix, where many arrivals cut in: each store serves the cutters in the order
+    they cut in, as the model does (the slow-updater test u_k < 1/(c·n) gives the same
+    schedule on SQLite and PostgreSQL)."""
     arrivals = queues.two_class_arrivals(400, 8, 50, 5, seed=7)
-    run = queues.replay(str(tmp_path / "s.db"), "linecutting", arrivals)
+    run = queues.replay(new_store(), "linecutting", arrivals)
     model = simulate([Arrival(t, f"[{k}]", 1) for t, k in arrivals], QueuePolicy.LINECUTTING,
                      queues.COST_NS)
     assert [(d.time, d.entry.key) for d in run.dequeues] == \

@@ -95,11 +95,21 @@ def test_a_coalesced_entry_keeps_its_place_or_moves_back(db, policy, order):
     assert entries[order.index("[1,2]")].staleness_ms(1_000_001) == 1.0
 
 
-def test_a_slow_updater_cuts_to_the_front_under_linecutting(db):
+def users(location: str, policy: str) -> Deployment:
+    """The social app with ASYNC's views asynchronous under ``policy``, and three users."""
+    deployment = Deployment(social(*ASYNC), location, queue_policy=policy)
+    for user in (1, 2, 3):
+        deployment.insert("users", userId=user, name=f"u{user}", email=f"{user}@x", createdAt=0)
+    return deployment
+
+
+def test_a_slow_updater_cuts_to_the_front_under_linecutting(new_store):
     """§5.3: key [1,3] updates once in a long while (u_k * c * n < 1), so its change is
-    served first under LINECUTTING; IN-PLACE and FIFO keep their own orders."""
+    served first under LINECUTTING; IN-PLACE and FIFO keep their own orders. The same
+    schedule on both stores: SQLite's trigger asks the process for the place, and on
+    PostgreSQL a LINECUTTING process queues its inserts itself (runtime.queue_triggers)."""
+    db = users(new_store(), "linecutting")
     queue = db.maintainer.queue
-    queue.policy = QueuePolicy.LINECUTTING  # this process's inserts carry a LINECUTTING place
     queue.clock, queue.cost_ns = itertools.count(1).__next__, 1
     queue.rates = lambda key, now: 1.0 if key[1] != "[1,3]" else 0.1
     db.insert("follows", follower=1, followee=2, since=5)  # n = 0: every key is slow
@@ -112,15 +122,15 @@ def test_a_slow_updater_cuts_to_the_front_under_linecutting(db):
     assert orders == {QueuePolicy.LINECUTTING: ["[1,2]", "[1,3]", "[2,2]"],
                       QueuePolicy.IN_PLACE: ["[1,2]", "[2,2]", "[1,3]"],
                       QueuePolicy.FIFO: ["[1,2]", "[1,3]", "[2,2]"]}
+    assert [(e.first_enqueued, e.last_enqueued, e.cut) for e in queue.head(
+        policy=QueuePolicy.LINECUTTING)] == [(1, 1, -1), (3, 3, -3), (2, 4, 2)]
     assert db.drain(2, policy="linecutting") == 2
     assert [followers(db, u) for u in (2, 3)] == [1, 1]
     assert db.drain() == 1 and [followers(db, u) for u in (2, 3)] == [2, 1]
 
 
-def test_the_append_queue_keeps_every_change_in_order():
-    db = Deployment(social(*ASYNC), queue_policy="append")  # piql queues every change
-    for user in (1, 2, 3):
-        db.insert("users", userId=user, name=f"u{user}", email=f"{user}@x", createdAt=0)
+def test_the_append_queue_keeps_every_change_in_order(new_store):
+    db = users(new_store(), "append")  # piql queues every change (on both stores)
     db.insert("follows", follower=1, followee=2, since=5)
     db.update("follows", follower=1, followee=2, since=6)
     db.delete("follows", follower=1, followee=2)
@@ -130,7 +140,6 @@ def test_the_append_queue_keeps_every_change_in_order():
                        RowChange((1, 2, 6), None), RowChange(None, (1, 3, 5))]
     assert db.queue_stats().length == 4 and db.drain() == 4
     assert [followers(db, u) for u in (2, 3)] == [0, 1] and db.check().consistent
-    db.close()
 
 
 def test_an_unknown_policy_is_a_clear_error(db):
