@@ -25,13 +25,11 @@ How it keeps piql's semantics, which are SQLite's:
   would break. Waiting longer than ``busy_timeout`` is :class:`StoreBusy`. Readers never
   wait (MVCC). Each write transaction bumps the sequence ``_piql_version`` (what
   :meth:`PostgresStore.version` reads).
-- **Threads.** Each thread that queries or writes has a reader connection of its own
-  (:meth:`PostgresStore.run`; borrowing one per query cost as much as the query): its
-  compiled queries outside a transaction run on it, through one cursor, and so do its
-  write transactions (one server process for a thread's queries and writes, as an
-  application's one connection). Other work comes from a pool: a snapshot holds one
-  connection for its thread, and a read outside a transaction borrows one for that
-  statement. Operation counters are per thread, so concurrent queries count their own.
+- **Threads.** Connections come from a pool: a transaction or snapshot holds one
+  connection for its thread, and a read outside one borrows a connection for that
+  statement; a compiled query outside one runs on its thread's own reader connection,
+  through one cursor (:meth:`PostgresStore.run`), as borrowing costs as much as the
+  query. Operation counters are per thread, so concurrent queries count their own.
 - **Statements.** Every identifier is quoted (case kept), every value bound; bounded reads
   and point writes are prepared once per connection (their text depends only on the
   access and on which key values are NULL). Bulk rows go through ``COPY``.
@@ -442,9 +440,9 @@ class PostgresStore:
     # -- transactions --------------------------------------------------------
     @contextmanager
     def transaction(self, tables_first: Sequence[str] = (), wait: str = "") -> Iterator[None]:
-        """A write transaction on the thread's reader (:meth:`_writer`): takes piql's write
-        lock now (other writers wait for it, up to ``busy_timeout``; then StoreBusy),
-        commits at the end of the block, rolls back if it raises. Inside one, a nested call joins it.
+        """A write transaction on a connection of its own: takes piql's write lock now
+        (other writers wait for it, up to ``busy_timeout``; then StoreBusy), commits at the
+        end of the block, rolls back if it raises. Inside one, a nested call joins it.
 
         ``tables_first`` (a migration's base tables) are locked against writes before the
         write lock, waiting at most ``wait`` for each lock (then StoreBusy): an insert sent
@@ -461,7 +459,7 @@ class PostgresStore:
                     + ", ".join(_quote(t) for t in tables_first)
                     + f" IN SHARE ROW EXCLUSIVE MODE; {lock}; RESET lock_timeout")
         try:
-            with self._writer() as connection:
+            with self.pool.connection() as connection:
                 self._local.connection, self._local.writing = connection, True
                 try:
                     # BEGIN and the lock in one round trip, the version bump and COMMIT in
@@ -480,25 +478,6 @@ class PostgresStore:
                     self._local.connection, self._local.writing = None, False
         except psycopg.Error as err:
             raise self.refused(err) from None
-
-    @contextmanager
-    def _writer(self) -> Iterator[psycopg.Connection]:
-        """The connection of a write transaction: the thread's reader (:meth:`_reader`),
-        not a pooled one. A thread's queries and writes then keep one server process
-        busy, as an application's one connection does: with the writes on a pooled
-        connection, the reader's process slept through them and the thread's next
-        queries paid for waking it (TPC-W's key lookups 1.04-1.33x the baseline's in
-        the workload, 0.9-1.04x on one connection). A connection the transaction left
-        broken, or in a transaction still (an interrupt between its statements), is
-        closed (which rolls back) and replaced on the thread's next call."""
-        reader = self._reader()
-        try:
-            yield reader
-        finally:
-            if reader.broken or reader.info.transaction_status != \
-                    psycopg.pq.TransactionStatus.IDLE:
-                reader.close()
-                self._local.reader = self._local.cursor = None
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
