@@ -13,6 +13,11 @@ from piql.planner.trigger_rules import (
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
 from piql.sql_types import TypeFamily, family
 
+# in the refusal of an update changing a column a periodic view freezes (piql's own check,
+# ``Maintainer._check_frozen``, names the view: a one-statement update refused so is made
+# again through piql's write path, which says why)
+FROZEN_REFUSAL = "which a periodic view reads through a join"
+
 
 def exact_function() -> str:
     """A double as the exact binary fraction it is: sign, 52-bit fraction and exponent read
@@ -106,8 +111,8 @@ def postgres_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]], frozen:
         changed = " OR ".join(f"NEW.{quote(c, d)} IS DISTINCT FROM OLD.{quote(c, d)}" for c in frozen)
         body += [f"    IF {changed} THEN",
                  "      RAISE EXCEPTION USING ERRCODE = 'check_violation', MESSAGE = "
-                 + literal(f"update of {table.name} changes {', '.join(frozen)}, which a "
-                            "periodic view reads through a join: piql refuses it (insert a new "
+                 + literal(f"update of {table.name} changes {', '.join(frozen)}, "
+                          f"{FROZEN_REFUSAL}: piql refuses it (insert a new "
                             f"{table.name} row instead, see docs/temporal.md)") + ";",
                  "    END IF;"]
     for constraint in table.cardinalities:

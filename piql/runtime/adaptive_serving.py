@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from piql.catalog import Table
 from piql.planner.application import Plan
+from piql.planner.views import WriteEvent
 from piql.runtime import install
 from piql.runtime.adapt import AdaptReport, Mode, adapt
 from piql.runtime.aggregates import Overlay, OverlayReport, overlay_for
@@ -150,18 +151,42 @@ class AdaptiveServing:
         edges) in one transaction, then the periodic adapt if due (counting the feeds'
         producer writes)."""
         done = self.transaction(work)
+        self._adapt_if_due(definition)
+        return done
+
+    def idle(self, definition: Table) -> bool:
+        """Does an insert into ``definition`` push nothing: no overlay reads it and every
+        feed it produces for is inactive (all edges pulled)? Then it is the plain insert
+        (one statement where the store can make it), counted by :meth:`counted`. Asked
+        under the deployment's lock, which ``adapt`` holds while it switches feeds."""
+        return not (self._writer_overlays(definition) or self._edge_overlays(definition)) \
+            and not any(f.active for f in self._writer_feeds(definition))
+
+    def counted(self, definition: Table, row: dict[str, Any], done: Any) -> Any:
+        """After an :meth:`idle` insert of ``row``: count its producer's write, as
+        ``Feed.inserted`` counts it, then the periodic adapt if due."""
+        for feed in self._writer_feeds(definition):
+            producer = row.get(feed.layout.writer.column)
+            if producer is not None:
+                feed.rates.write(producer)
+        self._adapt_if_due(definition)
+        return done
+
+    def _adapt_if_due(self, definition: Table) -> None:
         if self._adapt_every is not None and self._writer_feeds(definition):
             self._writes_since_adapt += 1
             every, options = self._adapt_every
             if self._writes_since_adapt >= every:
                 self._writes_since_adapt = 0
                 self.adapt(None, **options)
-        return done
 
     def insert(self, maintainer: Maintainer, definition: Table,
                full: dict[str, Any]) -> WriteReport:
-        """Insert ``full`` (inside the caller's transaction), pushed along push edges."""
-        report = maintainer.insert(definition, full)
+        """Insert ``full`` (inside the caller's transaction), pushed along push edges. An
+        insert the database checks and maintains alone (``Maintainer.at_once``) is its one
+        statement here too, not piql's checks (TPC-W's orders, which a feed reads)."""
+        report = maintainer.insert_at_once(definition, full) if maintainer.at_once(
+            definition) else maintainer.insert(definition, full)
         for overlay in self._writer_overlays(definition):
             overlay.written(full, 1)
         for overlay in self._edge_overlays(definition):
@@ -180,7 +205,9 @@ class AdaptiveServing:
         touched = self._writer_overlays(definition) + self._edge_overlays(definition)
         old = self.store.get(definition.name, key) if any(o.active for o in touched) else None
         row = {} if old is None else dict(zip(self.store.shapes[definition.name].columns, old))
-        report = maintainer.delete(definition, key, replacing=replacing)
+        report = maintainer.delete_at_once(definition, key) if replacing is None and \
+            maintainer.at_once(definition, WriteEvent.DELETE) else \
+            maintainer.delete(definition, key, replacing=replacing)
         if row:
             for overlay in self._writer_overlays(definition):
                 overlay.written(row, -1)

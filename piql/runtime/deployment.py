@@ -359,6 +359,10 @@ class Deployment:
             check = self._row_checks[table] = RowCheck(self._table(table))
         definition, full = check.table, check(row)
         if self.adaptive and self.adaptive.writes(definition):
+            with self.lock:  # adapt switches feeds under it
+                if self.adaptive.idle(definition) and self.maintainer.at_once(definition):
+                    return self.adaptive.counted(definition, full, self._at_once(
+                        lambda: self.maintainer.insert_at_once(definition, full)))
             return self.adaptive.pushing(definition, lambda: self.adaptive.insert(
                 self.maintainer, definition, full))
         if self.maintainer.at_once(definition):
@@ -405,6 +409,10 @@ class Deployment:
                 return self._at_once(lambda: self.maintainer.replace_at_once(definition, full))
             except ThroughPiql:  # refused by an enqueue trigger, nothing changed
                 pass
+        if definition.name in self.maintainer.unseen_at_once:  # async views see no change?
+            done = self._at_once(lambda: self.maintainer.replace_unseen_at_once(definition, full))
+            if done is not None:
+                return done
         return self._transaction(lambda: self.maintainer.update(definition, key, full))
 
     # -- adaptive feeds and overlays: decisions from rates (runtime.adaptive_serving)

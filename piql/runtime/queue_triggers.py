@@ -88,14 +88,16 @@ class Stamp(enum.Enum):
         return cls.CLOCK if queue.own_clock else cls.SQL
 
 
-def sqlite_triggers(table: Table, stamp: Stamp, as_of: bool, changes: bool = True
-                    ) -> list[str]:
+def sqlite_triggers(table: Table, stamp: Stamp, as_of: bool, changes: bool = True,
+                    read: frozenset[str] | None = None) -> list[str]:
     """The triggers of ``table`` queueing its changes: every insert, and (``changes``:
     asynchronous views read its deletes) deletes and updates other than piql's own (its
     write path queues those). ``as_of``: the table is read as of the queue, whose entries
-    of it are inserts only (``runtime.as_of``)."""
+    of it are inserts only (``runtime.as_of``). ``read``: the columns the asynchronous
+    views read (``async_views.columns_read``; None: any), the only ones whose update is
+    queued: one changing none of them (nor the key) is no change the views could see."""
     return [_sqlite_insert(table, stamp),
-            *(_sqlite_changes(table, stamp, as_of) if changes else [])]
+            *(_sqlite_changes(table, stamp, as_of, read) if changes else [])]
 
 
 def sqlite_drops(table: Table) -> list[str]:
@@ -189,9 +191,12 @@ def _sqlite_insert(table: Table, stamp: Stamp) -> str:
         unless=f"{after} IS NOT NULL")])
 
 
-def _sqlite_changes(table: Table, stamp: Stamp, as_of: bool) -> list[str]:
+def _sqlite_changes(table: Table, stamp: Stamp, as_of: bool,
+                    read: frozenset[str] | None = None) -> list[str]:
     """The AFTER DELETE and AFTER UPDATE triggers, for deletes and updates not made by
-    piql's write path (a plain SQL statement on piql's connection)."""
+    piql's write path (a plain SQL statement on piql's connection); an update changing no
+    column of ``read`` nor the key fires nothing (piql's one-statement update of a column
+    no asynchronous view reads, ``Maintainer.replace_unseen_at_once``, is one)."""
     entry = _SQLiteEntry(table, stamp)
     after, before = _q("after_row"), _q("before_row")
     same = " AND ".join(f"NEW.{_q(c)} IS OLD.{_q(c)}" for c in table.primary_key)
@@ -222,9 +227,17 @@ def _sqlite_changes(table: Table, stamp: Stamp, as_of: bool) -> list[str]:
         f"  SELECT RAISE(ABORT, {sqlgen.literal(_refusal(table), 'sqlite')}) WHERE NOT EXISTS "
         f"(SELECT 1 FROM {_q(QUEUE_TABLE)} WHERE {entry.matches('OLD')});"]
     own = f"NOT {OWN}()"
+    seen = own if read is None else f"NOT ({_unchanged(table, read)}) AND {own}"
     return [entry.trigger("delete", refuse + delete(), own),
             entry.trigger("update", refuse + update(same) + delete(f"NOT ({same})")
-                          + insert(f"NOT ({same})"), own)]
+                          + insert(f"NOT ({same})"), seen)]
+
+
+def _unchanged(table: Table, read: frozenset[str]) -> str:
+    """SQL: an update leaves the key and every column of ``read`` as they were."""
+    named = {c.lower() for c in (*table.primary_key, *read)}
+    columns = [c for c in table.column_names if c.lower() in named]
+    return " AND ".join(f"NEW.{_q(c)} IS OLD.{_q(c)}" for c in columns)
 
 
 THROUGH_PIQL = "goes through piql"  # in the refusal of a change only piql's path can queue
@@ -255,9 +268,10 @@ def functions(queue: StoreQueue) -> dict[str, tuple[int, Callable[..., Any]]]:
 # The triggers are part of the database, so a plain write from any client queues. They ask
 # nothing of the writing process: the time is the server's clock (clock_timestamp, in ns
 # of whole microseconds: two inserts in one microsecond tie, served by key), and the place
-# is IN-PLACE's (LINECUTTING's slow-updater test needs a process's rate statistics). A
-# piql process that enqueues itself (APPEND, LINECUTTING) says so in its transactions
-# (``ENQUEUE``), and the trigger leaves its inserts to it.
+# is IN-PLACE's (LINECUTTING's slow-updater test needs a process's rate statistics), or,
+# under the append queue, an entry per change. A piql process that enqueues itself (APPEND,
+# LINECUTTING) says so in its transactions (``ENQUEUE``), and the trigger leaves its
+# changes to it. Every column type is encoded as piql decodes it (:func:`_pg_value`).
 ENQUEUE = "piql.enqueue"  # a transaction-local setting: who queues this transaction's changes
 OWN_ALL = "piql"  # the process queues all of them itself (APPEND, LINECUTTING)
 # it queues its deletes and updates (its write path: a DELETE, then an INSERT), not
@@ -331,17 +345,34 @@ _STAMP = "  stamp := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint *
 
 
 def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True,
-                     read: frozenset[str] | None = None) -> list[str]:
+                     read: frozenset[str] | None = None, append: bool = False) -> list[str]:
     """The triggers of ``table`` queueing its changes (and their functions), as statements:
     every insert, and (``changes``: asynchronous views read its deletes) deletes and
     updates other than piql's own (its write path queues those: its transactions say
     so). ``as_of``: the table is read as of the queue, whose entries of it are inserts
     only (``runtime.as_of``). ``read``: the columns its asynchronous views read
     (``async_views.columns_read``; None: all), an update changing none of which queues
-    nothing."""
+    nothing. ``append``: the deployment's queue is the append queue (no coalescing: an
+    entry per change, keyed ``key@time`` as piql's own enqueue keys them), except for a
+    table read as of the queue, whose entries coalesce by key under any policy."""
     function, queue = _pg(enqueue_function(table.name)), _pg(QUEUE_TABLE)
     columns = ", ".join(_pg(c) for c in COLUMNS)
     after, last, updates = _pg("after_row"), _pg("last_enqueued"), _pg("updates")
+    key, row = _pg_array("NEW", table, table.primary_key), _pg_array("NEW", table,
+                                                                      table.column_names)
+    if append and not as_of:
+        queued = [f"  INSERT INTO {queue} ({columns}) VALUES (",
+                  f"    {sqlgen.literal(table.name, 'postgres')}, {key} || '@' || stamp, "
+                  f"stamp, stamp, stamp, NULL, {row}, 1);"]
+    else:
+        queued = [
+            f"  INSERT INTO {queue} AS q ({columns}) VALUES (",
+            f"    {sqlgen.literal(table.name, 'postgres')}, {key}, stamp, stamp, stamp, NULL, "
+            f"{row}, 1)",
+            f"  ON CONFLICT ({', '.join(_pg(c) for c in UPDATE_KEY)}) DO UPDATE SET "
+            f"{after} = EXCLUDED.{after}, {last} = EXCLUDED.{last}, {updates} = q.{updates} + 1",
+            # a queued entry with a new row is an update whose delete half queued it whole
+            f"  WHERE q.{after} IS NULL;"]
     body = "\n".join([
         "DECLARE stamp bigint;",
         "BEGIN",
@@ -350,13 +381,7 @@ def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True,
         "    RETURN NULL;  -- the process queues itself; a bulk load rebuilds the views",
         "  END IF;",
         _STAMP,
-        f"  INSERT INTO {queue} AS q ({columns}) VALUES (",
-        f"    {sqlgen.literal(table.name, 'postgres')}, "
-        f"{_pg_array('NEW', table, table.primary_key)}, stamp, stamp, stamp, NULL, {_pg_array('NEW', table, table.column_names)}, 1)",
-        f"  ON CONFLICT ({', '.join(_pg(c) for c in UPDATE_KEY)}) DO UPDATE SET "
-        f"{after} = EXCLUDED.{after}, {last} = EXCLUDED.{last}, {updates} = q.{updates} + 1",
-        # a queued entry with a new row is an update whose delete half queued it whole
-        f"  WHERE q.{after} IS NULL;",
+        *queued,
         "  RETURN NULL;",
         "END"])
     trigger, target = _pg(enqueue_function(table.name)), _pg(table.name)
@@ -372,7 +397,7 @@ def postgres_trigger(table: Table, as_of: bool = False, changes: bool = True,
                           f"DROP FUNCTION IF EXISTS {change}()"]
     return inserts + [
         f"CREATE OR REPLACE FUNCTION {change}() RETURNS trigger LANGUAGE plpgsql AS "
-        f"$piql$\n{_change_body(table, as_of, read)} $piql$",
+        f"$piql$\n{_change_body(table, as_of, read, append)} $piql$",
         f"DROP TRIGGER IF EXISTS {change} ON {target}",
         f"CREATE TRIGGER {change} AFTER DELETE OR UPDATE ON {target} FOR EACH ROW EXECUTE "
         f"FUNCTION {change}()"]
@@ -393,13 +418,15 @@ def _unread_update(table: Table, read: frozenset[str] | None) -> list[str]:
             "  END IF;"]
 
 
-def _change_body(table: Table, as_of: bool, read: frozenset[str] | None = None) -> str:
+def _change_body(table: Table, as_of: bool, read: frozenset[str] | None = None,
+                 append: bool = False) -> str:
     """The PL/pgSQL of the delete-and-update trigger: the change coalesced as
     ``update_queues.net_change`` (an insert then a delete cancel, an update chain keeps
     the first old row and the last new one); an update changing the key is the old key's
     delete and the new key's insert. A table read as of the queue holds only queued
     inserts there: a queued row's change rewrites or cancels its entry, and a change of a
     row its views have applied is refused (their delete rules run in piql's write)."""
+    append = append and not as_of  # a table read as of the queue coalesces by key
     queue, name = _pg(QUEUE_TABLE), sqlgen.literal(table.name, "postgres")
     columns = ", ".join(_pg(c) for c in COLUMNS)
     after, before, last, updates = (_pg("after_row"), _pg("before_row"), _pg("last_enqueued"),
@@ -410,6 +437,9 @@ def _change_body(table: Table, as_of: bool, read: frozenset[str] | None = None) 
     match = f"{_pg('base')} = {name} AND {_pg('row_key')} = old_key"
 
     def upsert(key: str, before_: str, after_: str, on_conflict: str) -> str:
+        if append:  # an entry per change, as piql's own append enqueue writes it
+            return (f"    INSERT INTO {queue} ({columns}) VALUES ({name}, {key} || '@' || "
+                    f"stamp, stamp, stamp, stamp, {before_}, {after_}, 1)")
         return (f"    INSERT INTO {queue} AS q ({columns}) VALUES ({name}, {key}, stamp, stamp, "
                 f"stamp, {before_}, {after_}, 1)\n    {conflict} {on_conflict}, {coalesced}")
 
@@ -424,12 +454,13 @@ def _change_body(table: Table, as_of: bool, read: frozenset[str] | None = None) 
                   "  END IF;"]
     else:
         kept = [upsert("old_key", old_row, new_row, f"{after} = EXCLUDED.{after}") + ";"]
-        gone = [upsert("old_key", old_row, "NULL", f"{after} = NULL") + ";",
-                f"    DELETE FROM {queue} WHERE {match} AND {before} IS NULL AND {after} "
-                "IS NULL;"]
+        gone = [upsert("old_key", old_row, "NULL", f"{after} = NULL") + ";"]
+        if not append:  # an insert then a delete cancel
+            gone.append(f"    DELETE FROM {queue} WHERE {match} AND {before} IS NULL AND "
+                        f"{after} IS NULL;")
         refuse = []
-    inserted = upsert("new_key", "NULL", new_row, f"{after} = EXCLUDED.{after}") + \
-        f"\n    WHERE q.{after} IS NULL;"
+    inserted = upsert("new_key", "NULL", new_row, f"{after} = EXCLUDED.{after}") + (
+        ";" if append else f"\n    WHERE q.{after} IS NULL;")
     return "\n".join([
         "DECLARE stamp bigint; old_key text; new_key text;",
         "BEGIN",

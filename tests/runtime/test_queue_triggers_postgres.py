@@ -105,7 +105,10 @@ def test_a_process_whose_policy_the_trigger_cannot_follow_queues_itself(url, pol
         assert len(rows) == 3 and all(key.startswith("[1,2]@") for key in rows)
     with psycopg.connect(url, autocommit=True) as other:  # another client: the trigger
         other.execute('INSERT INTO "follows" VALUES (%s, %s, %s)', [2, 1, 7])
-    assert db.maintainer.queue.holds("follows", [2, 1])
+    if policy == "linecutting":  # in place
+        assert db.maintainer.queue.holds("follows", [2, 1])
+    else:  # appended, as piql's own entries
+        assert any(e.row_key.startswith("[2,1]@") for e in db.maintainer.queue.head(99))
     db.drain()
     assert db.query("followerCount", userId=2).rows == ((1,),)
     assert db.query("followerCount", userId=1).rows == ((1,),)
@@ -118,3 +121,25 @@ def test_a_bulk_load_queues_nothing_and_rebuilds(db):
     assert queued(db) == []  # the rebuild already counts the queued follow
     assert db.query("followerCount", userId=2).rows == ((2,),)
     assert db.drain() == 0 and all(v.consistent for v in db.check().views)
+
+
+def test_under_the_append_queue_other_clients_changes_append_too(url):
+    """A deployment with the append queue makes the triggers append: another client's
+    insert, update and delete are an entry each (``key@time``, as piql's own), in order,
+    and the insert of a table read as of the queue still coalesces by key."""
+    db = deploy(url, "append")
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute('INSERT INTO "follows" VALUES (2, 1, 7)')
+        other.execute('UPDATE "follows" SET "since" = 8 WHERE "follower" = 2')  # unread
+        other.execute('UPDATE "follows" SET "followee" = 2 WHERE "follower" = 2')  # moved
+        other.execute('DELETE FROM "follows" WHERE "follower" = 2')
+        other.execute('INSERT INTO "post_tags" ("postId", "tag") VALUES (2, %s)', ["a"])
+    entries = db.maintainer.queue.head(99)
+    assert [(e.row_key.split("@")[0], e.change) for e in entries if e.base == "follows"] == [
+        ("[2,1]", RowChange(None, (2, 1, 7))), ("[2,1]", RowChange((2, 1, 8), None)),
+        ("[2,2]", RowChange(None, (2, 2, 8))), ("[2,2]", RowChange((2, 2, 8), None))]
+    assert [(e.row_key, e.change) for e in entries if e.base == "post_tags"] == [
+        ('[2,"a"]', RowChange(None, (2, "a")))]
+    assert db.drain() == 5
+    assert db.query("followerCount", userId=1).rows == ((0,),)
+    assert all(v.consistent for v in db.check().views)

@@ -217,3 +217,30 @@ def test_a_seen_row_of_a_join_views_table_goes_through_piql(url):
         assert (rows[0] if rows else (0, None)) == expected
     assert expected == (1, 2.0)
     assert all(v.consistent for v in db.check().views)
+
+
+def test_a_frozen_column_is_refused_with_piqls_message(url):
+    """An update of a column a periodic view freezes is refused by the table's trigger at
+    once, changing nothing; piql's write path then refuses it, naming the view."""
+    from piql.runtime.errors import ConstraintError
+    from tests.planner.test_periodic import BEST_SELLERS, SHOP
+
+    schema = SHOP.replace("i_subject VARCHAR)", "i_subject VARCHAR, i_stock BIGINT)")
+    queries = BEST_SELLERS + """
+-- name: subjectCount
+SELECT COUNT(*) AS n FROM item WHERE i_subject = <subject>;
+"""
+    db = Deployment(plan_text(schema, queries.replace("-- name: subjectCount",
+                                                      "-- name: subjectCount\n"
+                                                      "-- maintenance: async")), url)
+    db.insert("item", i_id=1, i_subject="a", i_stock=5)
+    db.drain()
+    item = db.plan.catalog.table("item")
+    assert "item" in db.maintainer.frozen and db.maintainer.update_at_once(item)
+    writes = db.store.counter.writes
+    db.update("item", i_id=1, i_subject="a", i_stock=4)  # one statement, nothing queued
+    assert db.store.counter.writes == writes + 1 and db.maintainer.queue.head(9) == []
+    with pytest.raises(ConstraintError, match="the periodic view bestSellers reads through"):
+        db.update("item", i_id=1, i_subject="b", i_stock=4)
+    assert db.store.sql('SELECT "i_subject", "i_stock" FROM "item"') == [("a", 4)]
+    assert db.query("subjectCount", subject="a").rows == ((1,),)
