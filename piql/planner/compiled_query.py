@@ -125,6 +125,10 @@ class CompiledQuery:
     hit: tuple[int, int] = (0, 0)
     tail: bool = False  # UNIQUE: each row ends with the stop-after's marker (NULL: none found)
     counting: "CompiledQuery | None" = None
+    # PER_ROW: the operations of each fetched row when every row costs the same (no
+    # filter or lookup before a probe may drop the tuple): no ``_ops`` column; 0: there is
+    # one, last
+    row_ops: int = 0
 
     # How to bind and read, decided once: the runtime calls these on every execution.
     _bind: Callable[[Mapping[str, Any]], tuple[Any, ...]] = field(
@@ -169,6 +173,16 @@ class CompiledQuery:
             return None
         return self.hit
 
+    @property
+    def kept_ops(self) -> int | None:
+        """When each fetched row ends with whether the answer keeps it, and the
+        operations are ``max(1, kept_ops * len(fetched))`` (``OpsSource.PER_ROW`` with
+        :attr:`row_ops`, nothing to convert or limit): that cost per row; else None."""
+        if self.ops_source is not OpsSource.PER_ROW or not self.row_ops or self.integral \
+                or self.ratios or self.limit is not None or self.empty is not None:
+            return None
+        return self.row_ops
+
     def answer(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int | None]:
         """The answer's rows and the operations the plan's interpreter would count; None
         when the rows do not tell (``OpsSource.UNIQUE`` with no row: run :attr:`counting`,
@@ -198,6 +212,9 @@ class CompiledQuery:
         return rows, max(1, read) + (read if self.fetches else 0)
 
     def _per_row(self, fetched: Sequence[Sequence[Any]]) -> tuple[list[tuple], int]:
+        if self.row_ops:  # each row ends with whether it survives
+            rows = [row[:-1] for row in fetched if row[-1]]
+            return self._finished(rows[:self.limit]), self.row_ops * len(fetched) or 1
         rows = [row[:-2] for row in fetched if row[-2]]
         return self._finished(rows[:self.limit]), sum([row[-1] for row in fetched]) or 1
 

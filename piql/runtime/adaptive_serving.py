@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from piql.catalog import Table
 from piql.planner.application import Plan
+from piql.planner.views import WriteEvent
 from piql.runtime import install
 from piql.runtime.adapt import AdaptReport, Mode, adapt
 from piql.runtime.aggregates import Overlay, OverlayReport, overlay_for
@@ -56,22 +57,23 @@ class AdaptiveServing:
     # -- reads ---------------------------------------------------------------
     def reader(self, served: Served) -> Callable[[dict[str, Any]], Result]:
         """:meth:`read` for ``served``'s calls, with what it looks up decided once: a
-        feed (no overlay) that pulls runs its plan and counts the read with its rates'
-        own methods, without the name and feed lookups of :meth:`read`."""
+        feed (no overlay) that pulls runs its plan and notes the read for its rates
+        (``Rates.pulled``, counted in order when anything reads them: ``Rates.settle``),
+        without the name and feed lookups of :meth:`read`."""
         read = partial(self.read, served)
         feed = self.feeds.get(served.query.name)
         if feed is None or served.query.name in self.overlays:
             return read
-        serve, param = served.serve, feed.layout.param
-        count, measure = feed.rates.read, feed.rates.read_ops.measure
+        serve, param, rates = served.serve, feed.layout.param, feed.rates
+        note, noted, settle_at = rates.pulled.append, rates.pulled, rates.SETTLE_AT
 
         def pulled(params: dict[str, Any]) -> Result:
             if feed.active:
                 return read(params)
             result = serve(params)  # the query's own plan, which checks the values
-            consumer = params[param]
-            count(consumer)
-            measure(consumer, result.ops, None, False)  # every edge pulled
+            note((params[param], result.ops))  # every edge pulled
+            if len(noted) >= settle_at:
+                rates.settle()
             return result
         return pulled
 
@@ -180,8 +182,11 @@ class AdaptiveServing:
 
     def insert(self, maintainer: Maintainer, definition: Table,
                full: dict[str, Any]) -> WriteReport:
-        """Insert ``full`` (inside the caller's transaction), pushed along push edges."""
-        report = maintainer.insert(definition, full)
+        """Insert ``full`` (inside the caller's transaction), pushed along push edges. An
+        insert the database checks and maintains alone (``Maintainer.at_once``) is its one
+        statement here too, not piql's checks (TPC-W's orders, which a feed reads)."""
+        report = maintainer.insert_at_once(definition, full) if maintainer.at_once(
+            definition) else maintainer.insert(definition, full)
         for overlay in self._writer_overlays(definition):
             overlay.written(full, 1)
         for overlay in self._edge_overlays(definition):
@@ -200,7 +205,9 @@ class AdaptiveServing:
         touched = self._writer_overlays(definition) + self._edge_overlays(definition)
         old = self.store.get(definition.name, key) if any(o.active for o in touched) else None
         row = {} if old is None else dict(zip(self.store.shapes[definition.name].columns, old))
-        report = maintainer.delete(definition, key, replacing=replacing)
+        report = maintainer.delete_at_once(definition, key) if replacing is None and \
+            maintainer.at_once(definition, WriteEvent.DELETE) else \
+            maintainer.delete(definition, key, replacing=replacing)
         if row:
             for overlay in self._writer_overlays(definition):
                 overlay.written(row, -1)

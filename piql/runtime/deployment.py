@@ -409,6 +409,10 @@ class Deployment:
                 return self._at_once(lambda: self.maintainer.replace_at_once(definition, full))
             except ThroughPiql:  # refused by an enqueue trigger, nothing changed
                 pass
+        if definition.name in self.maintainer.unseen_at_once:  # async views see no change?
+            done = self._at_once(lambda: self.maintainer.replace_unseen_at_once(definition, full))
+            if done is not None:
+                return done
         return self._transaction(lambda: self.maintainer.update(definition, key, full))
 
     # -- adaptive feeds and overlays: decisions from rates (runtime.adaptive_serving)

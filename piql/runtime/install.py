@@ -8,6 +8,8 @@ others find its plan.
 """
 from __future__ import annotations
 
+import hashlib
+
 from piql.planner.application import Plan
 from piql.planner.fingerprint import (
     FINGERPRINT, META, TRIGGERS, plan_fingerprint, triggers_fingerprint,
@@ -19,6 +21,7 @@ from piql.planner.store_layout import stored_tables
 from piql.planner.trigger_rules import TriggerDialect
 from piql.planner.triggers import compile_triggers, synchronous
 from piql.planner.triggers_sqlite import plan_guard
+from piql.planner import truncate_guard
 from piql.report.plan_change import summary
 from piql.runtime.errors import DeploymentError
 from piql.runtime.store import Store, TableShape
@@ -85,6 +88,25 @@ def install_triggers(store: Store, plan: Plan) -> None:
                 store.set_meta(TRIGGERS, found)
     store.maintained_rules = triggers.maintained
     store.checked_tables = triggers.checked
+    install_truncate_guards(store, plan)
+
+
+TRUNCATE_GUARDS = "truncate_guards"  # the metadata: the hash of the TRUNCATE guards made
+
+
+def install_truncate_guards(store: Store, plan: Plan) -> None:
+    """On PostgreSQL, refuse a TRUNCATE of a table views read or FOREIGN KEYs refer to
+    (``planner.truncate_guard``: it fires no row trigger, so they would miss it), for
+    synchronous and asynchronous views alike; made unless the database has these (their
+    hash, in the metadata)."""
+    statements = truncate_guard.postgres_statements(plan.catalog, plan.ordered_views)
+    found = hashlib.sha256("\n".join(statements).encode()).hexdigest()
+    if store.get_meta(TRUNCATE_GUARDS) != found:
+        with store.transaction():
+            if store.get_meta(TRUNCATE_GUARDS) != found:  # another process may have
+                for statement in statements:
+                    store.sql(statement)
+                store.set_meta(TRUNCATE_GUARDS, found)
 
 
 def record(store: Store, plan: Plan) -> PlanRecord:

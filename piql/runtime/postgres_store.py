@@ -59,6 +59,7 @@ from piql.planner.fingerprint import postgres_bookkeeping
 from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE, WRITE_LOCK_KEY
 from piql.planner.trigger_rules import BULK, HELPER_FUNCTIONS, TriggerDialect
 from piql.planner.triggers_postgres import function_name
+from piql.planner import truncate_guard
 from piql.planner.physical import KeyExpression, KeyPart
 from piql.planner.compile_exprs import ascii_case
 from piql.planner.store_layout import index_path
@@ -382,7 +383,8 @@ class PostgresStore:
             self._run(f"DROP SEQUENCE IF EXISTS {_quote(VERSION)}", prepare=False)
             self._drop_functions([function_name(t) for t in tables] + list(HELPER_FUNCTIONS)
                                 + [f(t) for t in tables
-                                   for f in (enqueue_function, change_function)])
+                                   for f in (enqueue_function, change_function)]
+                                + [truncate_guard.FUNCTION])
         return True
 
     def queue_triggers(self, functions: Mapping[str, tuple[int, Callable[..., Any]]],
@@ -746,9 +748,11 @@ class PostgresStore:
         return self._whole(f"DELETE FROM {_quote(table)} WHERE {where}"
                            + (f" AND {condition}" if condition else ""), values)
 
-    def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any]) -> int:
-        """Replace one row as a whole write (as :meth:`write_row`); the rows updated."""
-        where, values = _identical(key)
+    def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any],
+                   kept: Sequence[str] = ()) -> int:
+        """Replace one row as a whole write (as :meth:`write_row`), only if its ``kept``
+        columns hold ``row``'s values already; the rows updated."""
+        where, values = _identical({**key, **{c: row[c] for c in kept}})
         return self._whole(f"UPDATE {_quote(table)} SET "
                            f"{', '.join(f'{_quote(c)} = %s' for c in row)} WHERE {where}",
                            [*row.values(), *values])

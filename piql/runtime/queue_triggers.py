@@ -88,14 +88,16 @@ class Stamp(enum.Enum):
         return cls.CLOCK if queue.own_clock else cls.SQL
 
 
-def sqlite_triggers(table: Table, stamp: Stamp, as_of: bool, changes: bool = True
-                    ) -> list[str]:
+def sqlite_triggers(table: Table, stamp: Stamp, as_of: bool, changes: bool = True,
+                    read: frozenset[str] | None = None) -> list[str]:
     """The triggers of ``table`` queueing its changes: every insert, and (``changes``:
     asynchronous views read its deletes) deletes and updates other than piql's own (its
     write path queues those). ``as_of``: the table is read as of the queue, whose entries
-    of it are inserts only (``runtime.as_of``)."""
+    of it are inserts only (``runtime.as_of``). ``read``: the columns the asynchronous
+    views read (``async_views.columns_read``; None: any), the only ones whose update is
+    queued: one changing none of them (nor the key) is no change the views could see."""
     return [_sqlite_insert(table, stamp),
-            *(_sqlite_changes(table, stamp, as_of) if changes else [])]
+            *(_sqlite_changes(table, stamp, as_of, read) if changes else [])]
 
 
 def sqlite_drops(table: Table) -> list[str]:
@@ -189,9 +191,12 @@ def _sqlite_insert(table: Table, stamp: Stamp) -> str:
         unless=f"{after} IS NOT NULL")])
 
 
-def _sqlite_changes(table: Table, stamp: Stamp, as_of: bool) -> list[str]:
+def _sqlite_changes(table: Table, stamp: Stamp, as_of: bool,
+                    read: frozenset[str] | None = None) -> list[str]:
     """The AFTER DELETE and AFTER UPDATE triggers, for deletes and updates not made by
-    piql's write path (a plain SQL statement on piql's connection)."""
+    piql's write path (a plain SQL statement on piql's connection); an update changing no
+    column of ``read`` nor the key fires nothing (piql's one-statement update of a column
+    no asynchronous view reads, ``Maintainer.replace_unseen_at_once``, is one)."""
     entry = _SQLiteEntry(table, stamp)
     after, before = _q("after_row"), _q("before_row")
     same = " AND ".join(f"NEW.{_q(c)} IS OLD.{_q(c)}" for c in table.primary_key)
@@ -222,9 +227,17 @@ def _sqlite_changes(table: Table, stamp: Stamp, as_of: bool) -> list[str]:
         f"  SELECT RAISE(ABORT, {sqlgen.literal(_refusal(table), 'sqlite')}) WHERE NOT EXISTS "
         f"(SELECT 1 FROM {_q(QUEUE_TABLE)} WHERE {entry.matches('OLD')});"]
     own = f"NOT {OWN}()"
+    seen = own if read is None else f"NOT ({_unchanged(table, read)}) AND {own}"
     return [entry.trigger("delete", refuse + delete(), own),
             entry.trigger("update", refuse + update(same) + delete(f"NOT ({same})")
-                          + insert(f"NOT ({same})"), own)]
+                          + insert(f"NOT ({same})"), seen)]
+
+
+def _unchanged(table: Table, read: frozenset[str]) -> str:
+    """SQL: an update leaves the key and every column of ``read`` as they were."""
+    named = {c.lower() for c in (*table.primary_key, *read)}
+    columns = [c for c in table.column_names if c.lower() in named]
+    return " AND ".join(f"NEW.{_q(c)} IS OLD.{_q(c)}" for c in columns)
 
 
 THROUGH_PIQL = "goes through piql"  # in the refusal of a change only piql's path can queue

@@ -210,6 +210,21 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
             return Result(columns, tuple(rows), ops, bound)
         return plain
 
+    kept = statement.kept_ops
+    if kept is not None and block.limit_param is None and not statement.text_parameters:
+        bind = _binding(check, statement)
+
+        def flat(params: dict[str, Any]) -> Result:
+            try:
+                fetched = run(bind(params))
+            except StoreOverflow:
+                return interpret(params)
+            ops = kept * len(fetched) or 1  # every row the first access read costs the same
+            if ops > bound and strict():
+                raise _exceeded(name, ops, bound)
+            return Result(columns, tuple([row[:-1] for row in fetched if row[-1]]), ops, bound)
+        return flat
+
     found = statement.found_ops
     if found is not None and block.limit_param is None and not statement.text_parameters:
         return _unique(query, statement, found, check, store, strict, interpret)

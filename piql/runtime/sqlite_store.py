@@ -487,15 +487,18 @@ class SQLiteStore:
                 f" AND {condition}" if condition else "")
         return self._whole(sql, list(key.values()))
 
-    def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any]) -> int:
-        """Replace one row as a whole write (as :meth:`write_row`); the rows updated."""
-        text = ("update_row", table, tuple(key), tuple(row))
+    def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any],
+                   kept: Sequence[str] = ()) -> int:
+        """Replace one row as a whole write (as :meth:`write_row`), only if its ``kept``
+        columns hold ``row``'s values already; the rows updated."""
+        text = ("update_row", table, tuple(key), tuple(row), tuple(kept))
         sql = self._texts.get(text)
         if sql is None:
             sql = self._texts[text] = (
                 f"UPDATE {_quote(table)}{self._indexed(table)} SET "
-                f"{', '.join(f'{_quote(c)} = ?' for c in row)} WHERE {_identical(key)}")
-        return self._whole(sql, [*row.values(), *key.values()])
+                f"{', '.join(f'{_quote(c)} = ?' for c in row)} WHERE "
+                f"{_identical([*key, *kept])}")
+        return self._whole(sql, [*row.values(), *key.values(), *(row[c] for c in kept)])
 
     def _whole(self, sql: str, values: list[Any]) -> int:
         try:
@@ -779,7 +782,7 @@ class ReadOnlyDatabase:
         self.close()
 
 
-def _identical(key: Mapping[str, Any]) -> str:
+def _identical(key: Iterable[str]) -> str:
     """A WHERE clause matching exactly the row with this key, NULLs included; SQLite reads
     ``column IS ?`` through an index like ``column = ?``."""
     return " AND ".join(f"{_quote(c)} IS ?" for c in key)

@@ -221,9 +221,11 @@ class Store(Protocol):
         ``condition`` holds (piql's own SQL over the table, e.g. that no row refers to
         it). The rows deleted (0 or 1). One write."""
 
-    def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any]) -> int:
+    def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any],
+                   kept: Sequence[str] = ()) -> int:
         """Replace the row with this key by ``row`` (the same key) as a whole write: one
-        UPDATE, as :meth:`write_row` inserts. The rows updated (0 or 1). One write."""
+        UPDATE, as :meth:`write_row` inserts, only if its ``kept`` columns hold ``row``'s
+        values already. The rows updated (0 or 1). One write."""
 
     def insert_rows(self, table: str, columns: Sequence[str],
                     rows: Sequence[Sequence[Any]]) -> None:

@@ -43,8 +43,11 @@ from piql.runtime.delta_statements import DeltaStatements
 from piql.runtime.epochs import EpochWindow, mark_epochs
 from piql.runtime.store import Store
 from piql.runtime.update_queue import QUEUE_TABLE, StoreQueue, key_text
+from piql.sql_types import TypeFamily, family
 
 Partitioner = Callable[[ViewDef, dict[str, Any]], int]
+# the types whose SQLite values compare (``IS``) exactly as the views see them
+_COMPARABLE = (TypeFamily.INTEGER, TypeFamily.REAL, TypeFamily.TEXT)
 
 
 @dataclass(frozen=True)
@@ -172,12 +175,11 @@ class Maintainer:
     queue: StoreQueue | None = field(init=False)  # of the asynchronous views, if any
     as_of: AsOfQueue | None = field(init=False)  # the store as of the queue, for their joins
     enqueued: frozenset[str] = field(init=False)  # tables whose inserts the store queues
-    # inside :meth:`update`; and whether its delete half found no column an async view
-    # reads changed, so neither half queues (nor runs) their rules (None: it did)
-    _updating: bool = field(init=False, default=False)
-    _unseen_update: UnseenUpdate | None = field(init=False, default=None)
     # table -> the columns its asynchronous views read (``async_views.columns_read``)
     read_columns: dict[str, frozenset[str] | None] = field(init=False)
+    # table -> the reports of an update no asynchronous view sees, made as one statement
+    # (:meth:`replace_unseen_at_once`), and the columns it must leave as they are
+    unseen_at_once: dict[str, tuple[list[WriteReport], tuple[str, ...]]] = field(init=False)
 
     def __post_init__(self) -> None:
         self.statements = DeltaStatements(self.store)
@@ -187,9 +189,9 @@ class Maintainer:
                                 as_of=frozenset(
             t.lower() for t in as_of_tables(self.views))) if deferring else None
         self.as_of = AsOfQueue(self.store, self.queue) if self.queue is not None else None
-        self.enqueued = self._queue_triggers()
         self.read_columns = {t.name: columns_read(self.views, t.name)
                              for t in self.catalog.tables}
+        self.enqueued = self._queue_triggers()
         self.programs = {(table.name, event): WriteProgram.of(table, event, self.views,
                                                               self.bounds,
                                                               self.store.maintained_rules,
@@ -206,6 +208,8 @@ class Maintainer:
                                                       self.store.dialect)
                              for table in self.catalog.tables}
         self.frozen = frozenset(f.table.lower() for view in self.views for f in view.frozen)
+        statements = {t.name: self._unseen_statement(t) for t in self.catalog.tables}
+        self.unseen_at_once = {t: s for t, s in statements.items() if s is not None}
 
     def _queue_triggers(self) -> frozenset[str]:
         """On a store whose triggers can queue (SQLite, PostgreSQL), the enqueue trigger of
@@ -226,7 +230,8 @@ class Maintainer:
                 s for t in tables for s in queue_triggers.sqlite_drops(t)
                 + queue_triggers.sqlite_triggers(t, queue_triggers.Stamp.of(queue),
                                                  t.name.lower() in queue.as_of,
-                                                 t.name in changes)])
+                                                 t.name in changes,
+                                                 self.read_columns[t.name])])
         make()
         queue.on_stamping = make
         return frozenset(t.name for t in tables)
@@ -262,7 +267,7 @@ class Maintainer:
         changes = self._async_delete_tables()
         append = self.queue is not None and not self.queue.policy.lossy
         add({}, [s for t in tables for s in queue_triggers.postgres_trigger(
-            t, t.name.lower() in as_of, t.name in changes, columns_read(self.views, t.name),
+            t, t.name.lower() in as_of, t.name in changes, self.read_columns[t.name],
             append)]
             + [s for t in self.catalog.tables if t.name not in made
                for s in queue_triggers.postgres_drop(t)])
@@ -281,22 +286,22 @@ class Maintainer:
         """Replace the row with key ``key`` by ``row``: a delete then an insert. When the
         update changes no column an asynchronous view of the table reads
         (``async_views.columns_read``), those views would lose and regain the same rows, so
-        it queues nothing and runs none of their rules (TPC-W BuyConfirm's stock update)."""
-        self._updating = True
-        try:
-            return [self.delete(table, key, replacing=row), self.insert(table, row)]
-        finally:
-            self._updating, self._unseen_update = False, None
+        it queues nothing and runs none of their rules (TPC-W BuyConfirm's stock update):
+        the delete half says so to the insert half (:class:`UnseenUpdate`)."""
+        deleted, unseen = self._delete(table, key, row, updating=True)
+        return [deleted, self.insert(table, row, unseen=unseen)]
 
     def _unread_change(self, table: Table, old: dict[str, Any], new: dict[str, Any]) -> bool:
-        """Does an update of ``table`` from ``old`` to ``new``, made by :meth:`update`, leave
-        every column its asynchronous views read as it was?"""
-        if not self._updating:
-            return False
+        """Does an update of ``table`` from ``old`` to ``new`` leave every column its
+        asynchronous views read as it was?"""
         read = self.read_columns[table.name]
         return read is not None and all(_same(old[c], new[c]) for c in read)
 
-    def insert(self, table: Table, row: dict[str, Any]) -> WriteReport:
+    def insert(self, table: Table, row: dict[str, Any], *,
+               unseen: UnseenUpdate | None = None) -> WriteReport:
+        """Insert one row. ``unseen``: this is the insert half of an :meth:`update` that no
+        asynchronous view sees, so it queues nothing (and what it does with the entry the
+        store's trigger queues)."""
         start = self.store.counter.ops
         program = self.programs[(table.name, WriteEvent.INSERT)]
         key = {c: row[c] for c in table.primary_key}
@@ -311,11 +316,10 @@ class Maintainer:
         measured = [self._apply(step, rows, reads) for step, rows, reads in pending]
         # with the tuple in: it may join itself
         measured += self._marks(program, row)
-        if self._unseen_update is not None:  # the views read nothing the update changed
-            if self._unseen_update is UnseenUpdate.DROP:
+        if unseen is not None:  # the views read nothing the update changed
+            if unseen is UnseenUpdate.DROP:
                 self.store.delete(QUEUE_TABLE, {"base": table.name, "row_key": key_text(
                     [row[c] for c in table.primary_key])})
-            self._unseen_update = None
         elif program.deferred and table.name not in self.enqueued:  # else the store's trigger
             self.queue.enqueue(table, None, row)
         return self._report(table, program, start, measured)
@@ -398,6 +402,52 @@ class Maintainer:
                                   self.programs[(table.name, WriteEvent.DELETE)]),
                 self.at_once_reports[(table.name, WriteEvent.INSERT)]]
 
+    def _unseen_statement(self, table: Table
+                          ) -> tuple[list[WriteReport], tuple[str, ...]] | None:
+        """Can an update of ``table`` that changes no column its asynchronous views read be
+        one UPDATE (:meth:`replace_unseen_at_once`)? On SQLite, when an insert is one
+        statement whose trigger queues it (``at_once``), the delete runs no rule of piql's
+        own (only deferred ones, which such an update skips: ``UnseenUpdate``), and the
+        columns the views read (and those periodic views freeze) are known and compare as
+        the views would see them (integers, doubles, text: ``IS`` after the column's
+        affinity). The change triggers fire on no such update (``queue_triggers``). The
+        reports of both halves at their static bounds, and the columns kept."""
+        read = self.read_columns[table.name]
+        insert = self.programs[(table.name, WriteEvent.INSERT)]
+        delete = self.programs[(table.name, WriteEvent.DELETE)]
+        if self.store.dialect != "sqlite" or read is None or not insert.deferred or \
+                not self.at_once(table) or table.name not in self.enqueued or \
+                table.name not in self._async_delete_tables() or delete.deltas or \
+                delete.marks:
+            return None
+        # a column a periodic view freezes is kept too: changing it takes piql's path,
+        # whose refusal names the view
+        named = {c.lower() for c in read} | {c.lower() for view in self.views
+                                             for f in view.frozen
+                                             if f.table.lower() == table.name.lower()
+                                             for c in f.columns}
+        kept = tuple(c.name for c in table.columns if c.name.lower() in named
+                     and c.name not in table.primary_key)
+        if any(family(c.type) not in _COMPARABLE for c in table.columns if c.name in kept):
+            return None
+        return [_static_report(table.name, WriteEvent.DELETE, delete),
+                _static_report(table.name, WriteEvent.INSERT, insert)], kept
+
+    def replace_unseen_at_once(self, table: Table, row: dict[str, Any]
+                               ) -> list[WriteReport] | None:
+        """Update a row (``unseen_at_once``) with one UPDATE that applies only when the
+        columns the asynchronous views read keep their values: then no view sees the
+        update, nothing is queued, and the store's triggers check the new row. None when
+        it updated nothing (no such row, or a read column changes): the caller makes the
+        update through :meth:`update`, which says which, or runs the views' rules."""
+        reports, kept = self.unseen_at_once[table.name]
+        key = {c: row[c] for c in table.primary_key}
+        try:
+            updated = self.store.update_row(table.name, key, row, kept)
+        except StoreRefused as err:
+            raise self._refused(table, row, err) from None
+        return reports if updated else None
+
     def _refused(self, table: Table, row: dict[str, Any], err: StoreRefused) -> Exception:
         if PLAN_MOVED in str(err):
             return sessions.migrated(self.store)
@@ -417,6 +467,14 @@ class Maintainer:
                replacing: dict[str, Any] | None = None) -> WriteReport:
         """Delete one row; ``replacing`` (an update's first half: the new row) keeps the key,
         so rows that refer to it stay valid."""
+        return self._delete(table, key, replacing, updating=False)[0]
+
+    def _delete(self, table: Table, key: dict[str, Any], replacing: dict[str, Any] | None,
+                updating: bool) -> tuple[WriteReport, UnseenUpdate | None]:
+        """:meth:`delete`; inside :meth:`update` (``updating``), also whether the update
+        changes no column an asynchronous view reads, and so what its insert half does
+        with the queue (None: the views see it, and this half queued or ran their rules)."""
+        unseen = None
         start = self.store.counter.ops
         program = self.programs[(table.name, WriteEvent.DELETE)]
         found = self.store.get(table.name, key)
@@ -434,13 +492,14 @@ class Maintainer:
         measured = marked + [self._apply(step, *self._delta(step.rule, row))
                              for step in program.deltas]
         if program.deferred:
-            if replacing is not None and self._unread_change(table, row, replacing):
+            if updating and replacing is not None and \
+                    self._unread_change(table, row, replacing):
                 queued = self.queue.holds(table.name, [row[c] for c in table.primary_key])
-                self._unseen_update = UnseenUpdate.DROP if table.name in self.enqueued and \
+                unseen = UnseenUpdate.DROP if table.name in self.enqueued and \
                     not queued else UnseenUpdate.KEEP
             else:
                 measured += self._defer_delete(table, program, row, replacing)
-        return self._report(table, program, start, measured)
+        return self._report(table, program, start, measured), unseen
 
     def _delete_row(self, table: Table, key: dict[str, Any]) -> None:
         """Delete the base row; the store's enqueue triggers leave it to this write path

@@ -45,6 +45,8 @@ SELECT p.id, p.body FROM users u, posts p WHERE u.id = <u> AND p.author = u.id
 SELECT kind, COUNT(*) AS n, SUM(createdAt) AS s FROM posts WHERE author = <u> GROUP BY kind
 -- name: total
 SELECT COUNT(*) AS n, AVG(createdAt) AS a FROM posts WHERE author = <u>
+-- name: followees
+SELECT u.name FROM follows f, users u WHERE f.follower = <u> AND u.id = f.followee
 """
 PLAN = plan_text(SOCIAL, QUERIES)
 LAYOUT = StoreLayout(tuple(
@@ -156,6 +158,21 @@ def test_one_row_then_the_first_in_order_is_a_scalar_subquery_on_sqlite():
     assert 'ON "p"."id" IN (SELECT' in newest.sql and "LIMIT 3)" in newest.sql
     assert latest.answer([(1, "a", 1)]) == ([(1, "a")], 1 + 2)
     assert latest.answer([(None, None, None)]) == ([], 1 + 1)  # the user found, no post
+    # at most one row: not sorted again after the subquery's ordered read
+    assert latest.sql.count("ORDER BY") == 1 and newest.sql.count("ORDER BY") == 2
+
+
+def test_rows_that_all_cost_the_same_carry_no_operation_column():
+    """Several rows from the first access, each probed once: every row costs one read
+    and one probe, so the rows fetched give the operations (``kept_ops``)."""
+    for dialect in Dialect:
+        statement = compiled("followees", dialect)
+        assert statement.ops_source == OpsSource.PER_ROW and statement.kept_ops == 2
+        assert '"_ops"' not in statement.sql
+        assert statement.answer([]) == ([], 1)  # the follower follows nobody: one read
+        # the second followee's user was not found: three reads, three probes
+        assert statement.answer([("a", 1), (None, 0), ("c", 1)]) == ([("a",), ("c",)], 6)
+    assert compiled("named").counting.kept_ops is None  # a filter before the probe
 
 
 def test_grouped_single_access_returns_what_it_read_beside_each_group():

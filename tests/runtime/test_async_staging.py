@@ -167,6 +167,29 @@ def test_an_update_of_a_column_no_view_reads_queues_nothing(new_store):
     assert [r for r in db.rows("search_by_author_view") if "a new title" in r]
 
 
+def test_an_unseen_update_is_one_statement_on_sqlite(tmp_path):
+    """BuyConfirm's stock update: one UPDATE that applies only while the columns the views
+    read (and the periodic views freeze) keep their values; a change of one takes piql's
+    path (queued, or refused naming the view), as does a missing row."""
+    db = Deployment(tpcw("async"), str(tmp_path / "s.db"), engine="store")
+    populate(db)
+    assert set(db.maintainer.unseen_at_once["item"][1]) == {"i_title", "i_a_id", "i_subject"}
+    writes = db.store.counter.writes
+    db.update("item", **item(3, i_stock=5))
+    assert db.store.counter.writes == writes + 1 and len(db.maintainer.queue) == 0
+    assert db.store.sql("SELECT i_stock FROM item WHERE i_id = 3") == [(5,)]
+    db.update("item", **item(3, i_stock=4, i_title="retitled"))  # seen: piql's path
+    assert len(db.maintainer.queue) == 1
+    with pytest.raises(ConstraintError, match="periodic view best_sellers"):
+        db.update("item", **item(3, i_subject="ARTS" if 3 % 2 == 0 else "HISTORY"))
+    with pytest.raises(ConstraintError, match="item has no row"):
+        db.update("item", **item(99))
+    with pytest.raises(ConstraintError, match="FOREIGN KEY"):
+        db.update("item", **item(3, i_stock=1, i_a_id=7, i_title="retitled"))  # no author 7 (read: piql's path)
+    db.update("item", **item(3, i_stock=4, i_title="retitled"))
+    assert db.check().consistent
+
+
 def test_refused_buy_confirm_writes_queue_nothing(new_store):
     db = Deployment(tpcw("async"), new_store(), engine="store")
     populate(db)

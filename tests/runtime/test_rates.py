@@ -99,3 +99,34 @@ def test_measured_reads_average_per_consumer_in_bounded_memory():
     reads.measure("a", 14, 1, True)  # a read again: b is now the least recent
     reads.measure("c", 7, 2, False)
     assert len(reads) == 2 and reads.get("b") is None and reads.get("a").ops == 13
+
+
+def test_pulled_reads_noted_then_settled_count_as_reads_counted_at_once():
+    """A pulled read is noted (``Rates.pulled``) and counted later: every reader of the
+    rates, and every write, settles the notes first, in order, so the clock, the read
+    counts and the measured costs are those of counting each read as it happened."""
+    rng = random.Random(7)
+    events = [(rng.random() < 0.2, rng.randrange(20), rng.randrange(1, 9)) for _ in range(3000)]
+    at_once = Rates(push_ops=6, pull_ops=20, feed_ops=21, capacity=8, half_life=300)
+    noted = Rates(push_ops=6, pull_ops=20, feed_ops=21, capacity=8, half_life=300)
+    noted.SETTLE_AT = 64  # a note past this many settles them (bounded memory)
+    for position, (write, key, ops) in enumerate(events):
+        if write:
+            at_once.write(key)
+            noted.write(key)
+            continue
+        at_once.read(key)
+        at_once.read_ops.measure(key, ops, None, False)
+        noted.pulled.append((key, ops))
+        if len(noted.pulled) >= noted.SETTLE_AT:
+            noted.settle()
+        if position % 997 == 0:  # a reader in the middle sees every read so far
+            assert noted.clock == at_once.clock
+    assert noted.clock == at_once.clock
+    assert not noted.pulled
+    for key in range(20):
+        assert noted.consumer_rate(key) == at_once.consumer_rate(key)
+        assert noted.producer_rate(key) == at_once.producer_rate(key)
+        assert noted.read_ops.get(key) == at_once.read_ops.get(key)
+    assert noted.unseen_reads(range(40)) == at_once.unseen_reads(range(40))
+    assert list(noted.read_ops.recent) == list(at_once.read_ops.recent)
