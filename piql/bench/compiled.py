@@ -80,14 +80,19 @@ def contenders(db, name: str, hand: str, hand_params: Callable[[dict], Any]):
 def _executor(db) -> Callable[[str, Any], list[tuple]]:
     """Run a statement as a developer's code would, on the same store with the same
     driver: SQLite's own connection (its statement cache), or a PostgreSQL connection of
-    its own with the statement prepared."""
+    its own with the statement prepared, through one cursor (as piql's reader runs its
+    statements: ``PostgresStore.run``)."""
     if db.store.dialect == "sqlite":
         connection = db.store.connection
         return lambda sql, values: connection.execute(sql, values).fetchall()
     import psycopg
 
-    connection = psycopg.connect(db.store.url, autocommit=True)
-    return lambda sql, values: connection.execute(sql, values, prepare=True).fetchall()
+    cursor = psycopg.connect(db.store.url, autocommit=True).cursor()
+
+    def execute(sql: str, values: Any) -> list[tuple]:
+        cursor.execute(sql, values, prepare=True)
+        return cursor.fetchall()
+    return execute
 
 
 def two_tags(documents: int, calls: int, rng: random.Random,

@@ -102,8 +102,9 @@ def run(settings: Settings, out: Path) -> dict[str, Any]:
     place = PostgresPlace(settings.postgres) if settings.postgres else None
     try:
         bare = _bare_app(settings, work)
-        results = [_measure_scale(app, bare, settings, scale, work, number, place)
-                   for number, scale in enumerate(settings.scales)]
+        scales = [_prepare(app, settings, scale, work, number)
+                  for number, scale in enumerate(settings.scales)]
+        results = _measure(app, bare, settings, scales, place)
         server = place.server_version() if place else None
     finally:
         if place is not None:
@@ -122,9 +123,21 @@ def _bare_app(settings: Settings, work: Path) -> piql.App:
     return piql.load(settings.schema, empty)
 
 
-def _measure_scale(app: piql.App, bare: piql.App, settings: Settings, scale: data.Scale,
-                   work: Path, number: int, place: PostgresPlace | None) -> dict[str, Any]:
-    label = f"tpcw {scale.items} items {scale.ebs} EB"
+@dataclass
+class _Scale:
+    """One scale's generated data and planned workload, ready to run."""
+
+    scale: data.Scale
+    dataset: data.Dataset
+    steps: list[mix.Step]
+    names: list[str]  # the queries the workload runs
+    compared: frozenset[str]  # those whose answers piql and the baseline must agree on
+    here: Path
+    loads: dict[str, float]
+
+
+def _prepare(app: piql.App, settings: Settings, scale: data.Scale, work: Path,
+             number: int) -> _Scale:
     here = work / f"{scale.items}-{scale.ebs}"
     catalog = app.plan.catalog
     started = time.perf_counter()
@@ -135,93 +148,137 @@ def _measure_scale(app: piql.App, bare: piql.App, settings: Settings, scale: dat
                                  warmup=settings.warmup, min_samples=settings.min_samples,
                                  seed=settings.seed + number)
     names = sorted({n for group in workload.queries.values() for n in group})
-    compared = backends.comparable(app.plan, names)
-    steps = workload.steps
-    stages = 4 if place else 3
-    show = lambda stage: lambda done: progress(label, stage * len(steps) + done, stages * len(steps))  # noqa: E731
+    return _Scale(scale, dataset, workload.steps, names, backends.comparable(app.plan, names),
+                  here, loads)
 
-    # piql and on-demand SQLite run side by side, step by step (their ratio is the target);
-    # DuckDB, whose threads would slow whatever runs beside them, in a pass of its own
-    db, loads["piql"] = _deploy(app, str(here / "piql.db"), dataset, settings)
+
+def _measure(app: piql.App, bare: piql.App, settings: Settings, scales: list[_Scale],
+             place: PostgresPlace | None) -> list[dict[str, Any]]:
+    """Every scale's figures. piql and its on-demand baseline on the same store run side
+    by side, and every scale's pair at once, interleaved step by step
+    (``tpcw_backends.run_interleaved``): the p99 ratio across scales and the p50 ratio
+    piql / on demand are both read from samples taken under the same load. DuckDB,
+    whose threads would slow whatever runs beside it, and the store without views run
+    in passes of their own, scale by scale."""
+    label = "tpcw " + ", ".join(s.scale.label for s in scales)
+    rounds = max(len(s.steps) for s in scales)
+    stages = 1 + settings.duckdb + settings.no_views + (place is not None)
+    done = [0]
+
+    def show(size: int):  # a stage of ``size`` rounds, counted in units of ``rounds``
+        base = done[0]
+        done[0] += rounds
+        return lambda n: progress(label, base + n * rounds // max(1, size), stages * rounds)
+
+    sqlite = _side_by_side(app, settings, scales, "sqlite", show(rounds))
+    duck_samples: list[list[backends.Sample]] = []
+    bare_samples: list[list[backends.Sample]] = []
+    for scale in scales:
+        duck_samples.append(_duckdb_pass(app, scale, show(len(scale.steps)))
+                            if settings.duckdb else [])
+        bare_samples.append(_no_views_pass(bare, settings, scale, show(len(scale.steps)))
+                            if settings.no_views else [])
+    postgres = _side_by_side(app, settings, scales, "postgres", show(rounds), place) \
+        if place is not None else [{} for _ in scales]
+    progress(label, stages * rounds, stages * rounds)
+    results = []
+    for scale, ours, duck, plain, server in zip(scales, sqlite, duck_samples, bare_samples,
+                                                 postgres):
+        shutil.rmtree(scale.here, ignore_errors=True)
+        results.append(_scale_result(scale, ours, duck, plain, server))
+    return results
+
+
+def _side_by_side(app: piql.App, settings: Settings, scales: list[_Scale], store: str, show,
+                  place: PostgresPlace | None = None) -> list[dict[str, Any]]:
+    """piql and on demand on ``store`` (sqlite or postgres) for every scale at once, all
+    deployed before the first step, interleaved; per scale, what was measured."""
+    lanes, found = [], []
+    for scale in scales:
+        if store == "sqlite":
+            db, scale.loads["piql"] = _deploy(app, str(scale.here / "piql.db"), scale.dataset,
+                                              settings)
+            started = time.perf_counter()
+            baseline = backends.sqlite_baseline(app.plan, scale.dataset,
+                                                scale.here / "sqlite.db", scale.names)
+            scale.loads["sqlite"] = time.perf_counter() - started
+            ours = backends.PiqlBackend(db)
+        else:
+            assert place is not None
+            db, scale.loads["piql_postgres"] = _deploy(app, place.new_store("piql"),
+                                                       scale.dataset, settings)
+            started = time.perf_counter()
+            baseline = backends.postgres_baseline(app.plan, scale.dataset,
+                                                  place.new_store("ondemand"), scale.names)
+            scale.loads["postgres"] = time.perf_counter() - started
+            ours = backends.PiqlBackend(db, "piql_postgres")
+        refresher = Refresher(db, app, scale.dataset.now_ms)
+        found.append({"db": db, "baseline": baseline, "refresher": refresher,
+                      "plans": _plans(baseline, app.plan, scale.names)})
+        lanes.append(backends.Lane([ours, baseline], scale.steps, scale.compared, refresher))
+    samples = backends.run_interleaved(lanes, progress=show)
+    for entry, (piql_samples, baseline_samples) in zip(found, samples):
+        if store == "sqlite":
+            entry["views"] = _view_sizes(entry["db"])
+        entry["db"].close()
+        entry["baseline"].close()
+        del entry["db"], entry["baseline"]
+        entry["samples"] = (piql_samples, baseline_samples)
+    return found
+
+
+def _duckdb_pass(app: piql.App, scale: _Scale, show) -> list[backends.Sample]:
     started = time.perf_counter()
-    sqlite = backends.sqlite_baseline(app.plan, dataset, here / "sqlite.db", names)
-    loads["sqlite"] = time.perf_counter() - started
-    plans = _plans(sqlite, app.plan, names)
-    refresher = Refresher(db, app, dataset.now_ms)
-    piql_samples, sqlite_samples = backends.run_side_by_side(
-        [backends.PiqlBackend(db), sqlite], steps, compared=compared, before=refresher,
-        progress=show(0))
-    views = _view_sizes(db)
-    db.close()
-    sqlite.close()
+    duck = backends.duckdb_baseline(app.plan, scale.dataset, scale.names)
+    scale.loads["duckdb"] = time.perf_counter() - started
+    samples = backends.run(duck, scale.steps, progress=show)
+    duck.close()
+    return samples
 
-    if settings.duckdb:
-        started = time.perf_counter()
-        duck = backends.duckdb_baseline(app.plan, dataset, names)
-        loads["duckdb"] = time.perf_counter() - started
-        duck_samples = backends.run(duck, steps, progress=show(1))
-        duck.close()
-    else:
-        duck_samples = []
 
-    if settings.no_views:
-        plain, loads["piql_no_views"] = _deploy(bare, str(here / "bare.db"), dataset, settings)
-        bare_samples = backends.run(backends.PiqlBackend(plain, "piql_no_views"), steps,
-                                    reads=False, progress=show(2))
-        plain.close()
-    else:
-        bare_samples = []
+def _no_views_pass(bare: piql.App, settings: Settings, scale: _Scale,
+                   show) -> list[backends.Sample]:
+    plain, scale.loads["piql_no_views"] = _deploy(bare, str(scale.here / "bare.db"),
+                                                  scale.dataset, settings)
+    samples = backends.run(backends.PiqlBackend(plain, "piql_no_views"), scale.steps,
+                           reads=False, progress=show)
+    plain.close()
+    return samples
 
+
+def _scale_result(scale: _Scale, sqlite: dict[str, Any], duck_samples, bare_samples,
+                  postgres: dict[str, Any]) -> dict[str, Any]:
+    """What the JSON says of one scale."""
+    piql_samples, sqlite_samples = sqlite["samples"]
+    steps, compared, dataset = scale.steps, scale.compared, scale.dataset
     samples = {"piql": piql_samples, "sqlite": sqlite_samples, "duckdb": duck_samples}
     found: dict[str, Any] = {}
-    if place is not None:
-        found = _on_postgres(app, settings, dataset, steps, compared, names, place, loads,
-                             show(3))
-        samples |= found.pop("samples")
-    progress(label, stages * len(steps), stages * len(steps))
-    shutil.rmtree(here, ignore_errors=True)
+    if postgres:
+        ours, theirs = postgres["samples"]
+        samples |= {"piql_postgres": ours, "postgres": theirs}
+        found = {
+            "buy_confirm_postgres": {"with_views": _buy_confirm(ours, [])["with_views"]},
+            "refresh_postgres": postgres["refresher"].summary(),
+            "answers_postgres": _answers(ours, theirs, steps, compared),
+            "errors_postgres": {b: backends.summary_of(s) for b, s in (
+                ("piql_postgres", ours), ("postgres", theirs))},
+            "postgres_plans": postgres["plans"],
+        }
     return found | {
-        "items": scale.items, "ebs": scale.ebs, "label": scale.label,
+        "items": scale.scale.items, "ebs": scale.scale.ebs, "label": scale.scale.label,
         "rows": dataset.rows, "title_vocabulary": dataset.vocabulary,
-        "load_seconds": {k: round(v, 3) for k, v in loads.items()},
+        "load_seconds": {k: round(v, 3) for k, v in scale.loads.items()},
         "interactions": _interactions(samples),
         "buy_confirm": _buy_confirm(piql_samples, bare_samples),
-        "refresh": refresher.summary(),
-        "views": views,
+        "refresh": sqlite["refresher"].summary(),
+        "views": sqlite["views"],
         "answers": _answers(piql_samples, sqlite_samples, steps, compared),
         "errors": {b: backends.summary_of(s) for b, s in (
             ("piql", piql_samples), ("sqlite", sqlite_samples), ("duckdb", duck_samples),
             ("piql_no_views", bare_samples))},
-        "sqlite_plans": plans,
+        "sqlite_plans": sqlite["plans"],
         "simulated_seconds": round((steps[-1].now_ms - dataset.now_ms) / 1000, 1) if steps else 0,
         "steps": len(steps),
-    }
-
-
-def _on_postgres(app: piql.App, settings: Settings, dataset: data.Dataset, steps, compared,
-                 names: Sequence[str], place: PostgresPlace, loads: dict[str, float],
-                 show) -> dict[str, Any]:
-    """The same steps through piql on a PostgreSQL store, and on demand on the same server,
-    side by side: their samples, and what the JSON says of them."""
-    db, loads["piql_postgres"] = _deploy(app, place.new_store("piql"), dataset, settings)
-    started = time.perf_counter()
-    baseline = backends.postgres_baseline(app.plan, dataset, place.new_store("ondemand"), names)
-    loads["postgres"] = time.perf_counter() - started
-    plans = _plans(baseline, app.plan, names)
-    refresher = Refresher(db, app, dataset.now_ms)
-    piql_samples, baseline_samples = backends.run_side_by_side(
-        [backends.PiqlBackend(db, "piql_postgres"), baseline], steps, compared=compared,
-        before=refresher, progress=show)
-    db.close()
-    baseline.close()
-    return {
-        "samples": {"piql_postgres": piql_samples, "postgres": baseline_samples},
-        "buy_confirm_postgres": {"with_views": _buy_confirm(piql_samples, [])["with_views"]},
-        "refresh_postgres": refresher.summary(),
-        "answers_postgres": _answers(piql_samples, baseline_samples, steps, compared),
-        "errors_postgres": {b: backends.summary_of(s) for b, s in (
-            ("piql_postgres", piql_samples), ("postgres", baseline_samples))},
-        "postgres_plans": plans,
     }
 
 
@@ -367,7 +424,9 @@ def _document(app: piql.App, settings: Settings, results: list[dict[str, Any]],
                      "schema": str(settings.schema), "queries": str(settings.queries),
                      "postgres": bool(settings.postgres), "duckdb": settings.duckdb,
                      "no_views": settings.no_views,
-                     "side_by_side": [["piql", "sqlite"], ["piql_postgres", "postgres"]]},
+                     "side_by_side": [["piql", "sqlite"], ["piql_postgres", "postgres"]],
+                     # every scale's side-by-side pair at once, step by step (run_interleaved)
+                     "scales_interleaved": True},
         "stores": {"sqlite": "SQLite files (WAL)",
                    **({"postgres": f"PostgreSQL {server}"} if server else {})},
         "mix": mix.MIX,

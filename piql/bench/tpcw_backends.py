@@ -8,7 +8,10 @@
   INSERT/UPDATE/DELETE statements.
 - :class:`SqlBackend` on DuckDB: the same, in an in-memory DuckDB database.
 - :class:`SqlBackend` on PostgreSQL (``--postgres``): the same on the server piql's
-  PostgreSQL store runs on, every statement prepared (psycopg), writes in autocommit.
+  PostgreSQL store runs on, every statement prepared (psycopg), writes in autocommit,
+  through one cursor kept for the run, as piql's serving thread keeps one
+  (``PostgresStore.run``): a cursor per call (``Connection.execute``) costs 10-15 µs
+  of psycopg's Python, which would favour piql.
 
 :func:`run` executes a workload's steps on one backend and returns one
 :class:`Sample` per step.
@@ -120,6 +123,8 @@ class SqlBackend:
         # psycopg: prepared statements, %s placeholders; sqlite3 and DuckDB: ?
         self.prepared = {"prepare": True} if name == "postgres" else {}
         self.placeholder = "%s" if name == "postgres" else "?"
+        # psycopg: one cursor for every statement (as piql's reader), not one per call
+        self.cursor = connection.cursor() if name == "postgres" else None
         self._statements: dict[tuple[str, str], str] = {}
         self.ticks: int | None = None
         if isinstance(connection, sqlite3.Connection):
@@ -135,8 +140,12 @@ class SqlBackend:
 
     def read(self, read: Read) -> tuple[list[tuple], int | None, int | None]:
         start = self.ticks
-        rows = self.connection.execute(self.queries[read.query], read.values,
-                                       **self.prepared).fetchall()
+        cursor = self.cursor
+        if cursor is None:
+            rows = self.connection.execute(self.queries[read.query], read.values).fetchall()
+        else:
+            cursor.execute(self.queries[read.query], read.values, **self.prepared)
+            rows = cursor.fetchall()
         return rows, self._work(start), None
 
     def explain(self, query: str, values: dict[str, Any]) -> list[tuple]:
@@ -157,7 +166,7 @@ class SqlBackend:
         else:
             args = key
         start = self.ticks
-        self.connection.execute(statement, args, **self.prepared)
+        (self.cursor or self.connection).execute(statement, args, **self.prepared)
         return self._work(start), None
 
     def _statement(self, table: Table, kind: str) -> str:
@@ -315,17 +324,45 @@ def run_side_by_side(side: Sequence[Backend], steps: Sequence[Step], *,
     backend. Side by side, a change of the machine's load (other processes) falls on both
     alike, where passes of their own, minutes apart, measured different loads; and each
     goes first as often, so each pays as often for the CPU caches the other left."""
-    samples: list[list[Sample]] = [[] for _ in side]
-    turns = list(enumerate(side))
+    return run_interleaved([Lane(side, steps, compared, before)], reads=reads,
+                           progress=progress)[0]
+
+
+@dataclass(frozen=True)
+class Lane:
+    """Backends that run the same steps side by side (one scale's piql and baseline)."""
+
+    backends: Sequence[Backend]
+    steps: Sequence[Step]
+    compared: frozenset[str] = frozenset()
+    before: Callable[[Step], None] | None = None  # ahead of each step, untimed (refresh)
+
+
+def run_interleaved(lanes: Sequence[Lane], *, reads: bool = True,
+                    progress: Callable[[int], None] | None = None) -> list[list[list[Sample]]]:
+    """Several lanes (one per scale) interleaved: step n of every lane, on each of its
+    backends, before step n + 1 of any, the backend going first turning over all of them
+    from step to step (A1 B1 A2 B2, B1 A2 B2 A1, ...). The scales' p99s are then measured
+    under the same load, where scales run one after the other were minutes apart (a
+    loaded machine made their ratio unreadable). Samples per lane, per backend; a lane
+    with fewer steps stops earlier."""
+    samples: list[list[list[Sample]]] = [[[] for _ in lane.backends] for lane in lanes]
     gc.collect()
     gc.disable()
     try:
-        for number, step in enumerate(steps):
-            if before is not None:
-                before(step)
+        for number in range(max((len(lane.steps) for lane in lanes), default=0)):
+            turns = []
+            for which, lane in enumerate(lanes):
+                if number < len(lane.steps):
+                    step = lane.steps[number]
+                    if lane.before is not None:
+                        lane.before(step)
+                    turns += [(which, slot, backend, step)
+                              for slot, backend in enumerate(lane.backends)]
             shift = number % len(turns)
-            for which, backend in turns[shift:] + turns[:shift]:
-                samples[which].append(_run_step(backend, step, compared, reads))
+            for which, slot, backend, step in turns[shift:] + turns[:shift]:
+                samples[which][slot].append(_run_step(backend, step, lanes[which].compared,
+                                                      reads))
             if progress is not None and number % 200 == 0:
                 progress(number)
     finally:

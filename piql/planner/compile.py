@@ -43,7 +43,10 @@ operations once per query (when some outer tuple reaches it). :meth:`CompiledQue
   row by full key, with no aggregate: one flat statement of LEFT JOINs, no CTE. Each row
   of the first access comes back once, ending with whether it survives every lookup and
   residual predicate, and the operations its probes cost; the answer keeps the survivors
-  (then the LIMIT), the operations are their sum (at least one: the first probe).
+  (then the LIMIT), the operations are their sum (at least one: the first probe). When
+  every row costs the same (no filter or lookup before a probe may drop the tuple), the
+  cost column is left out: the operations are that cost (``CompiledQuery.row_ops``)
+  times the rows fetched.
 - ``unique``: the first access reads at most one row, the later ones are full-key lookups
   and at most one last ordered stop-after whose k rows the answer keeps: the query's own
   join (inner joins, SQLite's CROSS JOIN keeping the order), with nothing added. A row

@@ -195,35 +195,23 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
     name, bound = query.name, query.ops_bound or 0
     columns = tuple(i.name for i in block.select)
     arguments, run = statement.binder, store.prepared(statement.sql)
-    per_row = statement.ops_per_row
-    if per_row is not None and block.limit_param is None and not statement.text_parameters:
+    # rows of one cost each: as fetched (one access), or those flagged kept (a flat join)
+    per_row, kept = statement.ops_per_row, statement.kept_ops
+    cost = per_row or kept
+    if cost is not None and block.limit_param is None and not statement.text_parameters:
         bind = _binding(check, statement)
 
         def plain(params: dict[str, Any]) -> Result:
             try:
-                rows = run(bind(params))
-            except StoreOverflow:
-                return interpret(params)
-            ops = len(rows) * per_row or 1
-            if ops > bound and strict():
-                raise _exceeded(name, ops, bound)
-            return Result(columns, tuple(rows), ops, bound)
-        return plain
-
-    kept = statement.kept_ops
-    if kept is not None and block.limit_param is None and not statement.text_parameters:
-        bind = _binding(check, statement)
-
-        def flat(params: dict[str, Any]) -> Result:
-            try:
                 fetched = run(bind(params))
             except StoreOverflow:
                 return interpret(params)
-            ops = kept * len(fetched) or 1  # every row the first access read costs the same
+            ops = len(fetched) * cost or 1
             if ops > bound and strict():
                 raise _exceeded(name, ops, bound)
-            return Result(columns, tuple([row[:-1] for row in fetched if row[-1]]), ops, bound)
-        return flat
+            rows = tuple([row[:-1] for row in fetched if row[-1]]) if kept else tuple(fetched)
+            return Result(columns, rows, ops, bound)
+        return plain
 
     found = statement.found_ops
     if found is not None and block.limit_param is None and not statement.text_parameters:

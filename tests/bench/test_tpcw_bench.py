@@ -214,3 +214,25 @@ def test_data_files_in_a_directory_with_a_quote(app, tmp_path):
     backend = tpcw_backends.duckdb_baseline(app.plan, dataset, [])
     (count,) = backend.connection.execute("SELECT COUNT(*) FROM item").fetchone()
     assert count == dataset.rows["item"]
+
+
+def test_scales_run_interleaved_every_backend_taking_its_turn_first():
+    """Two lanes (scales) of two backends each: step n of both lanes before step n + 1,
+    the first of the four turning over from step to step; a lane with fewer steps stops
+    earlier, and each lane's refresh runs once per step of its own."""
+    from piql.bench import tpcw_backends
+    from piql.bench.tpcw_mix import Read, Step
+
+    calls: list[str] = []
+    small = [Step("Home", 1, n, (Read("home", ()),), True) for n in range(3)]
+    large = [Step("Home", 1, n, (Read("home", ()),), True) for n in range(4)]
+    before: list[str] = []
+    lanes = [tpcw_backends.Lane([_Recording(n, calls) for n in ("a1", "b1")], small,
+                                before=lambda step: before.append(f"1:{step.now_ms}")),
+             tpcw_backends.Lane([_Recording(n, calls) for n in ("a2", "b2")], large,
+                                before=lambda step: before.append(f"2:{step.now_ms}"))]
+    (a1, b1), (a2, b2) = tpcw_backends.run_interleaved(lanes)
+    assert calls == ["a1", "b1", "a2", "b2", "b1", "a2", "b2", "a1",
+                     "a2", "b2", "a1", "b1", "b2", "a2"]
+    assert before == ["1:0", "2:0", "1:1", "2:1", "1:2", "2:2", "2:3"]
+    assert len(a1) == len(b1) == 3 and len(a2) == len(b2) == 4

@@ -10,7 +10,7 @@ import pytest
 
 import piql
 from piql import App
-from piql.runtime.errors import ConstraintError, StoreBusy, StoreRefused
+from piql.runtime.errors import ConstraintError, DeploymentError, StoreBusy, StoreRefused
 from piql.runtime.postgres_store import redacted, short_name
 from tests.conftest import PAPER_QUERIES, PAPER_SCHEMA, plan_text
 
@@ -305,3 +305,49 @@ def test_plain_writes_reach_staging_views_and_the_next_refresh(postgres_stores):
     assert report.consistent, report
     db.refresh(now_ms=3 * 3_600_000)
     assert db.check().consistent
+
+
+def test_a_lost_reader_connection_fails_one_query_and_the_next_reconnects(postgres_stores):
+    """A serving thread's reader and its cursor (``PostgresStore.run``) are replaced when
+    the server drops the connection: the query running then fails with the store's error,
+    the next one connects again and answers; a second thread has a reader of its own."""
+    db = APP.deploy(postgres_stores())
+    db.load("Documents", [(1, 1, "d1")])
+    db.insert("Tags", docId=1, tag="a", timestamp=1)
+    db.insert("Tags", docId=1, tag="b", timestamp=1)
+    expected = db.query("twoTags", tag1="a", tag2="b")
+    assert expected.rows == ((1,),)
+    reader = db.store._local.reader
+    other: list = []
+    thread = threading.Thread(target=lambda: other.append(
+        (db.query("twoTags", tag1="a", tag2="b"), db.store._local.reader)))
+    thread.start()
+    thread.join()
+    assert other[0][0] == expected and other[0][1] is not reader
+    with psycopg.connect(db.store.url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [reader.info.backend_pid])
+    with pytest.raises(DeploymentError, match="terminat"):
+        db.query("twoTags", tag1="a", tag2="b")
+    assert db.query("twoTags", tag1="a", tag2="b") == expected
+    assert db.store._local.reader is not reader
+    db.close()
+
+
+def test_a_transaction_that_raises_changes_nothing_and_the_thread_serves_on(postgres_stores):
+    """A write transaction the application abandons is rolled back; the thread's reader
+    (and its cursor) serve the next queries."""
+    db = APP.deploy(postgres_stores())
+    db.load("Documents", [(1, 1, "d1"), (2, 2, "d2")])
+    db.insert("Tags", docId=1, tag="a", timestamp=1)
+    db.query("twoTags", tag1="a", tag2="b")
+    reader = db.store._local.reader
+    with pytest.raises(RuntimeError):
+        with db.store.transaction():
+            db.insert("Tags", docId=1, tag="b", timestamp=1)
+            raise RuntimeError("the application gives up")
+    assert db.query("twoTags", tag1="a", tag2="b").rows == ()
+    assert db.store._local.reader is reader
+    db.insert("Tags", docId=1, tag="b", timestamp=2)
+    assert db.query("twoTags", tag1="a", tag2="b").rows == ((1,),)
+    assert db.check().consistent
+    db.close()
