@@ -341,7 +341,7 @@ class _ReadCosts:
         seen = 0.0
         for ops, weight in weighted:
             seen += weight
-            if seen >= percentile * total - 1e-12:
+            if seen >= percentile * total - 1e-12 * total:  # the tolerance of within()
                 return ops
         return 0.0
 

@@ -312,6 +312,11 @@ def test_min_cost_with_feed_reads_is_optimal(workload):
 
 @settings(max_examples=100, deadline=None)
 @given(workloads(), st.integers(0, 3), st.floats(0, 10, allow_nan=False))
+@example(  # rates 10^9 apart: the percentile and the budget test share one tolerance
+    ([Edge("p0", "c0"), Edge("p0", "c1")],
+     Rates(producers=(("p0", 0.0),), consumers=(("c0", 1.192092896e-07),
+                                                ("c1", 2.220446049250313e-16))),
+     Costs(push=1.0, pull=1.0, read_push=0.0)), 1, 0.0)
 def test_the_greedy_keeps_min_cost_pushes_the_cap_and_says_if_the_budget_holds(
         workload, cap, budget):
     edges, rates, costs = workload
