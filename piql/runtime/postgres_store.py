@@ -557,8 +557,7 @@ class PostgresStore:
         """:meth:`get`, with NUMERIC columns (sums of DECIMALs) as exact decimals, not the
         doubles ``_plain`` reads: a sum is added to exactly (``_numeric_deltas``)."""
         shape = self.shapes[table]
-        numeric = [column_type(t) == "NUMERIC" for t in shape.types] or [False] * len(
-            shape.columns)
+        numeric = [column_type(t) == "NUMERIC" for t in shape.types]
         if not any(numeric):
             return self.get(table, key)
         where, values = _identical(key)
@@ -899,7 +898,7 @@ class PostgresStore:
 
         def read(statement: str, values: Values) -> list[tuple]:
             import re
-            from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, localcontext
+            from decimal import Decimal
 
             import psycopg
 
