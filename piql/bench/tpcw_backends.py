@@ -84,15 +84,21 @@ class Backend(Protocol):
 
 
 class PiqlBackend:
-    """Reads and maintained writes through a piql deployment."""
+    """Reads and maintained writes through a piql deployment; each query is read through
+    its prepared handle (``Deployment.prepared``), as a server would keep it, its values
+    given by name (the baseline binds the same dict by name)."""
 
     def __init__(self, db, name: str = "piql") -> None:
         self.db = db
         self.name = name
+        self.handles: dict[str, Any] = {}
 
     def read(self, read: Read) -> tuple[list[tuple], int | None, int | None]:
-        result = self.db.query(read.query, **read.values)
-        return list(result.rows), result.ops, result.bound
+        handle = self.handles.get(read.query)
+        if handle is None:
+            handle = self.handles[read.query] = self.db.prepared(read.query)
+        result = handle(**read.values)
+        return result.rows, result.ops, result.bound  # type: ignore[return-value]
 
     def write(self, write: Write) -> tuple[int | None, int | None]:
         values = write.values
