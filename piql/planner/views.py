@@ -247,18 +247,27 @@ def key_may_hold_null(catalog: Catalog, kind: ViewKind, columns: tuple[ViewColum
     a refresh computes); any other column may be NULL, and a view holds the row (a group,
     an ordering value, a staged time) as SQL does. A view whose key cannot hold NULL is
     clustered on it in every store (``planner.store_layout``)."""
+    return bool(nullable_key_columns(catalog, kind, columns, definition))
+
+
+def nullable_key_columns(catalog: Catalog, kind: ViewKind, columns: tuple[ViewColumn, ...],
+                         definition: QueryBlock) -> tuple[str, ...]:
+    """The key columns of a view that may hold NULL (:func:`key_may_hold_null`), in key
+    order: PostgreSQL's triggers match the others with ``=`` and branch on these, so that
+    every key lookup of a view row reads its index (``planner.triggers_postgres``)."""
     equated = _equated_columns(definition)
+    found = []
     for column in (c for c in columns if c.key):
         if kind == ViewKind.PERIODIC:
             if column.name not in ("epoch", "rank"):
-                return True
+                found.append(column.name)
             continue
         if isinstance(column.source, Literal):  # the staging partition
             continue
         attr = base_attr(column.source) if isinstance(column.source, (Attr, Epoch)) else None
         if attr is None or not _never_null(catalog, definition, attr, equated):
-            return True
-    return False
+            found.append(column.name)
+    return tuple(found)
 
 
 def _never_null(catalog: Catalog, definition: QueryBlock, attr: Attr,
