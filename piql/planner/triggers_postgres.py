@@ -307,12 +307,18 @@ def staging_partition(view: ViewDef, source: str = ROW) -> str:
 
 
 def crc_function() -> str:
-    """zlib's CRC-32 of bytes (the staging partitions' hash)."""
+    """zlib's CRC-32 of bytes (the staging partitions' hash): PostgreSQL 18's own
+    ``crc32`` (the same CRC, about 1 µs), else a loop over the bits (about 20 µs for a
+    short key, twice per order in TPC-W). PL/pgSQL plans a statement when it first runs
+    it, so an older server never meets the name."""
     return f"""CREATE OR REPLACE FUNCTION {CRC}(data bytea) RETURNS bigint
 LANGUAGE plpgsql IMMUTABLE STRICT AS $piql$
 DECLARE
   crc bigint := 4294967295;
 BEGIN
+  IF current_setting('server_version_num')::integer >= 180000 THEN
+    RETURN crc32(data);
+  END IF;
   FOR i IN 0 .. length(data) - 1 LOOP
     crc := crc # get_byte(data, i);
     FOR j IN 1 .. 8 LOOP
