@@ -224,6 +224,7 @@ def _pg_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: Write
               nullable: Mapping[str, tuple[str, ...]]) -> list[str]:
     d = TriggerDialect.POSTGRES
     lines: list[str] = []
+    marked: set[tuple[str, ...]] = set()  # the marks made: marking twice changes nothing
     for group in statement_groups(fired(rules, event)):
         view, rule = group[0]
         selects = [delta_select(r, view, table, record, without, d) for _, r in group]
@@ -232,7 +233,12 @@ def _pg_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: Write
         if len(selects) > 1:
             select = " UNION ALL ".join(f"({s})" for s in selects)
         if rule.action == RuleAction.MARK:
-            lines += _pg_marks(view, rule, select, windows)
+            marks = tuple(_pg_marks(view, rule, select, windows))
+            if marks in marked:  # a self-join's other occurrence marks the same epochs
+                lines.append("    -- (marked above)")
+            else:
+                marked.add(marks)
+                lines += marks
         elif view.kind == ViewKind.STAGING:
             lines += _pg_staging(view, rule.action, select, windows.get(view.name, []),
                                  nullable)

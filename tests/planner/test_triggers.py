@@ -143,3 +143,18 @@ WHERE t.qid = q.id AND t.tag = <tag> ORDER BY q.asked LIMIT 3""")
     assert " OR (" not in text
     assert re.search(r'DELETE FROM "oldestTagged_view" WHERE "tag" = piql_r."tag" AND '
                      r'"asked" IS NULL AND "id" = piql_r."id"', text)
+
+
+def test_postgres_marks_an_epoch_once_where_a_self_join_would_mark_it_twice():
+    """TPC-W's co-purchase window joins order_line twice (l1, l2): both occurrences' mark
+    rules of an order_line write read the same order and mark the same epoch."""
+    import piql
+    from tests.conftest import EXAMPLES
+
+    plan = piql.load(EXAMPLES / "tpcw" / "schema.sql", EXAMPLES / "tpcw" / "queries.sql").plan
+    text = next(s for s in compiled(plan, TriggerDialect.POSTGRES).statements
+                if s.startswith('CREATE OR REPLACE FUNCTION "piql_order_line_write"'))
+    inserted = text[text.index("IF TG_OP = 'INSERT'"):text.index("IF TG_OP = 'UPDATE'")]
+    assert "admin_confirm_related_mark_on_insert_order_line_l1" in inserted
+    assert inserted.count("'admin_confirm_related', piql_r") == 1
+    assert inserted.count("'best_sellers', piql_r") == 1
