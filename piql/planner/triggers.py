@@ -132,8 +132,10 @@ def compile_triggers(catalog: Catalog, views: tuple[ViewDef, ...],
             continue
         checked.add(table.name)
         if dialect == TriggerDialect.POSTGRES:
-            nullable = {v.name: nullable_key_columns(catalog, v.kind, v.columns, v.definition)
-                        for v, _ in rules}
+            # a plain SQL write may put NULL in a column declared NOT NULL that is no key
+            # (PostgreSQL's tables are made without the constraint): matched NULL-safe
+            nullable = {v.name: nullable_key_columns(catalog, v.kind, v.columns, v.definition,
+                                                     declared=False) for v, _ in rules}
             statements += postgres_table(table, rules, tuple(dict.fromkeys(frozen)), windows,
                                          nullable)
         else:

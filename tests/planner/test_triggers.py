@@ -158,3 +158,19 @@ def test_postgres_marks_an_epoch_once_where_a_self_join_would_mark_it_twice():
     assert "admin_confirm_related_mark_on_insert_order_line_l1" in inserted
     assert inserted.count("'admin_confirm_related', piql_r") == 1
     assert inserted.count("'best_sellers', piql_r") == 1
+
+
+def test_postgres_matches_a_declared_not_null_column_null_safe():
+    """PostgreSQL's tables are made without a non-key column's NOT NULL, so a plain SQL
+    write may put NULL there: the triggers match such a view key column NULL-safe (a key
+    column of the base table, or one the definition equates, holds no NULL anyway)."""
+    plan = plan_text(
+        """CREATE TABLE questions (id BIGINT PRIMARY KEY, asked BIGINT NOT NULL, title VARCHAR);
+        CREATE TABLE tags (qid BIGINT, tag VARCHAR, PRIMARY KEY (qid, tag),
+            FOREIGN KEY (qid) REFERENCES questions (id)) WITH CARDINALITY (tag, 5);""",
+        """-- name: oldestTagged
+SELECT q.id, q.title FROM tags t, questions q
+WHERE t.qid = q.id AND t.tag = <tag> ORDER BY q.asked, q.title LIMIT 3""")
+    text = "\n".join(compiled(plan, TriggerDialect.POSTGRES).statements)
+    assert 'IF piql_r."asked" IS NULL THEN' in text
+    assert 'IF piql_r."tag" IS NULL THEN' not in text and 'IF piql_r."id" IS NULL' not in text
