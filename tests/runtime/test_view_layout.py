@@ -105,17 +105,28 @@ def test_a_store_migrated_to_the_clustered_layout_is_laid_out_as_a_fresh_one(new
     """A plan whose view changes layout (its ordering column now NOT NULL) is another plan:
     ``piql migrate`` rebuilds the view as a fresh deployment lays it out."""
     location = new_store()
-    db = App(NULLABLE).deploy(location, engine="store")
+    deploy_one_question(location, NULLABLE)
+    db = migrated_as_fresh(new_store, location, NOT_NULL, QUERIES, SCHEMA.format(null="NOT NULL"))
+    assert list(db.query("newestTagged", tag="a").rows) == [(1, 4)]
+
+
+def deploy_one_question(location: str, plan) -> None:
+    db = App(plan).deploy(location, engine="store")
     db.insert("questions", id=1, title="q", asked=4)
     db.insert("tags", qid=1, tag="a")
     db.close()
-    migrated(location, QUERIES, SCHEMA.format(null="NOT NULL"))
+
+
+def migrated_as_fresh(new_store, location: str, plan, queries: str, schema: str):
+    """The store migrated to ``plan``, laid out as a fresh deployment of it, reopened: its
+    views equal their recomputation."""
+    migrated(location, queries, schema)
     fresh = new_store()
-    App(NOT_NULL).deploy(fresh, engine="store").close()
+    App(plan).deploy(fresh, engine="store").close()
     assert layout(location) == layout(fresh)
-    db = App(NOT_NULL).deploy(location, engine="store")
+    db = App(plan).deploy(location, engine="store")
     assert not db.installed and db.check().consistent
-    assert list(db.query("newestTagged", tag="a").rows) == [(1, 4)]
+    return db
 
 
 def index_columns(db, name: str) -> list[str]:
@@ -193,16 +204,8 @@ def test_a_store_with_a_narrow_key_index_migrates_to_the_covering_layout(new_sto
     with monkeypatch.context() as before:
         before.setattr(store_layout, "view_storage", lambda view: KeyStorage.KEY_INDEX
                        if view.nullable_key else KeyStorage.CLUSTERED)
-        db = App(TITLED).deploy(location, engine="store")
-        db.insert("questions", id=1, title="q", asked=4)
-        db.insert("tags", qid=1, tag="a")
-        db.close()
+        deploy_one_question(location, TITLED)
     with pytest.raises(DeploymentError, match="different plan"):
         App(TITLED).deploy(location, engine="store")
-    migrated(location, TITLED_QUERIES, SCHEMA.format(null=""))
-    fresh = new_store()
-    App(TITLED).deploy(fresh, engine="store").close()
-    assert layout(location) == layout(fresh)
-    db = App(TITLED).deploy(location, engine="store")
-    assert not db.installed and db.check().consistent
+    db = migrated_as_fresh(new_store, location, TITLED, TITLED_QUERIES, SCHEMA.format(null=""))
     assert list(db.query("newestTagged", tag="a").rows) == [(1, 4, "q")]
