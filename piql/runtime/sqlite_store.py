@@ -450,8 +450,10 @@ class SQLiteStore:
         self.register(TableShape(name, shape.columns, shape.key, shape.types))
 
     def connection_triggers(self, statements: Sequence[str]) -> None:
-        """Create ``CREATE TRIGGER`` statements as this connection's own (``TEMP``)."""
+        """Create ``CREATE TRIGGER`` (and ``CREATE VIEW``: ``triggers_sqlite.gone_view``)
+        statements as this connection's own (``TEMP``)."""
         self._triggers = tuple(s.replace("CREATE TRIGGER", "CREATE TEMP TRIGGER", 1)
+                               .replace("CREATE VIEW", "CREATE TEMP VIEW IF NOT EXISTS", 1)
                                for s in statements)
         self._enqueue = ()
         self._create_triggers()
