@@ -35,7 +35,7 @@ from piql.runtime.store import (
     DEFAULT_BUSY_TIMEOUT, IS_NULL, TASK_COLUMN, Counter, TableShape, Values,
 )
 from piql.runtime.wal_checkpoints import (
-    CHECKPOINT_EVERY, WRITER_AUTOCHECKPOINT, BackgroundCheckpoints,
+    CATCH_UP, CHECKPOINT_EVERY, WRITER_AUTOCHECKPOINT, BackgroundCheckpoints,
 )
 from piql.sqlgen import default_clause
 
@@ -121,13 +121,20 @@ class SQLiteStore:
         checkpointer = sqlite3.connect(self.path, timeout=0, isolation_level=None,
                                        check_same_thread=False)
         seen = [None]  # PRAGMA data_version at the last checkpoint: changed by others' commits
+        # The next writer starts the log over only once a checkpoint copied all of it;
+        # writes during a checkpoint leave a tail, which one more pass (short: the tail
+        # only) copies, so the log stays short under steady writes too
 
         def checkpoint() -> None:
             try:
                 version = checkpointer.execute("PRAGMA data_version").fetchone()[0]
                 if version != seen[0]:
-                    checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     seen[0] = version
+                    for _ in range(CATCH_UP):
+                        _, log, copied = checkpointer.execute(
+                            "PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
+                        if copied >= log:
+                            break
             except sqlite3.Error:
                 pass  # (a lock held through a recovery, say) tried again on the next tick
 

@@ -24,6 +24,8 @@ CHECKPOINT_EVERY = 0.25  # seconds between two background checkpoints (if anythi
 # the writer's own automatic checkpoint (pages in the log), kept as a backstop: four
 # times SQLite's default, under the 4,096 frames a reader's log index looks up in one table
 WRITER_AUTOCHECKPOINT = 4000
+# passes of one background checkpoint at most, while writes during a pass leave a tail
+CATCH_UP = 4
 
 
 class BackgroundCheckpoints:
