@@ -13,7 +13,7 @@ import json
 from piql.planner.application import Plan
 from piql.planner.naming import RUNTIME_TABLES, VERSION_SEQUENCE
 from piql.query_block import MaintenanceMode
-from piql.planner.store_layout import stored_tables
+from piql.planner.store_layout import KeyStorage, stored_tables
 from piql.planner.triggers import Triggers
 from piql.sqlgen import identifier
 
@@ -27,7 +27,10 @@ def plan_fingerprint(plan: Plan) -> str:
     under ``_all``), indexes, views and partitions."""
     described = {
         # DEFAULTs are named only when there are some: a plan without keeps its fingerprint
+        # a covering key index is named only then (``KeyStorage``): other plans keep theirs
         "tables": [[t.name, t.columns, t.key] + (["nullable key"] if t.nullable_key else [])
+                   + (["covering key index"] if t.storage is KeyStorage.COVERING_KEY_INDEX
+                      else [])
                    + ([["defaults", [list(d) for d in t.defaults]]] if t.defaults else [])
                    for t in stored_tables(plan)],
         "indexes": [(i.name, i.table, i.columns) for i in plan.indexes + plan.check_indexes],

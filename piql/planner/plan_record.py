@@ -20,7 +20,7 @@ from typing import Any
 
 from piql.planner.application import Plan
 from piql.planner.levels import Level
-from piql.planner.store_layout import column_defaults, stored_tables
+from piql.planner.store_layout import KeyStorage, column_defaults, stored_tables
 from piql.planner.trigger_rules import TriggerDialect
 from piql.planner.fingerprint import triggers_fingerprint
 from piql.planner.triggers import compile_triggers, synchronous
@@ -76,7 +76,8 @@ class ViewRecord:
     """The table keeping a view: its kind (``ViewKind``), definition SQL, stored columns
     with their types, stored key, whether the key may hold NULL, the base tables its
     definition reads, the queries it serves and how writes maintain it (``MaintenanceMode``:
-    in their transaction, or later from the update queue)."""
+    in their transaction, or later from the update queue) and how SQLite keeps it
+    (``KeyStorage``: a covering key index is another table than a narrow one)."""
 
     name: str
     kind: str
@@ -87,6 +88,7 @@ class ViewRecord:
     reads: tuple[str, ...]
     queries: tuple[str, ...]
     maintenance: str = str(MaintenanceMode.SYNC)
+    storage: str = KeyStorage.CLUSTERED.value
 
     @property
     def definition(self) -> tuple:
@@ -95,7 +97,7 @@ class ViewRecord:
         The SQL is ``CREATE VIEW name ... AS SELECT ...``: its own name is left out, and so
         is its maintenance mode (a change of mode keeps the rows)."""
         sql = re.sub(r"^CREATE VIEW \S+", "CREATE VIEW", self.sql)
-        return (self.kind, sql, self.columns, self.key, self.nullable_key)
+        return (self.kind, sql, self.columns, self.key, self.nullable_key, self.storage)
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,8 @@ class PlanRecord:
                 views=tuple(ViewRecord(v["name"], v["kind"], v["sql"], _pairs(v["columns"]),
                                        tuple(v["key"]), v["nullable_key"], tuple(v["reads"]),
                                        tuple(v["queries"]),
-                                       v.get("maintenance", str(MaintenanceMode.SYNC)))
+                                       v.get("maintenance", str(MaintenanceMode.SYNC)),
+                                       v.get("storage", _recorded_storage(v["nullable_key"])))
                       for v in data["views"]),
                 constraints=tuple(ConstraintRecord(c["table"], c["column"], tuple(c["per"]),
                                                    c["limit"]) for c in data["constraints"]),
@@ -177,6 +180,12 @@ class PlanRecord:
                 queries=_pairs(data["queries"]), version=version)
         except (KeyError, TypeError, ValueError) as err:
             raise RecordError(f"the plan record is damaged ({err!r})") from None
+
+
+def _recorded_storage(nullable_key: bool) -> str:
+    """The storage of a view recorded before records named it (``storage`` came later
+    within version 1): its key index was narrow."""
+    return (KeyStorage.KEY_INDEX if nullable_key else KeyStorage.CLUSTERED).value
 
 
 def plan_record(plan: Plan, dialect: str | None = None) -> PlanRecord:
@@ -196,7 +205,7 @@ def plan_record(plan: Plan, dialect: str | None = None) -> PlanRecord:
         views.append(ViewRecord(view.name, str(view.kind), view.sql,
                                 tuple(zip(kept.columns, kept.types)), kept.key,
                                 kept.nullable_key, reads, view.for_queries,
-                                str(view.maintenance)))
+                                str(view.maintenance), kept.storage.value))
     constraints = tuple(ConstraintRecord(t.name, c.column, c.per, c.limit)
                         for t in plan.catalog.tables for c in t.cardinalities)
     triggers = trigger_fingerprint(plan) if dialect == TriggerDialect.POSTGRES else None

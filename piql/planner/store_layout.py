@@ -11,7 +11,9 @@ the statements the planner compiles in step with what is installed.
   a hidden TEXT column (``ViewDef.exact_sums``, see ``piql.runtime.exact_sums``).
 - A view whose key may hold NULL (``ViewDef.nullable_key``) cannot be clustered on it in
   SQLite (a ``WITHOUT ROWID`` key refuses NULL): it is a rowid table read through the
-  unique index :func:`~piql.planner.naming.key_index_name`.
+  unique index :func:`~piql.planner.naming.key_index_name`. That index holds the key and
+  then every other stored column (:attr:`KeyStorage.COVERING_KEY_INDEX`, see
+  :func:`view_storage`), unless maintenance rewrites the view's rows in place.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from piql.sql_types import TypeFamily, family
 
 from piql.planner.compile import StoreLayout, TableLayout
 from piql.planner.naming import key_index_name
+from piql.planner.views import ViewDef, ViewKind
 
 if TYPE_CHECKING:  # the application plan imports this module (Plan.compiled)
     from piql.planner.application import Plan
@@ -44,6 +47,12 @@ class KeyStorage(Enum):
       tables, which a key lookup paid for in pages read (docs/benchmarks.md, TPC-W).
     - ``KEY_INDEX``: a rowid table read through a unique index on its key, for a key that
       may hold NULL (which the other two refuse).
+    - ``COVERING_KEY_INDEX``: the same, but the index holds the key and then every other
+      stored column (:func:`key_index_columns`): a read through it is one range of index
+      entries in key order, and never looks a row up in the table. The rows one key holds
+      are scattered over the rowid-ordered table, so each such lookup was a page of its
+      own: the same 50 rows of a larger view touched more pages, and the read's latency
+      grew with the view (docs/benchmarks.md, TPC-W's SearchResult).
 
     The statements compiled for a table do not depend on it (``NOT INDEXED`` still looks
     a rowid up by its key), so a store keeps the storage it was created with."""
@@ -51,6 +60,7 @@ class KeyStorage(Enum):
     CLUSTERED = "clustered"
     ROWID = "rowid"
     KEY_INDEX = "key index"
+    COVERING_KEY_INDEX = "covering key index"
 
 
 def key_storage(table: Table) -> KeyStorage:
@@ -77,12 +87,41 @@ class StoredTable:
     nullable_key: bool = False
     # (column, value) of a base table's columns with a constant DEFAULT (``Column.default``)
     defaults: tuple[tuple[str, object], ...] = ()
-    storage: KeyStorage = KeyStorage.CLUSTERED  # KEY_INDEX exactly when nullable_key
+    storage: KeyStorage = KeyStorage.CLUSTERED  # a KEY_INDEX kind exactly when nullable_key
 
     @property
     def key_index(self) -> str | None:
         """The unique index a table whose key may hold NULL is read through."""
         return key_index_name(self.name) if self.nullable_key else None
+
+    @property
+    def key_index_columns(self) -> tuple[str, ...]:
+        return key_index_columns(self.columns, self.key, self.storage)
+
+
+def view_storage(view: ViewDef) -> KeyStorage:
+    """How SQLite keeps a view: clustered on its key, unless the key may hold NULL; then a
+    rowid table with a covering key index, unless the view's rows change in place on every
+    write (an IMV's aggregates: its COUNT and SUM columns), where a covering entry would be
+    rewritten with every change of an aggregate (a narrow one only when the key changes).
+    The rows of other views change only as their base rows do (a row inserted or deleted
+    whole; a non-key column updated when its base column is), and a periodic view's refresh
+    writes whole rows. PostgreSQL keeps its unique key index narrow in any case
+    (``runtime.postgres_store``)."""
+    if not view.nullable_key:
+        return KeyStorage.CLUSTERED
+    if view.kind is ViewKind.IMV and view.aggregate:
+        return KeyStorage.KEY_INDEX
+    return KeyStorage.COVERING_KEY_INDEX
+
+
+def key_index_columns(columns: Sequence[str], key: Sequence[str],
+                      storage: KeyStorage) -> tuple[str, ...]:
+    """The columns of a table's unique key index, in order: its key, then (a covering key
+    index) every other stored column, so that the index's order is the key's."""
+    if storage is KeyStorage.COVERING_KEY_INDEX:
+        return tuple(key) + tuple(c for c in columns if c not in key)
+    return tuple(key)
 
 
 def index_path(columns: tuple, key: tuple[str, ...], unique: bool) -> tuple:
@@ -104,8 +143,7 @@ def stored_tables(plan: Plan) -> tuple[StoredTable, ...]:
         stored = view.stored_columns
         found.append(StoredTable(view.name, tuple(c for c, _ in stored), view.stored_key,
                                  tuple(t for _, t in stored), view.nullable_key,
-                                 storage=KeyStorage.KEY_INDEX if view.nullable_key
-                                 else KeyStorage.CLUSTERED))
+                                 storage=view_storage(view)))
     return tuple(found)
 
 

@@ -202,17 +202,13 @@ def counted_columns(view: ViewDef) -> dict[str, str]:
 
 def match_key(view: ViewDef, target: str, source: str, dialect: TriggerDialect) -> str:
     """The view row ``target`` (a table reference or nothing) with the key of ``source``:
-    a key that may hold NULL matches NULL with NULL."""
+    a key that may hold NULL matches NULL with NULL (SQLite's ``IS``, which reads the index;
+    PostgreSQL's triggers branch on the NULLs instead: ``triggers_postgres._matching``)."""
     parts = []
     for column in key_columns(view):
         left = f"{target}.{quote(column, dialect)}" if target else quote(column, dialect)
         right = "0" if column == "_all" and not view.key else f"{source}.{quote(column, dialect)}"
-        if not view.nullable_key:
-            parts.append(f"{left} = {right}")
-        elif dialect == TriggerDialect.SQLITE:
-            parts.append(f"{left} IS {right}")
-        else:  # both arms read the index (IS NOT DISTINCT FROM would not)
-            parts.append(f"({left} = {right} OR ({left} IS NULL AND {right} IS NULL))")
+        parts.append(f"{left} IS {right}" if view.nullable_key else f"{left} = {right}")
     return " AND ".join(parts)
 
 
@@ -315,21 +311,18 @@ def cardinality_message(table: Table, constraint: CardinalityConstraint) -> str:
 
 
 def other_values(table: Table, constraint: CardinalityConstraint, without: str | None,
-            dialect: TriggerDialect) -> str:
+                 dialect: TriggerDialect, per_match: str | None = None) -> str:
     """The distinct other values of the constrained column beside the new row's, read with
-    a stop-after of the limit (NULL is a value here, as in the runtime's check)."""
+    a stop-after of the limit (NULL is a value here, as in the runtime's check).
+    ``per_match``: the condition on the ``per`` columns, which PostgreSQL's triggers make
+    (``triggers_postgres._matching``); SQLite's is ``IS`` (NULL-safe, reading the index)."""
     d = dialect
-    parts = []
-    for c in constraint.per:
+    parts = [per_match] if per_match else []
+    for c in constraint.per if per_match is None else ():
         column = table.column(c)
-        nullable = column is None or column.nullable
         q = quote(c, d)
-        if not nullable:
-            parts.append(f"{q} = NEW.{q}")
-        elif d == TriggerDialect.SQLITE:
-            parts.append(f"{q} IS NEW.{q}")
-        else:
-            parts.append(f"({q} = NEW.{q} OR ({q} IS NULL AND NEW.{q} IS NULL))")
+        parts.append(f"{q} = NEW.{q}" if column is not None and not column.nullable
+                     else f"{q} IS NEW.{q}")
     col = quote(constraint.column, d)
     parts.append(f"{col} IS NOT NEW.{col}" if d == TriggerDialect.SQLITE
                  else f"{col} IS DISTINCT FROM NEW.{col}")

@@ -54,7 +54,7 @@ from piql.planner.triggers_postgres import (
     checked_function, crc_function, exact_function, postgres_table, repr_function,
 )
 from piql.planner.triggers_sqlite import deleted_by_key, gone_view, sqlite_table
-from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind
+from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, nullable_key_columns
 from piql.query_block import MaintenanceMode
 from piql.sql_types import TypeFamily, family
 
@@ -135,7 +135,12 @@ def compile_triggers(catalog: Catalog, views: tuple[ViewDef, ...],
             continue
         checked.add(table.name)
         if dialect == TriggerDialect.POSTGRES:
-            statements += postgres_table(table, rules, tuple(dict.fromkeys(frozen)), windows)
+            # a plain SQL write may put NULL in a column declared NOT NULL that is no key
+            # (PostgreSQL's tables are made without the constraint): matched NULL-safe
+            nullable = {v.name: nullable_key_columns(catalog, v.kind, v.columns, v.definition,
+                                                     declared=False) for v, _ in rules}
+            statements += postgres_table(table, rules, tuple(dict.fromkeys(frozen)), windows,
+                                         nullable)
         else:
             statements += sqlite_table(table, rules, tuple(dict.fromkeys(frozen)), functions)
     return Triggers(preamble, tuple(statements), tuple(notes), maintained, frozenset(checked))

@@ -2,12 +2,14 @@
 UPDATE OR DELETE FOR EACH ROW, and the functions they use (``planner.triggers``)."""
 from __future__ import annotations
 
+from typing import Callable, Mapping, NamedTuple, Sequence
+
 from piql.catalog import CardinalityConstraint, Table
 from piql.planner.naming import WRITE_LOCK_KEY
 from piql.planner.trigger_rules import (
     BULK, CHECKED, COUNT, CRC, DIRTY_EPOCHS, EXACT, PREFIX, REPR, ROW, TimeWindow,
     TriggerDialect, added_sets, any_changed, count_column, delta_select, fired,
-    foreign_key_message, literal, match_key, new_row_values, other_values, parent_missing,
+    foreign_key_message, key_columns, literal, new_row_values, other_values, parent_missing,
     quote, read_columns, signed, statement_groups,
 )
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, WriteEvent
@@ -17,6 +19,9 @@ from piql.sql_types import TypeFamily, family
 # ``Maintainer._check_frozen``, names the view: a one-statement update refused so is made
 # again through piql's write path, which says why)
 FROZEN_REFUSAL = "which a periodic view reads through a join"
+# nullable columns of a key a trigger matches by branching on which values are NULL (2**3
+# statements at most); any further ones are matched with an OR, which reads no index
+MAX_BRANCHED = 3
 
 
 def exact_function() -> str:
@@ -69,12 +74,15 @@ def function_name(table: str) -> str:
 
 
 def postgres_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]], frozen: tuple[str, ...],
-              windows: dict[str, list[TimeWindow]]) -> list[str]:
+                   windows: dict[str, list[TimeWindow]],
+                   nullable: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """The trigger of ``table``. ``nullable``: per view, its key columns that may hold
+    NULL (``views.nullable_key_columns``); the rest are matched with ``=``."""
     d = TriggerDialect.POSTGRES
     name = quote(function_name(table.name), d)
-    deletes = _pg_rules(table, rules, WriteEvent.DELETE, "OLD", "OLD", windows)
-    inserts = _pg_rules(table, rules, WriteEvent.INSERT, "NEW", None, windows)
-    updates_in = _pg_rules(table, rules, WriteEvent.INSERT, "NEW", "OLD", windows)
+    deletes = _pg_rules(table, rules, WriteEvent.DELETE, "OLD", "OLD", windows, nullable)
+    inserts = _pg_rules(table, rules, WriteEvent.INSERT, "NEW", None, windows, nullable)
+    updates_in = _pg_rules(table, rules, WriteEvent.INSERT, "NEW", "OLD", windows, nullable)
     body = [
         "#variable_conflict use_column",
         f"DECLARE {ROW} record; {COUNT} bigint;",
@@ -97,9 +105,8 @@ def postgres_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]], frozen:
         "  -- each event runs only its own statements: a condition holding a subquery costs an",
         "  -- executor start even when its TG_OP test is false",
         "  IF TG_OP = 'INSERT' THEN",
-        f"    IF {_pg_taken(table)} THEN",
-        "      RETURN NEW;  -- the insert fails on the key, or is an upsert's update",
-        "    END IF;",
+        "    -- a taken key: the insert fails on it, or is an upsert's update",
+        *_pg_taken(table),
     ]
     for constraint in table.cardinalities:
         body += _pg_cardinality(table, constraint, None)
@@ -116,7 +123,10 @@ def postgres_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]], frozen:
                             f"{table.name} row instead, see docs/temporal.md)") + ";",
                  "    END IF;"]
     for constraint in table.cardinalities:
-        body += _pg_cardinality(table, constraint, "OLD")
+        # a row that keeps its group and value keeps every group's count of values
+        kept = any_changed([*constraint.per, constraint.column], d)
+        body += [f"    IF {kept} THEN"] + _indented(
+            _pg_cardinality(table, constraint, "OLD"), "  ") + ["    END IF;"]
     body += _pg_parents(table)
     body += [f"    IF NOT ({any_changed(read_columns(table, deletes + updates_in, d), d)}) THEN",
              "      RETURN NEW;  -- no column the views read changed: nor did they",
@@ -137,24 +147,84 @@ def postgres_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]], frozen:
     ]
 
 
-def _pg_taken(table: Table) -> str:
-    """Is the inserted row's primary key (or a UNIQUE key) taken already?"""
+def _pg_taken(table: Table) -> list[str]:
+    """Return at once when the inserted row's primary key (or a UNIQUE key) is taken."""
     d = TriggerDialect.POSTGRES
     keys = [(table.primary_key, False)] + [(k.columns, not k.nulls_distinct)
                                             for k in table.unique_keys]
-    found = []
+    lines = []
     for columns, nulls_match in keys:
-        parts = [f"{quote(c, d)} IS NOT DISTINCT FROM NEW.{quote(c, d)}" if nulls_match
-                 else f"{quote(c, d)} = NEW.{quote(c, d)}" for c in columns]
-        found.append(f"EXISTS (SELECT 1 FROM {quote(table.name, d)} WHERE {' AND '.join(parts)})")
-    return " OR ".join(found)
+        pairs = [KeyMatch(quote(c, d), f"NEW.{quote(c, d)}", nulls_match and _nullable(table, c))
+                 for c in columns]
+        lines += _matching(pairs, lambda match: [
+            f"IF EXISTS (SELECT 1 FROM {quote(table.name, d)} WHERE {match}) THEN",
+            "  RETURN NEW;", "END IF;"])
+    return _indented(lines, "    ")
+
+
+def _nullable(table: Table, name: str) -> bool:
+    column = table.column(name)
+    return column is None or column.nullable
+
+
+class KeyMatch(NamedTuple):
+    """One column of a key a statement matches: the column, the value it must hold, and
+    whether that value may be NULL (a NULL then matches a NULL)."""
+
+    column: str
+    value: str
+    nullable: bool
+
+
+def _matching(pairs: Sequence[KeyMatch], block: Callable[[str], list[str]]) -> list[str]:
+    """``block``'s lines for the condition that the columns hold the values, NULL matching
+    NULL. The trigger's statements are planned once for every value (piql's connections
+    force generic plans, and a plan is cached per statement), and ``c = v OR (c IS NULL AND
+    v IS NULL)`` is then no index condition: a full scan of the view on every write. So a
+    nullable value is tested first and each branch runs its own statement, ``c IS NULL``
+    or ``c = v``: both read the index (up to :data:`MAX_BRANCHED` nullable columns)."""
+    branched = [p for p in pairs if p.nullable][:MAX_BRANCHED]
+
+    def build(fixed: dict[str, str]) -> list[str]:
+        if len(fixed) < len(branched):
+            pair = branched[len(fixed)]
+            return ([f"IF {pair.value} IS NULL THEN"]
+                    + _indented(build(fixed | {pair.column: f"{pair.column} IS NULL"}), "  ")
+                    + ["ELSE"]
+                    + _indented(build(fixed | {pair.column: f"{pair.column} = {pair.value}"}),
+                                "  ")
+                    + ["END IF;"])
+        parts = [fixed.get(p.column) or (
+            f"({p.column} = {p.value} OR ({p.column} IS NULL AND {p.value} IS NULL))"
+            if p.nullable else f"{p.column} = {p.value}") for p in pairs]
+        return block(" AND ".join(parts))
+    return build({})
+
+
+def _indented(lines: list[str], indent: str) -> list[str]:
+    return [indent + line for line in lines]
+
+
+def _view_key(view: ViewDef, source: str, nullable: Mapping[str, tuple[str, ...]],
+              values: Mapping[str, str] | None = None) -> list[KeyMatch]:
+    """The key of ``view``'s row that the record ``source`` holds (``values``: a column's
+    value computed otherwise)."""
+    d = TriggerDialect.POSTGRES
+    found = nullable.get(view.name, ())
+    pairs = []
+    for column in key_columns(view):
+        value = "0" if column == "_all" and not view.key else \
+            (values or {}).get(column, f"{source}.{quote(column, d)}")
+        pairs.append(KeyMatch(quote(column, d), value, column in found))
+    return pairs
 
 
 def _pg_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: WriteEvent,
-              record: str, without: str | None,
-              windows: dict[str, list[TimeWindow]]) -> list[str]:
+              record: str, without: str | None, windows: dict[str, list[TimeWindow]],
+              nullable: Mapping[str, tuple[str, ...]]) -> list[str]:
     d = TriggerDialect.POSTGRES
     lines: list[str] = []
+    marked: set[tuple[str, ...]] = set()  # the marks made: marking twice changes nothing
     for group in statement_groups(fired(rules, event)):
         view, rule = group[0]
         selects = [delta_select(r, view, table, record, without, d) for _, r in group]
@@ -163,23 +233,30 @@ def _pg_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: Write
         if len(selects) > 1:
             select = " UNION ALL ".join(f"({s})" for s in selects)
         if rule.action == RuleAction.MARK:
-            lines += _pg_marks(view, rule, select, windows)
+            marks = tuple(_pg_marks(view, rule, select, windows))
+            if marks in marked:  # a self-join's other occurrence marks the same epochs
+                lines.append("    -- (marked above)")
+            else:
+                marked.add(marks)
+                lines += marks
         elif view.kind == ViewKind.STAGING:
-            lines += _pg_staging(view, rule.action, select, windows.get(view.name, []))
+            lines += _pg_staging(view, rule.action, select, windows.get(view.name, []),
+                                 nullable)
         elif rule.action == RuleAction.INSERT:
             columns = ", ".join(quote(c.name, d) for c in view.columns)
             lines.append(f"    INSERT INTO {target} ({columns}) {select};")
         elif rule.action == RuleAction.DELETE:
-            lines += [f"    FOR {ROW} IN {select} LOOP",
-                      f"      DELETE FROM {target} WHERE {match_key(view, '', ROW, d)};",
-                      "    END LOOP;"]
+            lines += [f"    FOR {ROW} IN {select} LOOP"] + _indented(_matching(
+                _view_key(view, ROW, nullable),
+                lambda match: [f"DELETE FROM {target} WHERE {match};"]), "      ") + [
+                "    END LOOP;"]
         else:
-            lines += _pg_aggregate(view, rule.action, select)
+            lines += _pg_aggregate(view, rule.action, select, nullable)
     return lines
 
 
 def _pg_staging(view: ViewDef, action: RuleAction, select: str,
-                windows: list[TimeWindow]) -> list[str]:
+                windows: list[TimeWindow], nullable: Mapping[str, tuple[str, ...]]) -> list[str]:
     """Insert or delete staging rows, each in its partition, and mark the epochs they are
     in for the time windows refreshed from the view."""
     d = TriggerDialect.POSTGRES
@@ -192,8 +269,9 @@ def _pg_staging(view: ViewDef, action: RuleAction, select: str,
         lines.append(f"      INSERT INTO {target} ({', '.join(quote(c, d) for c in columns)}) "
                      f"VALUES ({', '.join(values)});")
     else:
-        match = match_key(view, "", ROW, d).replace(f"{ROW}.{quote('partition', d)}", partition)
-        lines.append(f"      DELETE FROM {target} WHERE {match};")
+        lines += _indented(_matching(
+            _view_key(view, ROW, nullable, {"partition": partition}),
+            lambda match: [f"DELETE FROM {target} WHERE {match};"]), "      ")
     for window in windows:
         lines += _mark_epoch(window, f"{ROW}.{quote(window.column, d)}")
     return lines + ["    END LOOP;"]
@@ -235,12 +313,18 @@ def staging_partition(view: ViewDef, source: str = ROW) -> str:
 
 
 def crc_function() -> str:
-    """zlib's CRC-32 of bytes (the staging partitions' hash)."""
+    """zlib's CRC-32 of bytes (the staging partitions' hash): PostgreSQL 18's own
+    ``crc32`` (the same CRC, about 1 µs), else a loop over the bits (about 20 µs for a
+    short key, twice per order in TPC-W). PL/pgSQL plans a statement when it first runs
+    it, so an older server never meets the name."""
     return f"""CREATE OR REPLACE FUNCTION {CRC}(data bytea) RETURNS bigint
 LANGUAGE plpgsql IMMUTABLE STRICT AS $piql$
 DECLARE
   crc bigint := 4294967295;
 BEGIN
+  IF current_setting('server_version_num')::integer >= 180000 THEN
+    RETURN crc32(data);
+  END IF;
   FOR i IN 0 .. length(data) - 1 LOOP
     crc := crc # get_byte(data, i);
     FOR j IN 1 .. 8 LOOP
@@ -282,25 +366,29 @@ BEGIN
 END $piql$"""
 
 
-def _pg_aggregate(view: ViewDef, action: RuleAction, select: str) -> list[str]:
+def _pg_aggregate(view: ViewDef, action: RuleAction, select: str,
+                  nullable: Mapping[str, tuple[str, ...]]) -> list[str]:
     d = TriggerDialect.POSTGRES
-    target, match = quote(view.name, d), match_key(view, "", ROW, d)
+    target = quote(view.name, d)
     count = quote(count_column(view), d)
     values = new_row_values(view, ROW, action, d)
-    return [
-        f"    FOR {ROW} IN {select} LOOP",
-        f"      UPDATE {target} SET {', '.join(added_sets(view, ROW, action, d))} WHERE {match} "
-        f"RETURNING {count} INTO {COUNT};",
-        "      IF NOT FOUND THEN",
-        f"        IF {signed(ROW, count_column(view), action, d)} <> 0 THEN",
-        f"          INSERT INTO {target} ({', '.join(quote(c, d) for c, _ in values)}) "
-        f"VALUES ({', '.join(v for _, v in values)});",
-        "        END IF;",
-        f"      ELSIF {COUNT} = 0 THEN",
-        f"        DELETE FROM {target} WHERE {match};",
-        "      END IF;",
-        "    END LOOP;",
-    ]
+
+    def add(match: str) -> list[str]:
+        return [
+            f"UPDATE {target} SET {', '.join(added_sets(view, ROW, action, d))} WHERE {match} "
+            f"RETURNING {count} INTO {COUNT};",
+            "IF NOT FOUND THEN",
+            f"  IF {signed(ROW, count_column(view), action, d)} <> 0 THEN",
+            f"    INSERT INTO {target} ({', '.join(quote(c, d) for c, _ in values)}) "
+            f"VALUES ({', '.join(v for _, v in values)});",
+            "  END IF;",
+            f"ELSIF {COUNT} = 0 THEN",
+            f"  DELETE FROM {target} WHERE {match};",
+            "END IF;",
+        ]
+    return ([f"    FOR {ROW} IN {select} LOOP"]
+            + _indented(_matching(_view_key(view, ROW, nullable), add), "      ")
+            + ["    END LOOP;"])
 
 
 def _pg_parents(table: Table) -> list[str]:
@@ -327,6 +415,10 @@ def _pg_cardinality(table: Table, constraint: CardinalityConstraint,
                f"{literal(constraint.describe())} || ': (' || {shown} || ') already has "
                f"{int(constraint.limit)} ' || {literal(constraint.column)} || ' values (limit "
                f"{int(constraint.limit)})'")
-    return [f"    IF {other_values(table, constraint, without, d)} >= {int(constraint.limit)} THEN",
-            f"      RAISE EXCEPTION USING ERRCODE = 'check_violation', MESSAGE = {message};",
-            "    END IF;"]
+    pairs = [KeyMatch(quote(c, d), f"NEW.{quote(c, d)}", _nullable(table, c))
+             for c in constraint.per]
+    return _indented(_matching(pairs, lambda match: [
+        f"IF {other_values(table, constraint, without, d, match)} >= {int(constraint.limit)} "
+        "THEN",
+        f"  RAISE EXCEPTION USING ERRCODE = 'check_violation', MESSAGE = {message};",
+        "END IF;"]), "    ")

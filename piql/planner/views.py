@@ -247,22 +247,33 @@ def key_may_hold_null(catalog: Catalog, kind: ViewKind, columns: tuple[ViewColum
     a refresh computes); any other column may be NULL, and a view holds the row (a group,
     an ordering value, a staged time) as SQL does. A view whose key cannot hold NULL is
     clustered on it in every store (``planner.store_layout``)."""
+    return bool(nullable_key_columns(catalog, kind, columns, definition))
+
+
+def nullable_key_columns(catalog: Catalog, kind: ViewKind, columns: tuple[ViewColumn, ...],
+                         definition: QueryBlock, declared: bool = True) -> tuple[str, ...]:
+    """The key columns of a view that may hold NULL (:func:`key_may_hold_null`), in key
+    order: PostgreSQL's triggers match the others with ``=`` and branch on these, so that
+    every key lookup of a view row reads its index (``planner.triggers_postgres``).
+    ``declared``: a column declared NOT NULL holds none (piql's writes refuse one); without
+    it only primary-key and equated columns count, which hold none whoever writes."""
     equated = _equated_columns(definition)
+    found = []
     for column in (c for c in columns if c.key):
         if kind == ViewKind.PERIODIC:
             if column.name not in ("epoch", "rank"):
-                return True
+                found.append(column.name)
             continue
         if isinstance(column.source, Literal):  # the staging partition
             continue
         attr = base_attr(column.source) if isinstance(column.source, (Attr, Epoch)) else None
-        if attr is None or not _never_null(catalog, definition, attr, equated):
-            return True
-    return False
+        if attr is None or not _never_null(catalog, definition, attr, equated, declared):
+            found.append(column.name)
+    return tuple(found)
 
 
 def _never_null(catalog: Catalog, definition: QueryBlock, attr: Attr,
-                equated: set[tuple[str, str]]) -> bool:
+                equated: set[tuple[str, str]], declared: bool = True) -> bool:
     relation = next((r for r in definition.relations if r.alias == attr.alias), None)
     # a LEFT JOIN's columns are NULL where nothing matched; a FROM-subquery's are unknown
     if relation is None or relation.join != JoinKind.INNER or relation.table is None:
@@ -270,8 +281,12 @@ def _never_null(catalog: Catalog, definition: QueryBlock, attr: Attr,
     if (attr.alias, attr.column.lower()) in equated:
         return True
     table = catalog.table(relation.table)
-    column = table.column(attr.column) if table is not None else None
-    return column is not None and not column.nullable
+    if table is None:
+        return False
+    column = table.column(attr.column)
+    if column is None or column.nullable:
+        return False
+    return declared or column.name.lower() in (k.lower() for k in table.primary_key)
 
 
 def _equated_columns(definition: QueryBlock) -> set[tuple[str, str]]:

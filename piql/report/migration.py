@@ -24,6 +24,7 @@ from piql import sqlgen
 from piql.catalog import Catalog, Table
 from piql.planner.application import Plan
 from piql.planner.naming import key_index_name
+from piql.planner.store_layout import KeyStorage, key_index_columns, view_storage
 from piql.planner.fingerprint import (
     FINGERPRINT, META, TRIGGERS, plan_fingerprint, postgres_bookkeeping, triggers_fingerprint,
 )
@@ -131,17 +132,27 @@ def _foreign_key(fk, dialect: TriggerDialect) -> str:
 
 def view_table(view: ViewDef, dialect: TriggerDialect) -> list[str]:
     """The table keeping the view, as the store creates it: clustered on the view key, or
-    (a key that may hold NULL) a plain table with a unique index on the key."""
+    (a key that may hold NULL) a plain table with a unique index on the key (on SQLite,
+    followed by the other columns when it covers the row: ``store_layout.view_storage``)."""
     columns = [f"{_q(c, dialect)} {_type(t, dialect)}".rstrip() for c, t in view.stored_columns]
     key = _names(view.stored_key, dialect)
     name = _q(view.name, dialect)
     if not view.nullable_key:
         rowid = " WITHOUT ROWID" if dialect == TriggerDialect.SQLITE else ""
         return [f"CREATE TABLE {name} ({', '.join(columns)}, PRIMARY KEY ({key})){rowid}"]
-    nulls = " NULLS NOT DISTINCT" if dialect == TriggerDialect.POSTGRES else ""
-    index = _q(_index_name(key_index_name(view.name), dialect), dialect)
     return [f"CREATE TABLE {name} ({', '.join(columns)})",
-            f"CREATE UNIQUE INDEX {index} ON {name} ({key}){nulls}"]
+            key_index_sql(view.name, tuple(c for c, _ in view.stored_columns), view.stored_key,
+                          view_storage(view), dialect)]
+
+
+def key_index_sql(view: str, columns: tuple[str, ...], key: tuple[str, ...],
+                  storage: KeyStorage, dialect: TriggerDialect) -> str:
+    """The unique index a view whose key may hold NULL is read through (by its name): its
+    key on PostgreSQL (NULLs equal); on SQLite also its other columns when it covers them."""
+    nulls = " NULLS NOT DISTINCT" if dialect == TriggerDialect.POSTGRES else ""
+    indexed = key if dialect == TriggerDialect.POSTGRES else key_index_columns(columns, key, storage)
+    return (f"CREATE UNIQUE INDEX {_q(_index_name(key_index_name(view), dialect), dialect)} "
+            f"ON {_q(view, dialect)} ({_names(indexed, dialect)}){nulls}")
 
 
 def _view(view: ViewDef, dialect: TriggerDialect, kept: bool) -> list[str]:

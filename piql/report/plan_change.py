@@ -25,10 +25,10 @@ from piql.catalog import Catalog
 from piql.planner.application import Plan
 from piql.planner.naming import key_index_name
 from piql.planner.plan_diff import PlanDiff, Step, StepKind
-from piql.planner.store_layout import index_path, stored_tables
+from piql.planner.store_layout import KeyStorage, index_path, stored_tables
 from piql.planner.trigger_rules import DIRTY_EPOCHS, TriggerDialect
 from piql.planner.views import ViewKind
-from piql.report.migration import base_tables, build, view_table
+from piql.report.migration import base_tables, build, key_index_sql, view_table
 from piql.sql_types import postgres_type, short_name
 
 @dataclass(frozen=True)
@@ -184,11 +184,10 @@ def rename_sql(step: Step, dialect: str) -> list[str]:
     old = step.renamed_from or ""
     statements = [f"ALTER TABLE {q(old)} RENAME TO {q(step.name)}"]
     if step.view is not None and step.view.nullable_key:  # the store reads it by name
-        index = q(_index_name(key_index_name(step.name), d))
+        view = step.view
         statements += [f"DROP INDEX {q(_index_name(key_index_name(old), d))}",
-                       f"CREATE UNIQUE INDEX {index} ON {q(step.name)} "
-                       f"({', '.join(q(k) for k in step.view.key)})"
-                       + (" NULLS NOT DISTINCT" if d == TriggerDialect.POSTGRES else "")]
+                       key_index_sql(step.name, tuple(c for c, _ in view.columns), view.key,
+                                     KeyStorage(view.storage), d)]
     if step.view is not None and step.view.kind != ViewKind.IMV:
         statements.append(f"-- and its epochs marked for refresh: UPDATE {q(DIRTY_EPOCHS)} "
                           "SET view = <new name> WHERE view = <old name>")

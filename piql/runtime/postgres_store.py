@@ -103,6 +103,9 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+_BUMP = f" RETURNING nextval('{_quote(VERSION)}')"  # a whole write's bump, as it commits
+
+
 def _part(part: KeyPart) -> str:
     """A column, or an index's expression part as piql computes it: ``LOWER`` and ``UPPER``
     change ASCII letters only (SQLite's), so they are ``translate`` here (immutable, so an
@@ -640,10 +643,7 @@ class PostgresStore:
                 return connection.execute(statement, values, prepare=True).fetchall()
             except psycopg.Error as err:
                 raise self.refused(err) from None
-        cursor = local.cursor
-        if cursor is None or cursor.closed:
-            cursor = self._reader().cursor()
-            local.cursor = cursor
+        cursor = self._cursor()
         try:
             cursor.execute(statement, values, prepare=True)
             return cursor.fetchall()
@@ -651,6 +651,16 @@ class PostgresStore:
             if cursor.connection.broken:  # the next call connects again
                 local.reader = local.cursor = None
             raise self.refused(err) from None
+
+    def _cursor(self) -> psycopg.Cursor:
+        """The cursor of this thread's reader (:meth:`_reader`), for its statements outside
+        a transaction: compiled queries and whole writes."""
+        local = self._local
+        cursor = local.cursor
+        if cursor is None or cursor.closed:
+            cursor = self._reader().cursor()
+            local.cursor = cursor
+        return cursor
 
     def prepared(self, statement: str) -> Callable[[Sequence[Any]], list[tuple]]:
         """:meth:`run` of ``statement`` (the connection is the calling thread's)."""
@@ -770,31 +780,39 @@ class PostgresStore:
         """Delete one row as a whole write (as :meth:`write_row`), where ``condition``
         holds; the rows deleted."""
         where, values = _identical(key)
-        return self._whole(f"DELETE FROM {_quote(table)} WHERE {where}"
-                           + (f" AND {condition}" if condition else ""), values)
+        text = ("delete_row", table, where, condition)
+        sql = self._texts.get(text)
+        if sql is None:
+            sql = self._texts[text] = f"DELETE FROM {_quote(table)} WHERE {where}" + (
+                f" AND {condition}" if condition else "")
+        return self._whole(sql, values)
 
     def update_row(self, table: str, key: Mapping[str, Any], row: Mapping[str, Any],
                    kept: Sequence[str] = ()) -> int:
         """Replace one row as a whole write (as :meth:`write_row`), only if its ``kept``
         columns hold ``row``'s values already; the rows updated."""
-        where, values = _identical({**key, **{c: row[c] for c in kept}})
-        return self._whole(f"UPDATE {_quote(table)} SET "
-                           f"{', '.join(f'{_quote(c)} = %s' for c in row)} WHERE {where}",
-                           [*row.values(), *values])
+        where, values = _identical({**key, **{c: row[c] for c in kept}} if kept else key)
+        text = ("update_row", table, tuple(row), where)
+        sql = self._texts.get(text)
+        if sql is None:
+            sql = self._texts[text] = (f"UPDATE {_quote(table)} SET "
+                                       f"{', '.join(f'{_quote(c)} = %s' for c in row)} "
+                                       f"WHERE {where}")
+        return self._whole(sql, [*row.values(), *values])
 
     def _whole(self, sql: str, values: list[Any]) -> int:
         """Run one write statement as a whole write: in the thread's transaction if one is
-        open, else alone (autocommit) on the thread's own connection (:meth:`_reader`),
+        open, else alone (autocommit) through the thread's own cursor (:meth:`_cursor`),
         bumping the version as it commits. One write; the rows it changed."""
-        if getattr(self._local, "connection", None) is not None:
+        if self._local.connection is not None:
             changed = self._count(sql, values)
         else:
-            connection = self._reader()
+            cursor = self._cursor()
             try:
-                changed = connection.execute(sql + f" RETURNING nextval('{_quote(VERSION)}')",
-                                             values, prepare=True).rowcount
+                cursor.execute(sql + _BUMP, values, prepare=True)
+                changed = cursor.rowcount
             except psycopg.Error as err:
-                if connection.broken:  # the next call connects again
+                if cursor.connection.broken:  # the next call connects again
                     self._local.reader = self._local.cursor = None
                 raise self.refused(err) from None
         self.counter.writes += 1

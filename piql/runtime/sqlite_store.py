@@ -206,9 +206,10 @@ class SQLiteStore:
         if rowid is not None:
             self.connection.execute(f"CREATE TABLE IF NOT EXISTS {_quote(shape.name)} ({columns})")
         elif shape.key_index:
+            indexed = ", ".join(_quote(c) for c in shape.key_index_columns)
             self.connection.execute(f"CREATE TABLE IF NOT EXISTS {_quote(shape.name)} ({columns})")
             self.connection.execute(f"CREATE UNIQUE INDEX IF NOT EXISTS {_quote(shape.key_index)} "
-                                    f"ON {_quote(shape.name)} ({key})")
+                                    f"ON {_quote(shape.name)} ({indexed})")
         else:
             self.connection.execute(
                 f"CREATE TABLE IF NOT EXISTS {_quote(shape.name)} ({columns}, "

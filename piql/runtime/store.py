@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # an engine's type; importing the engines would load pyarrow
 
 from piql.planner.naming import key_index_name
 from piql.planner.physical import KeyPart
-from piql.planner.store_layout import KeyStorage
+from piql.planner.store_layout import KeyStorage, key_index_columns
 
 # Seconds a write waits for another connection's write lock (a load, a refresh, a repair)
 # before it fails with StoreBusy; ``deploy(busy_timeout=...)`` changes it.
@@ -109,6 +109,11 @@ class TableShape:
     @property
     def key_index(self) -> str | None:
         return key_index_name(self.name) if self.nullable_key else None
+
+    @property
+    def key_index_columns(self) -> tuple[str, ...]:
+        """The key index's columns on SQLite: the key, then the rest if it covers the row."""
+        return key_index_columns(self.columns, self.key, self.storage)
 
 
 class Store(Protocol):

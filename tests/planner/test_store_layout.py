@@ -78,3 +78,22 @@ def test_plan_refuses_what_does_not_compile_every_time():
             STATS.compiled("distinctOf", "sqlite")
     with pytest.raises(UncompilablePlan, match="no bounded plan"):
         STATS.compiled("byValue", "sqlite")
+
+
+def test_views_written_whole_get_a_covering_key_index_aggregates_a_narrow_one():
+    """A nullable key's index holds the rest of the row unless maintenance rewrites the
+    rows in place (an IMV's COUNT / SUM): TPC-W's searches (rows inserted and deleted
+    whole), its periodic views (refreshed whole) and their staging views are covered."""
+    from tests.report.test_migration import example_plan
+
+    tables = {t.name: t for t in stored_tables(example_plan("tpcw"))}
+    for name in ("search_by_author_view", "search_by_title_view", "best_sellers",
+                 "best_sellersStaging"):
+        assert tables[name].storage is KeyStorage.COVERING_KEY_INDEX, name
+    title = tables["search_by_title_view"]
+    assert title.key_index_columns == title.key + ("a_fname", "a_lname")
+    grouped = next(v for v in STATS.views if v.key)
+    stats = {t.name: t for t in stored_tables(STATS)}[grouped.name]
+    assert stats.storage is KeyStorage.KEY_INDEX and stats.key_index_columns == stats.key
+    assert {t.storage for t in stored_tables(KEYS) if t.name not in ("one", "wide")} == {
+        KeyStorage.CLUSTERED}

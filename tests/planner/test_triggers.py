@@ -112,3 +112,65 @@ def test_odd_names_are_quoted_and_keep_their_case():
         text = "\n".join(compiled(plan, dialect).statements)
         assert 'NEW."gr""oup"' in text or 'OLD."gr""oup"' in text
         assert '"sel""ect"' in text
+
+
+def test_postgres_matches_a_nullable_key_by_branching_on_its_nulls():
+    """A key column that may hold NULL gets ``IS NULL`` or ``=`` in a branch of its own
+    (``c = v OR (c IS NULL AND v IS NULL)`` reads no index in a generic plan); columns that
+    cannot hold NULL are compared with ``=``; past MAX_BRANCHED nullable columns an OR."""
+    from piql.planner.triggers_postgres import MAX_BRANCHED, KeyMatch, _matching
+
+    pairs = [KeyMatch("k", "r.k", False)] + [KeyMatch(f"n{i}", f"r.n{i}", True)
+                                             for i in range(MAX_BRANCHED + 1)]
+    lines = _matching(pairs, lambda match: [f"DELETE FROM v WHERE {match};"])
+    deletes = [line.strip() for line in lines if "DELETE" in line]
+    assert len(deletes) == 2 ** MAX_BRANCHED
+    assert deletes[0] == ("DELETE FROM v WHERE k = r.k AND n0 IS NULL AND n1 IS NULL AND "
+                          "n2 IS NULL AND (n3 = r.n3 OR (n3 IS NULL AND r.n3 IS NULL));")
+    assert deletes[-1].startswith("DELETE FROM v WHERE k = r.k AND n0 = r.n0 AND n1 = r.n1")
+    assert sum(line.strip() == "IF r.n0 IS NULL THEN" for line in lines) == 1
+
+
+def test_postgres_compares_key_columns_that_cannot_hold_null_with_equality():
+    plan = plan_text(
+        """CREATE TABLE questions (id BIGINT PRIMARY KEY, asked BIGINT);
+        CREATE TABLE tags (qid BIGINT, tag VARCHAR, PRIMARY KEY (qid, tag),
+            FOREIGN KEY (qid) REFERENCES questions (id)) WITH CARDINALITY (tag, 5);""",
+        """-- name: oldestTagged
+SELECT q.id, q.asked FROM tags t, questions q
+WHERE t.qid = q.id AND t.tag = <tag> ORDER BY q.asked LIMIT 3""")
+    text = "\n".join(compiled(plan, TriggerDialect.POSTGRES).statements)
+    assert " OR (" not in text
+    assert re.search(r'DELETE FROM "oldestTagged_view" WHERE "tag" = piql_r."tag" AND '
+                     r'"asked" IS NULL AND "id" = piql_r."id"', text)
+
+
+def test_postgres_marks_an_epoch_once_where_a_self_join_would_mark_it_twice():
+    """TPC-W's co-purchase window joins order_line twice (l1, l2): both occurrences' mark
+    rules of an order_line write read the same order and mark the same epoch."""
+    import piql
+    from tests.conftest import EXAMPLES
+
+    plan = piql.load(EXAMPLES / "tpcw" / "schema.sql", EXAMPLES / "tpcw" / "queries.sql").plan
+    text = next(s for s in compiled(plan, TriggerDialect.POSTGRES).statements
+                if s.startswith('CREATE OR REPLACE FUNCTION "piql_order_line_write"'))
+    inserted = text[text.index("IF TG_OP = 'INSERT'"):text.index("IF TG_OP = 'UPDATE'")]
+    assert "admin_confirm_related_mark_on_insert_order_line_l1" in inserted
+    assert inserted.count("'admin_confirm_related', piql_r") == 1
+    assert inserted.count("'best_sellers', piql_r") == 1
+
+
+def test_postgres_matches_a_declared_not_null_column_null_safe():
+    """PostgreSQL's tables are made without a non-key column's NOT NULL, so a plain SQL
+    write may put NULL there: the triggers match such a view key column NULL-safe (a key
+    column of the base table, or one the definition equates, holds no NULL anyway)."""
+    plan = plan_text(
+        """CREATE TABLE questions (id BIGINT PRIMARY KEY, asked BIGINT NOT NULL, title VARCHAR);
+        CREATE TABLE tags (qid BIGINT, tag VARCHAR, PRIMARY KEY (qid, tag),
+            FOREIGN KEY (qid) REFERENCES questions (id)) WITH CARDINALITY (tag, 5);""",
+        """-- name: oldestTagged
+SELECT q.id, q.title FROM tags t, questions q
+WHERE t.qid = q.id AND t.tag = <tag> ORDER BY q.asked, q.title LIMIT 3""")
+    text = "\n".join(compiled(plan, TriggerDialect.POSTGRES).statements)
+    assert 'IF piql_r."asked" IS NULL THEN' in text
+    assert 'IF piql_r."tag" IS NULL THEN' not in text and 'IF piql_r."id" IS NULL' not in text

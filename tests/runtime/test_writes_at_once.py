@@ -292,3 +292,27 @@ def test_random_writes_one_statement_or_not_agree_with_the_oracle(new_store, mon
                 slow.close()
 
     run()
+
+
+def test_a_postgres_update_keeping_frozen_columns_is_one_statement(postgres_stores, monkeypatch):
+    """On PostgreSQL an update of a table whose columns a periodic view freezes is one
+    UPDATE (TPC-W's stock and price updates of an item): the table's trigger refuses a
+    change of a frozen column, changing nothing, and piql's path then names the view."""
+    from tests.planner.test_periodic import BEST_SELLERS, SHOP
+
+    schema = SHOP.replace("i_subject VARCHAR)", "i_subject VARCHAR, i_stock BIGINT)")
+    db = Deployment(plan_text(schema, BEST_SELLERS), postgres_stores())
+    db.insert("item", i_id=1, i_subject="a", i_stock=5)
+    item = db.plan.catalog.table("item")
+    assert "item" in db.maintainer.frozen and db.maintainer.update_at_once(item)
+    sent: list[str] = []
+    one_statement(monkeypatch, db, sent)
+    reports = db.update("item", i_id=1, i_subject="a", i_stock=4)
+    assert sent == ["update_row"] and all(r.ops == r.bound for r in reports)
+    sent.clear()
+    with pytest.raises(ConstraintError, match="the periodic view bestSellers reads through"):
+        db.update("item", i_id=1, i_subject="b", i_stock=3)
+    assert sent[0] == "update_row" and "get" in sent  # refused, then piql's own path
+    monkeypatch.undo()
+    assert db.store.sql('SELECT "i_subject", "i_stock" FROM "item"') == [("a", 4)]
+    assert db.check().consistent
