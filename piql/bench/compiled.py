@@ -8,6 +8,8 @@ On one SQLite store per application it times, per query, with the same parameter
 - ``interpreter``: ``Deployment.interpret`` (the plan run operator by operator in Python);
 - ``query``: ``Deployment.query``, what an application calls: parameters checked, the
   compiled statement run on the store (``Store.run``), a ``Result`` built;
+- ``prepared``: the same through the query's handle (``Deployment.prepared``), its values
+  by position: no lookup by name, no dict of parameters;
 - ``compiled``: the statement of ``piql.planner.compile`` executed on the store's own
   connection, its rows and operation count read back by ``CompiledQuery.answer`` (the
   floor of ``query``);
@@ -25,6 +27,7 @@ import random
 import statistics
 import tempfile
 import time
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,15 +36,20 @@ from piql import sqlgen
 from piql.bench import tpcw_data, twotags
 from piql.query_block import Epoch, Param
 
-TPCW_QUERIES = ("home_customer_name", "product_detail", "promo_related_items",
+TPCW_QUERIES = ("home_customer_name", "product_detail", "admin_request_item",
+                "order_inquiry_customer", "promo_related_items",
                 "search_by_subject", "new_products", "order_display_last_order",
                 "order_display_lines", "buy_request_customer")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def timed(call: Callable[[dict[str, Any]], object], params: list[dict[str, Any]]) -> float:
+def timed(call: Callable[[Any], object], params: list[dict[str, Any]]) -> float:
     """Median microseconds of ``call`` over ``params``, after a warm-up pass, with the
-    garbage collector off (so one contender's garbage is not collected in another's time)."""
+    garbage collector off (so one contender's garbage is not collected in another's time).
+    ``call`` may be a pair: the call, and how it takes the values (prepared before timing)."""
+    if isinstance(call, tuple):
+        call, prepare = call
+        params = [prepare(values) for values in params]
     for values in params[:100]:
         call(values)
     samples = []
@@ -73,8 +81,15 @@ def contenders(db, name: str, hand: str, hand_params: Callable[[dict], Any]):
     def served(values: dict[str, Any]):
         return db.query(name, **values)
 
-    return {"interpreter": interpreted, "query": served, "compiled": compiled,
-            "hand-written": written}
+    handle = db.prepared(name)
+    order = itemgetter(*handle.params)
+    prepare = (lambda values: (order(values),)) if len(handle.params) == 1 else order
+
+    def prepared(values: dict[str, Any]):  # the values in order, as a caller has them
+        return handle(*values)
+
+    return {"interpreter": interpreted, "query": served, "prepared": (prepared, prepare),
+            "compiled": compiled, "hand-written": written}
 
 
 def _executor(db) -> Callable[[str, Any], list[tuple]]:
@@ -173,8 +188,8 @@ def main() -> None:
     cases = two_tags(args.docs, args.calls, rng, args.store)
     if not args.twotags_only and args.store is None:
         cases |= tpcw(args.items, args.calls, rng)
-    print(f"{'query':28} {'interpreter':>12} {'query':>8} {'compiled':>10} {'hand-written':>13}"
-          f" {'query/hand':>11}   (µs, median)")
+    print(f"{'query':28} {'interpreter':>12} {'query':>8} {'prepared':>9} {'compiled':>10} "
+          f"{'hand-written':>13} {'query/hand':>11} {'prepared/hand':>14}   (µs, median)")
     for name, (calls, params) in cases.items():
         order = list(calls.items())
         runs: dict[str, list[float]] = {who: [] for who in calls}
@@ -182,9 +197,10 @@ def main() -> None:
             for who, call in order[run % len(order):] + order[:run % len(order)]:
                 runs[who].append(timed(call, params))
         medians = {who: statistics.median(found) for who, found in runs.items()}
+        hand = medians['hand-written']
         print(f"{name:28} {medians['interpreter']:12.1f} {medians['query']:8.1f} "
-              f"{medians['compiled']:10.1f} {medians['hand-written']:13.1f} "
-              f"{medians['query'] / medians['hand-written']:11.2f}")
+              f"{medians['prepared']:9.1f} {medians['compiled']:10.1f} {hand:13.1f} "
+              f"{medians['query'] / hand:11.2f} {medians['prepared'] / hand:14.2f}")
 
 
 if __name__ == "__main__":

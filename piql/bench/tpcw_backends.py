@@ -24,6 +24,7 @@ import sqlite3
 import time
 import zlib
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
@@ -54,6 +55,7 @@ STANDARD_INDEXES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("scl_i_id", "shopping_cart_line", ("scl_i_id",)),
 )
 VM_GRAIN = 1000  # SQLite instructions between two progress-handler calls
+_VALUE = itemgetter(1)  # of a (name, value) pair
 
 
 @dataclass(frozen=True)
@@ -84,15 +86,29 @@ class Backend(Protocol):
 
 
 class PiqlBackend:
-    """Reads and maintained writes through a piql deployment."""
+    """Reads and maintained writes through a piql deployment; each query is read through
+    its prepared handle (``Deployment.prepared``), as a server keeps it, its values given
+    by position as the read lists them (the baseline binds them by name, from a dict made
+    of the same pairs)."""
 
     def __init__(self, db, name: str = "piql") -> None:
         self.db = db
         self.name = name
+        self.handles: dict[str, Any] = {}
 
     def read(self, read: Read) -> tuple[list[tuple], int | None, int | None]:
-        result = self.db.query(read.query, **read.values)
-        return list(result.rows), result.ops, result.bound
+        found = self.handles.get(read.query)
+        if found is None:
+            found = self.handles[read.query] = self._handle(read)
+        handle, by_position = found
+        result = handle(*map(_VALUE, read.params)) if by_position else handle(**read.values)
+        return result.rows, result.ops, result.bound  # type: ignore[return-value]
+
+    def _handle(self, read: Read) -> tuple[Any, bool]:
+        """The query's handle, and whether it is called by position: when the read lists
+        the query's parameters in their order (the workload's reads do); else by name."""
+        handle = self.db.prepared(read.query)
+        return handle, tuple(name for name, _ in read.params) == handle.params
 
     def write(self, write: Write) -> tuple[int | None, int | None]:
         values = write.values

@@ -44,7 +44,9 @@ from piql.runtime.progress import Progress
 from piql.runtime.refresh import RefreshReport, refresh_view
 from piql.runtime.rows import RowCheck, complete_row, key_of, read_rows
 from piql.runtime.schedule import RefreshSchedule
-from piql.runtime.serving import Result, Served, in_pair_order
+from piql.runtime.serving import (
+    PreparedQuery, Result, Served, by_position, in_pair_order, prepared_query,
+)
 from piql.runtime.store import DEFAULT_BUSY_TIMEOUT, Store, open_store
 from piql.runtime.background import DEFAULT_IDLE, BackgroundMaintainer
 from piql.runtime.update_queue import DRAIN_BATCH, QueueStats, drain
@@ -78,6 +80,7 @@ class Deployment:
         self.partitions = plan.partitions  # the plan was made for the store's partitions
         self.views = plan.ordered_views
         self.closed = False
+        self._prepared: dict[str, PreparedQuery] = {}  # by name; closed on close()
         self.store: Store = open_store(str(path), busy_timeout)
         self.session: sessions.Registration | None = None  # see runtime.sessions
         try:
@@ -142,6 +145,8 @@ class Deployment:
         self.stop_maintainer()
         self.closed = True
         self._calls = {}
+        for prepared in self._prepared.values():
+            prepared.close(self._closed)
         if self._engine is not None:
             self._engine.close()
         try:
@@ -151,8 +156,11 @@ class Deployment:
 
     def _open(self) -> None:
         if self.closed:
-            raise DeploymentClosed(f"the deployment of {self.store.location} is closed; deploy "
-                                   "the store again to use it")
+            self._closed()
+
+    def _closed(self, *_: Any) -> Any:
+        raise DeploymentClosed(f"the deployment of {self.store.location} is closed; deploy "
+                               "the store again to use it")
 
     def engine(self) -> Engine | None:
         """The engine for set-oriented work, started on first use (None: the store itself)."""
@@ -275,19 +283,36 @@ class Deployment:
             call = self._calling(name)
         return call(params)
 
-    def _calling(self, name: str) -> Callable[[dict[str, Any]], Result]:
-        """What :meth:`query` calls for ``name``, decided on its first call: the adaptive
-        read of a feed or overlay's query, else the query's own ``Served.serve``."""
-        served = self._served.get(name) or self._serving(name)
+    def prepared(self, name: str, /) -> PreparedQuery:
+        """The named query made ready to call: ``q = db.prepared("userPosts")``, then
+        ``q(7)`` (values by position, in the order of ``q.params``) or ``q(userId=7)``,
+        each the same :class:`Result` as :meth:`query`'s. What a call needs of the query
+        (its name, parameters, statement and binding) is looked up once, here, so a call
+        does only what depends on its values. One handle per name and deployment."""
         self._open()
-        if not self.adaptive.serves(served.query.name):
-            call = served.serve
-        elif served.query.pair is None:
-            call = self.adaptive.reader(served)
-        else:  # the same answer, read from one orientation
-            call = in_pair_order(self.adaptive.reader(served), served.query.pair.in_order)
-        self._calls[name] = call
-        return call
+        prepared = self._prepared.get(name)
+        if prepared is None:
+            served = self._served.get(name) or self._serving(name)
+            self._open()
+            if not self.adaptive.serves(served.query.name):
+                named, positional = served.serve, served.positional
+            else:  # counted by the feed or overlay, read by name
+                named = self.adaptive.reader(served)
+                if served.query.pair is not None:  # the same answer, from one orientation
+                    named = in_pair_order(named, served.query.pair.in_order)
+                positional = by_position(named, served.check.named)
+            prepared = prepared_query(served.query.name, served.block.params, positional,
+                                      named)
+            self._prepared[name] = prepared
+            self._calls[name] = named
+        return prepared
+
+    def _calling(self, name: str) -> Callable[[dict[str, Any]], Result]:
+        """What :meth:`query` calls for ``name``, decided on its first call: the prepared
+        query's call by name (:meth:`prepared`)."""
+        self._open()
+        self.prepared(name)
+        return self._calls[name]
 
     def interpret(self, name: str, /, **params: Any) -> Result:
         """Run a named query with the plan's interpreter (``piql.runtime.executor``):

@@ -193,6 +193,55 @@ class ParamCheck:
             return arguments(params)
         return several
 
+    def named(self, values: tuple) -> dict[str, Any]:
+        """Positional ``values`` (in the order of :attr:`expected`) by name, once there
+        are as many as the query has parameters (``ParameterError`` otherwise)."""
+        if len(values) != len(self.expected):
+            listed = ", ".join(self.expected) or "none"
+            raise ParameterError(f"query {self.query.name} takes {len(self.expected)} "
+                                 f"parameter(s) ({listed}); got {len(values)} value(s)")
+        return dict(zip(self.expected, values))
+
+    def positional(self, names: tuple[str, ...] | None,
+                   arguments: Callable[[dict[str, Any]], tuple]) -> Callable[[tuple], tuple]:
+        """:meth:`binding` for values given by position, in the order of :attr:`expected`
+        (a prepared query's call, ``PreparedQuery``): the tuple the statement binds.
+
+        In the common case (as many values as parameters, each of its common class) the
+        values are bound as given, or picked in the statement's order, with no dict made;
+        anything else is named (:meth:`named`) and takes the full check (the same errors)."""
+        def checked(values: tuple) -> tuple:
+            params = self.named(values)
+            self(params)
+            return arguments(params)
+        commons = tuple(common for _, common in self.classes)
+        if not names or set(names) != self.names or None in commons:
+            return checked
+        low, high, count = INT64_MIN, INT64_MAX, len(self.expected)
+        if names == self.expected and count == 1:
+            common = commons[0]
+
+            def single(values: tuple) -> tuple:
+                if len(values) == 1:
+                    value = values[0]
+                    if value.__class__ is common and (
+                            common is not int or low <= value <= high):
+                        return values
+                return checked(values)
+            return single
+        picked = _picker(tuple(self.expected.index(n) for n in names), count)
+
+        def several(values: tuple) -> tuple:
+            if len(values) == count:
+                for value, common in zip(values, commons):
+                    if value.__class__ is not common or (
+                            common is int and not low <= value <= high):
+                        break
+                else:
+                    return values if picked is None else picked(values)
+            return checked(values)
+        return several
+
     def _other(self, name: str, value: Any) -> None:
         """A value not of its parameter's common class: accepted or refused in full."""
         if not self.acceptors[name](value):
@@ -215,6 +264,17 @@ class ParamCheck:
                                  f"a {declared} column; got {value!r}")
         raise ParameterError(f"parameter <{name}> of {self.query.name}: {value!r} "
                              f"{sqlvalues.unstorable(value)}")
+
+
+def _picker(indices: tuple[int, ...], count: int) -> Callable[[tuple], tuple] | None:
+    """The values at ``indices`` of a tuple of ``count``, as a tuple; None when they are
+    the whole tuple, in order."""
+    if indices == tuple(range(count)):
+        return None
+    if len(indices) == 1:
+        index = indices[0]
+        return lambda values: (values[index],)
+    return itemgetter(*indices)
 
 
 def _common_class(declared: str | None) -> type | None:

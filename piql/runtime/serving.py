@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from piql.planner.application import QueryPlan
 from piql.planner.compile import CompiledQuery
 from piql.query_block import Param, QueryBlock
-from piql.runtime.errors import BoundExceeded, StoreOverflow
+from piql.runtime.errors import BoundExceeded, ParameterError, StoreOverflow
 from piql.runtime.evaluate import row_limit
 from piql.runtime.rows import ParamCheck
 from piql.runtime.store import Store
@@ -103,6 +103,56 @@ class Result:
                 f"({', '.join(self._columns)}), {self._ops} ops (bound {self._bound})>")
 
 
+class PreparedQuery(Protocol):
+    """A named query made ready to call (``Deployment.prepared``, made by
+    :func:`prepared_query`): what ``query`` looks up on every call (the name, the
+    parameters' order and checks, the compiled statement) is looked up once, so a call
+    only checks and binds its values, runs the statement and builds the :class:`Result`
+    (the same as ``query``'s, with its measured operations).
+
+    ``q(7)`` gives the values by position, in the order of :attr:`params` (the query's
+    parameters in the order they first appear); ``q(userId=7)`` by name, as ``query``.
+    Usable from any thread ``query`` is; after the deployment is closed, a call raises
+    ``DeploymentClosed``."""
+
+    name: str
+    params: tuple[str, ...]
+
+    def __call__(self, /, *values: Any, **params: Any) -> Result: ...
+
+    def close(self, closed: Callable[[Any], Result]) -> None:
+        """Answer every later call with ``closed`` (which raises): the deployment closed."""
+
+
+def prepared_query(name: str, params: tuple[str, ...], by_position: Callable[[tuple], Result],
+                   by_name: Callable[[dict[str, Any]], Result]) -> PreparedQuery:
+    """A :class:`PreparedQuery`: a plain function (a class's ``__call__`` would cost a
+    quarter of a microsecond more per call) with the protocol's attributes."""
+    listed = ", ".join(params) or "none"
+
+    def call(*values: Any, **named: Any) -> Result:
+        if named:
+            if values:
+                raise ParameterError(f"query {name} takes its parameters by position or by "
+                                     f"name, not both (parameters: {listed})")
+            return by_name(named)
+        return by_position(values)
+
+    def close(closed: Callable[[Any], Result]) -> None:
+        nonlocal by_position, by_name
+        by_position = by_name = closed
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"Query {name}({', '.join(params)}): Deployment.prepared's handle."
+    call.name, call.params, call.close = name, params, close  # type: ignore[attr-defined]
+    return call  # type: ignore[return-value]
+
+
+# A Result's instance with no field set yet: the serving paths below set every field
+# themselves, where calling Result(...) would cost a Python frame more per call (several
+# microseconds when the call runs cold, between other work)
+_blank = object.__new__
+
 # Answers one call (the parameters by name) with the query's interpreter.
 Interpreter = Callable[["Served", dict[str, Any]], Result]
 
@@ -118,6 +168,8 @@ class Served:
     check: ParamCheck
     statement: CompiledQuery | None  # None: the interpreter serves the query
     serve: Callable[[dict[str, Any]], Result]
+    # ``serve`` with the values by position, in the order of ``block.params``
+    positional: Callable[[tuple], Result]
     staleness: Callable[[], float] | None = None  # for a query read from async views
 
     @classmethod
@@ -132,19 +184,22 @@ class Served:
         assert block is not None
         check = ParamCheck(query, block)
         served: list[Served] = []  # the closures' own Served, once made
+        positional: Callable[[tuple], Result] | None = None
         if statement is None:
             def serve(params: dict[str, Any]) -> Result:
                 check(params)
                 return interpret(served[0], params)
         else:
-            serve = _compiled(query, statement, check, store, strict,
-                              lambda params: interpret(served[0], params))
+            serve, positional = _compiled(query, statement, check, store, strict,
+                                          lambda params: interpret(served[0], params))
             if staleness is not None:
                 serve = _aged(serve, staleness)
+                positional = positional and _aged(positional, staleness)
         if query.pair is not None:  # its view keeps one orientation of each pair
-            serve = in_pair_order(serve, query.pair.in_order)
+            serve, positional = in_pair_order(serve, query.pair.in_order), None
         served.append(cls(query, block, tuple(i.name for i in block.select),
-                          query.ops_bound or 0, check, statement, serve, staleness))
+                          query.ops_bound or 0, check, statement, serve,
+                          positional or by_position(serve, check.named), staleness))
         return served[0]
 
     def exceeded(self, ops: int) -> BoundExceeded:
@@ -162,31 +217,52 @@ def in_pair_order(serve: Callable[[dict[str, Any]], Result],
     return ordered
 
 
-def _aged(serve: Callable[[dict[str, Any]], Result],
-          staleness: Callable[[], float]) -> Callable[[dict[str, Any]], Result]:
-    """``serve`` with the answer's staleness, taken before its rows are read."""
-    def aged(params: dict[str, Any]) -> Result:
+def by_position(serve: Callable[[dict[str, Any]], Result],
+                named: Callable[[tuple], dict[str, Any]]) -> Callable[[tuple], Result]:
+    """``serve`` called with values by position, ``named`` (``ParamCheck.named``) first."""
+    def positional(values: tuple) -> Result:
+        return serve(named(values))
+    return positional
+
+
+def _aged(serve: Callable[[Any], Result],
+          staleness: Callable[[], float]) -> Callable[[Any], Result]:
+    """``serve`` (by name or by position) with the answer's staleness, taken before its
+    rows are read."""
+    def aged(params: Any) -> Result:
         age = staleness()
         result = serve(params)
         return Result(result.columns, result.rows, result.ops, result.bound, age)
     return aged
 
 
-def _binding(check: ParamCheck, statement: CompiledQuery) -> Callable[[dict[str, Any]], tuple]:
-    """The parameter check fused with the statement's binding (``ParamCheck.binding``)."""
+def _bindings(check: ParamCheck, statement: CompiledQuery
+              ) -> tuple[Callable[[dict[str, Any]], tuple], Callable[[tuple], tuple]]:
+    """The parameter check fused with the statement's binding, for values by name
+    (``ParamCheck.binding``) and by position (``ParamCheck.positional``)."""
     names = tuple(p.name for p in statement.parameters if isinstance(p, Param))
-    return check.binding(names if len(names) == len(statement.parameters) else None,
-                         statement.binder)
+    bound = names if len(names) == len(statement.parameters) else None
+    return (check.binding(bound, statement.binder),
+            check.positional(bound, statement.binder))
+
+
+def _given(params: dict[str, Any]) -> dict[str, Any]:
+    """Values by name, as they are (what ``ParamCheck.named`` is to values by position)."""
+    return params
 
 
 def _exceeded(name: str, ops: int, bound: int) -> BoundExceeded:
     return BoundExceeded(f"query {name} did {ops} operations; its bound is {bound}")
 
 
+# A call's answer with the values by name, and by position (None: through by name)
+Calls = tuple[Callable[[dict[str, Any]], Result], Callable[[tuple], Result] | None]
+
+
 def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, store: Store,
               strict: Callable[[], bool],
-              interpret: Callable[[dict[str, Any]], Result]) -> Callable[[dict[str, Any]], Result]:
-    """The function answering a call through ``statement``: check, bind, run, and the
+              interpret: Callable[[dict[str, Any]], Result]) -> Calls:
+    """The functions answering a call through ``statement``: check, bind, run, and the
     answer's rows and operations as the interpreter counts them (``CompiledQuery.answer``).
     An execution the statement cannot answer (SQLite's SUM leaving 64 bits; on PostgreSQL
     a value of another type for a parameter read as text) goes to ``interpret``."""
@@ -199,19 +275,26 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
     per_row, kept = statement.ops_per_row, statement.kept_ops
     cost = per_row or kept
     if cost is not None and block.limit_param is None and not statement.text_parameters:
-        bind = _binding(check, statement)
-
-        def plain(params: dict[str, Any]) -> Result:
-            try:
-                fetched = run(bind(params))
-            except StoreOverflow:
-                return interpret(params)
-            ops = len(fetched) * cost or 1
-            if ops > bound and strict():
-                raise _exceeded(name, ops, bound)
-            rows = tuple([row[:-1] for row in fetched if row[-1]]) if kept else tuple(fetched)
-            return Result(columns, rows, ops, bound)
-        return plain
+        # one function per way of giving the values, the same code: no call in between
+        def plain(bind: Callable[[Any], tuple], named: Callable[[Any], dict[str, Any]]
+                  ) -> Callable[[Any], Result]:
+            def call(given: Any) -> Result:
+                try:
+                    fetched = run(bind(given))
+                except StoreOverflow:
+                    return interpret(named(given))
+                ops = len(fetched) * cost or 1
+                if ops > bound and strict():
+                    raise _exceeded(name, ops, bound)
+                result = _blank(Result)  # Result(...) without its __init__'s frame
+                result._columns, result._ops, result._bound = columns, ops, bound
+                result._rows = tuple([row[:-1] for row in fetched if row[-1]]) if kept \
+                    else tuple(fetched)
+                result._staleness_ms = None
+                return result
+            return call
+        by_name, by_position = _bindings(check, statement)
+        return plain(by_name, _given), plain(by_position, check.named)
 
     found = statement.found_ops
     if found is not None and block.limit_param is None and not statement.text_parameters:
@@ -223,7 +306,7 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
                                            store.prepared(counting.sql))
 
     # without LIMIT <n> or text parameters, nothing is read between check and binding
-    bind = _binding(check, statement) if block.limit_param is None and not text else None
+    bind = _bindings(check, statement)[0] if block.limit_param is None and not text else None
 
     def serve(params: dict[str, Any]) -> Result:
         if bind is not None:
@@ -245,13 +328,12 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
         if ops > bound and strict():
             raise _exceeded(name, ops, bound)
         return Result(columns, tuple(rows), ops, bound)
-    return serve
-
+    return serve, None
 
 
 def _unique(query: QueryPlan, statement: CompiledQuery, found: tuple[int, int],
             check: ParamCheck, store: Store, strict: Callable[[], bool],
-            interpret: Callable[[dict[str, Any]], Result]) -> Callable[[dict[str, Any]], Result]:
+            interpret: Callable[[dict[str, Any]], Result]) -> Calls:
     """A call through a lean statement (``OpsSource.UNIQUE``): the rows as they come and,
     when some came, the operations the plan fixes for them; when none came, the counting
     statement's answer (``CompiledQuery.counting``)."""
@@ -264,20 +346,26 @@ def _unique(query: QueryPlan, statement: CompiledQuery, found: tuple[int, int],
     count_arguments, count_run = counting.binder, store.prepared(counting.sql)
     first, per_row = found
     tail = statement.tail
-    bind = _binding(check, statement)
 
-    def unique(params: dict[str, Any]) -> Result:
-        try:
-            rows = run(bind(params))
-            if rows:
-                if tail:  # each row ends with the stop-after's marker: NULL, none found
-                    rows = [row[:-1] for row in rows] if rows[0][-1] is not None else []
-                ops = first + per_row * len(rows) if rows else first + 1
-            else:
-                rows, ops = counting.answer(count_run(count_arguments(params)))
-        except StoreOverflow:
-            return interpret(params)
-        if ops > bound and strict():
-            raise _exceeded(name, ops, bound)
-        return Result(columns, tuple(rows), ops, bound)
-    return unique
+    def unique(bind: Callable[[Any], tuple], named: Callable[[Any], dict[str, Any]]
+               ) -> Callable[[Any], Result]:
+        def call(given: Any) -> Result:
+            try:
+                rows = run(bind(given))
+                if rows:
+                    if tail:  # each row ends with the stop-after's marker: NULL, none found
+                        rows = [row[:-1] for row in rows] if rows[0][-1] is not None else []
+                    ops = first + per_row * len(rows) if rows else first + 1
+                else:
+                    rows, ops = counting.answer(count_run(count_arguments(named(given))))
+            except StoreOverflow:
+                return interpret(named(given))
+            if ops > bound and strict():
+                raise _exceeded(name, ops, bound)
+            result = _blank(Result)  # as in _compiled's plain call
+            result._columns, result._rows, result._ops = columns, tuple(rows), ops
+            result._bound, result._staleness_ms = bound, None
+            return result
+        return call
+    by_name, by_position = _bindings(check, statement)
+    return unique(by_name, _given), unique(by_position, check.named)
