@@ -55,7 +55,10 @@ class KeyStorage(Enum):
       grew with the view (docs/benchmarks.md, TPC-W's SearchResult).
 
     The statements compiled for a table do not depend on it (``NOT INDEXED`` still looks
-    a rowid up by its key), so a store keeps the storage it was created with."""
+    a rowid up by its key; a covering key index starts with the key), so a store keeps
+    the base tables' storage it was created with; a view's covering key index is named by
+    the plan's fingerprint and record, so ``piql migrate`` rebuilds a view kept before it
+    with a narrow one."""
 
     CLUSTERED = "clustered"
     ROWID = "rowid"
@@ -107,7 +110,11 @@ def view_storage(view: ViewDef) -> KeyStorage:
     The rows of other views change only as their base rows do (a row inserted or deleted
     whole; a non-key column updated when its base column is), and a periodic view's refresh
     writes whole rows. PostgreSQL keeps its unique key index narrow in any case
-    (``runtime.postgres_store``)."""
+    (``runtime.postgres_store``).
+
+    The index stays UNIQUE but no longer refuses two rows of one key with other values:
+    the key's uniqueness comes from the view's construction (its key holds its relations'
+    keys), and SQLite's unique index never refused a repeated key holding a NULL anyway."""
     if not view.nullable_key:
         return KeyStorage.CLUSTERED
     if view.kind is ViewKind.IMV and view.aggregate:

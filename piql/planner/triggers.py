@@ -53,7 +53,7 @@ from piql.planner.trigger_rules import TimeWindow, TriggerDialect, time_windows
 from piql.planner.triggers_postgres import (
     checked_function, crc_function, exact_function, postgres_table, repr_function,
 )
-from piql.planner.triggers_sqlite import sqlite_table
+from piql.planner.triggers_sqlite import deleted_by_key, gone_view, sqlite_table
 from piql.planner.views import DeltaRule, RuleAction, ViewDef, ViewKind, nullable_key_columns
 from piql.query_block import MaintenanceMode
 from piql.sql_types import TypeFamily, family
@@ -123,6 +123,9 @@ def compile_triggers(catalog: Catalog, views: tuple[ViewDef, ...],
     preamble = (exact_function(), checked_function(), crc_function(), repr_function()) \
         if dialect == TriggerDialect.POSTGRES else ()
     statements: list[str] = []
+    if dialect == TriggerDialect.SQLITE:  # what the tables' triggers delete view rows through
+        statements += [s for v in kept if deleted_by_key(v) and any(w is v for w, _ in run)
+                       for s in gone_view(v)]
     checked: set[str] = set()
     for table in catalog.tables:
         rules = [(v, r) for v, r in run if r.table.lower() == table.name.lower()]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from piql.catalog import Table
 from piql.planner.trigger_rules import (
-    PREFIX, TriggerDialect, added_sets, any_changed, cardinality_message, count_column,
+    PREFIX, TriggerDialect, added_sets, aggregate_columns, any_changed, cardinality_message,
+    count_column,
     counted_columns, delta_select, fired, foreign_key_message, key_columns, literal, match_key,
     new_row_values, nulled, other_values, parent_missing, quote, read_columns, signed,
     statement_groups,
@@ -30,6 +31,36 @@ SUM_ALL = f"{PREFIX}sum_all"
 EXACT_ADD = f"{PREFIX}exact_add"
 # piql_exact_real(text, what): that exact sum rounded once to a double (the visible column)
 EXACT_REAL = f"{PREFIX}exact_real"
+# piql_gone_<view>: a view of no rows whose INSTEAD OF INSERT trigger deletes the view row
+# with the inserted key (``gone_view``)
+GONE = f"{PREFIX}gone_"
+
+
+def deleted_by_key(view: ViewDef) -> bool:
+    """Are ``view``'s rows deleted through its ``GONE`` view, one key lookup per delta row?
+    So are those of a key of several columns none of which holds NULL. SQLite runs
+    ``(k1, k2, ...) IN (SELECT ...)`` through the key's index only as far as the columns
+    whose affinity matches the *first* column's comparison (3.40: ``comparisonAffinity`` of
+    a vector reads its first element; in a trigger, ``OLD.x`` has none): twoTags' delete
+    looked up (t1_tag, t2_tag) and read every row of that pair, whose number grows with
+    the data, and built the delta's list twice. ``column IS NEW.column`` per column uses
+    every column."""
+    return len(view.key) > 1 and not view.nullable_key
+
+
+def gone_view(view: ViewDef) -> list[str]:
+    """The ``GONE`` view of ``view`` (:func:`deleted_by_key`) and its trigger: inserting a
+    key into it deletes the view row with that key (an aggregate's, only once its count is
+    0), by a lookup of the whole key."""
+    d = TriggerDialect.SQLITE
+    name, target = quote(f"{GONE}{view.name}", d), quote(view.name, d)
+    key = [quote(c.name, d) for c in view.key]
+    match = " AND ".join(f"{c} IS NEW.{c}" for c in key)
+    if aggregate_columns(view):
+        match += f" AND {quote(count_column(view), d)} = 0"
+    return [f"CREATE VIEW {name} AS SELECT {', '.join(key)} FROM {target} WHERE 0",
+            f"CREATE TRIGGER {quote(f'{GONE}{view.name}_delete', d)} INSTEAD OF INSERT ON "
+            f"{name} FOR EACH ROW\nBEGIN\n  DELETE FROM {target} WHERE {match};\nEND"]
 
 
 def sqlite_table(table: Table, rules: list[tuple[ViewDef, DeltaRule]],
@@ -127,11 +158,24 @@ def _sqlite_rules(table: Table, rules: list[tuple[ViewDef, DeltaRule]], event: W
             columns = ", ".join(quote(c.name, d) for c in view.columns)
             statements.append(f"{comment}INSERT INTO {target} ({columns}) {select}")
         elif rule.action == RuleAction.DELETE:
-            statements.append(f"{comment}DELETE FROM {target} WHERE {_sqlite_among(view, select)}")
+            statements.append(comment + _sqlite_delete(view, select))
         else:
             first, *rest = _sqlite_aggregate(view, rule.action, select, functions)
             statements += [comment + first] + rest
     return statements
+
+
+def _sqlite_delete(view: ViewDef, select: str) -> str:
+    """Delete the view rows whose key a delta row holds (of an aggregate, once their count
+    is 0)."""
+    d = TriggerDialect.SQLITE
+    target = quote(view.name, d)
+    if deleted_by_key(view):
+        key = ", ".join(quote(c.name, d) for c in view.key)
+        return (f"INSERT INTO {quote(f'{GONE}{view.name}', d)} ({key}) SELECT {key} FROM "
+                f"({select}) AS piql_d")
+    zero = f"{quote(count_column(view), d)} = 0 AND " if aggregate_columns(view) else ""
+    return f"DELETE FROM {target} WHERE {zero}{_sqlite_among(view, select)}"
 
 
 def _sqlite_among(view: ViewDef, select: str) -> str:
@@ -157,7 +201,6 @@ def _sqlite_aggregate(view: ViewDef, action: RuleAction, select: str,
         values = new_row_values(view, "piql_d", action, d) + \
             [(h, "NULL") for _, h in view.exact_sums]
         sets = added_sets(view, "piql_d", action, d)
-    count = quote(count_column(view), d)
     return [
         f"UPDATE {target} SET {', '.join(sets)} FROM ({select}) "
         f"AS piql_d WHERE {match_key(view, target, 'piql_d', d)}",
@@ -165,7 +208,7 @@ def _sqlite_aggregate(view: ViewDef, action: RuleAction, select: str,
         f"SELECT {', '.join(v for _, v in values)} FROM ({select}) AS piql_d WHERE "
         f"{signed('piql_d', count_column(view), action, d)} <> 0 AND NOT EXISTS (SELECT 1 FROM "
         f"{target} WHERE {match_key(view, target, 'piql_d', d)})",
-        f"DELETE FROM {target} WHERE {count} = 0 AND {_sqlite_among(view, select)}",
+        _sqlite_delete(view, select),
     ]
 
 

@@ -34,6 +34,9 @@ from piql.runtime.errors import (
 from piql.runtime.store import (
     DEFAULT_BUSY_TIMEOUT, IS_NULL, TASK_COLUMN, Counter, TableShape, Values,
 )
+from piql.runtime.wal_checkpoints import (
+    CATCH_UP, CHECKPOINT_EVERY, WRITER_AUTOCHECKPOINT, BackgroundCheckpoints,
+)
 from piql.sqlgen import default_clause
 
 if TYPE_CHECKING:  # an engine's type; importing the engines would load pyarrow
@@ -71,6 +74,9 @@ class SQLiteStore:
 
     path: str
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    # seconds between the background checkpoints of a file's write-ahead log (None: none,
+    # SQLite's own automatic checkpoint in the committing write, every 1,000 pages)
+    checkpoint_every: float | None = CHECKPOINT_EVERY
     connection: sqlite3.Connection = field(init=False)
     shapes: dict[str, TableShape] = field(default_factory=dict)
     counter: Counter = field(default_factory=Counter)
@@ -88,6 +94,9 @@ class SQLiteStore:
     # the text of each bounded read and point write, by its shape (table, columns, which
     # values are NULL, ...): built once, so a write pays for no quoting or joining
     _texts: dict[tuple, str] = field(default_factory=dict, init=False, repr=False)
+    # the thread checkpointing the write-ahead log off the write path (runtime.wal_checkpoints)
+    checkpoints: BackgroundCheckpoints | None = field(default=None, init=False, repr=False)
+    _checkpointer: sqlite3.Connection | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.connection = self._connect()
@@ -97,9 +106,40 @@ class SQLiteStore:
                 self.connection.execute("PRAGMA journal_mode=WAL")
             self.connection.execute("PRAGMA synchronous=NORMAL")
             self.connection.execute(CASE_SENSITIVE_LIKE)
+            if self.path != ":memory:" and self.checkpoint_every is not None:
+                self._start_checkpoints(self.checkpoint_every)
         except sqlite3.DatabaseError as err:
             self.connection.close()
             raise self.refused(err) from None
+
+    def _start_checkpoints(self, every: float) -> None:
+        """Checkpoint the log in a background thread, on a connection of its own, after
+        any commit; the writer's own automatic checkpoint only past
+        :data:`WRITER_AUTOCHECKPOINT` pages (``runtime.wal_checkpoints``)."""
+        self.connection.execute(f"PRAGMA wal_autocheckpoint = {WRITER_AUTOCHECKPOINT}")
+        # waits for no lock (timeout 0): a tick that finds one held is skipped
+        checkpointer = sqlite3.connect(self.path, timeout=0, isolation_level=None,
+                                       check_same_thread=False)
+        seen = [None]  # PRAGMA data_version at the last checkpoint: changed by others' commits
+        # The next writer starts the log over only once a checkpoint copied all of it;
+        # writes during a checkpoint leave a tail, which one more pass (short: the tail
+        # only) copies, so the log stays short under steady writes too
+
+        def checkpoint() -> None:
+            try:
+                version = checkpointer.execute("PRAGMA data_version").fetchone()[0]
+                if version != seen[0]:
+                    seen[0] = version
+                    for _ in range(CATCH_UP):
+                        _, log, copied = checkpointer.execute(
+                            "PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
+                        if copied >= log:
+                            break
+            except sqlite3.Error:
+                pass  # (a lock held through a recovery, say) tried again on the next tick
+
+        self._checkpointer = checkpointer
+        self.checkpoints = BackgroundCheckpoints(checkpoint, every)
 
     @property
     def location(self) -> str:
@@ -145,6 +185,12 @@ class SQLiteStore:
         return err
 
     def close(self) -> None:
+        """Close the connection, after stopping the background checkpoints (the store's
+        last connection to close checkpoints the log once more and removes it)."""
+        if self.checkpoints is not None:
+            self.checkpoints.stop()
+            if self._checkpointer is not None:
+                self._checkpointer.close()
         self.connection.close()
 
     # -- schema and bookkeeping ----------------------------------------------
@@ -412,8 +458,10 @@ class SQLiteStore:
         self.register(TableShape(name, shape.columns, shape.key, shape.types))
 
     def connection_triggers(self, statements: Sequence[str]) -> None:
-        """Create ``CREATE TRIGGER`` statements as this connection's own (``TEMP``)."""
+        """Create ``CREATE TRIGGER`` (and ``CREATE VIEW``: ``triggers_sqlite.gone_view``)
+        statements as this connection's own (``TEMP``)."""
         self._triggers = tuple(s.replace("CREATE TRIGGER", "CREATE TEMP TRIGGER", 1)
+                               .replace("CREATE VIEW", "CREATE TEMP VIEW IF NOT EXISTS", 1)
                                for s in statements)
         self._enqueue = ()
         self._create_triggers()

@@ -1,0 +1,62 @@
+"""A SQLite store's write-ahead log checkpointed in a background thread, off the write path.
+
+In WAL mode a commit appends the pages it changed to the log; a *checkpoint* copies them
+back into the database file (with an fsync of each). SQLite runs one automatically in
+the connection whose commit takes the log past ``wal_autocheckpoint`` pages (1,000 by
+default), so one write in every few dozen maintained writes paid for it: 5-20 ms where
+the write alone takes 2 ms, and more at larger scales, whose 1,000 pages lie further
+apart in a larger file (measured on TPC-W: the checkpoints were most of BuyConfirm's
+p99 samples, docs/benchmarks.md).
+
+:class:`BackgroundCheckpoints` is the thread: every ``every`` seconds it runs the
+store's ``work`` (``SQLiteStore``: a PASSIVE checkpoint on a connection of its own, when
+another connection committed since the last one). A PASSIVE checkpoint waits for no one
+and no writer waits for it: writers append to the log while it copies. The writer's own
+automatic checkpoint stays, at a higher threshold, as a backstop for a log the thread
+cannot keep small (writes faster than it copies).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+CHECKPOINT_EVERY = 0.25  # seconds between two background checkpoints (if anything was written)
+# the writer's own automatic checkpoint (pages in the log), kept as a backstop: four
+# times SQLite's default, under the 4,096 frames a reader's log index looks up in one table
+WRITER_AUTOCHECKPOINT = 4000
+# passes of one background checkpoint at most, while writes during a pass leave a tail
+CATCH_UP = 4
+
+
+class BackgroundCheckpoints:
+    """A daemon thread calling ``work`` every ``every`` seconds until :meth:`stop`. ``work``
+    handles its own errors (a failed checkpoint is tried again on the next tick); an
+    exception escaping it is kept in ``error`` and stops the thread, leaving the writer's
+    own automatic checkpoint to do the job."""
+
+    def __init__(self, work: Callable[[], None], every: float = CHECKPOINT_EVERY) -> None:
+        if not every > 0:
+            raise ValueError("the checkpoint period must be positive")
+        self.work, self.every = work, every
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="piql-wal-checkpoints",
+                                        daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                self.work()
+            except BaseException as err:  # kept for the caller; the thread stops
+                self.error = err
+                return
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self) -> None:
+        """Stop after the checkpoint in progress, if any."""
+        self._stop.set()
+        self._thread.join()
