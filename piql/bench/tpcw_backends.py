@@ -36,6 +36,7 @@ from piql.bench.tpcw_mix import Read, Step, Write
 from piql.catalog import Catalog, Table
 from piql.errors import PiqlError
 from piql.planner.application import Plan
+from piql.runtime.sqlite_store import MEMORY_MAPPED
 
 # The indexes of the TPC-W reference implementation (Wisconsin Java kit, TPCW_Populate
 # addIndexes), what a DBA deploying TPC-W adds to the primary keys.
@@ -243,8 +244,9 @@ def _create_indexes(connection, catalog: Catalog) -> None:
 def sqlite_baseline(plan: Plan, dataset: data.Dataset, path: Path, names: Sequence[str]) -> SqlBackend:
     """The generated data in a plain SQLite store with the standard TPC-W indexes."""
     connection = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-    connection.execute("PRAGMA journal_mode=WAL")  # as piql's store: same durability settings
+    connection.execute("PRAGMA journal_mode=WAL")  # as piql's store: same durability and reads
     connection.execute("PRAGMA synchronous=NORMAL")
+    connection.execute(MEMORY_MAPPED)
     catalog = plan.catalog
     _create_tables(connection, catalog)
     connection.execute("BEGIN")

@@ -53,6 +53,13 @@ STATEMENT_CACHE = 512
 # ignores the case of ASCII letters): so LIKE means the same on both stores, and
 # ``LIKE 'prefix%'`` is exactly a key range (piql.planner.like_range)
 CASE_SENSITIVE_LIKE = "PRAGMA case_sensitive_like = ON"
+# A file store's pages are read through a memory map of up to this many bytes, not
+# copied into the connection's own 2 MB page cache: a bounded read's rows, scattered over
+# a larger file, missed that cache more and paid a read() each (TPC-W's NewProducts and
+# SearchResult p50 grew 1.7-1.9x over 10x more data for the same 156 operations;
+# docs/benchmarks.md). The map shares the operating system's page cache between processes.
+MMAP_BYTES = 256 * 2**20
+MEMORY_MAPPED = f"PRAGMA mmap_size = {MMAP_BYTES}"
 
 
 def _part(part: KeyPart) -> str:
@@ -104,6 +111,7 @@ class SQLiteStore:
         try:
             if self.path != ":memory:":
                 self.connection.execute("PRAGMA journal_mode=WAL")
+                self.connection.execute(MEMORY_MAPPED)
             self.connection.execute("PRAGMA synchronous=NORMAL")
             self.connection.execute(CASE_SENSITIVE_LIKE)
             if self.path != ":memory:" and self.checkpoint_every is not None:

@@ -7,7 +7,7 @@ import pickle
 import pytest
 
 from piql.runtime.errors import StoreOverflow, StoreRefused, UnreadableDatabase
-from piql.runtime.sqlite_store import ReadOnlyDatabase, SQLiteStore
+from piql.runtime.sqlite_store import MMAP_BYTES, ReadOnlyDatabase, SQLiteStore
 from piql.runtime.store import Store, TableShape
 
 ITEMS = TableShape("items", ("id", "tag", "price"), ("id",), ("BIGINT", "VARCHAR", "BIGINT"))
@@ -36,6 +36,19 @@ def store(tmp_path):
     found.create_table(ITEMS)
     yield found
     found.close()
+
+
+def test_a_file_store_reads_its_pages_through_a_memory_map(tmp_path):
+    store = SQLiteStore(str(tmp_path / "s.db"), checkpoint_every=None)
+    try:
+        assert store.connection.execute("PRAGMA mmap_size").fetchone()[0] == MMAP_BYTES
+    finally:
+        store.close()
+    memory = SQLiteStore(":memory:")
+    try:  # nothing to map: SQLite answers no size
+        assert memory.connection.execute("PRAGMA mmap_size").fetchone() is None
+    finally:
+        memory.close()
 
 
 def test_a_transaction_commits_or_changes_nothing(store):
