@@ -106,6 +106,10 @@ class SQLiteStore:
     _checkpointer: sqlite3.Connection | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.checkpoint_every is not None and not self.checkpoint_every > 0:
+            # refused before the file is made (the thread's own check comes after it)
+            raise DeploymentError(f"{self.path}: the checkpoint period must be positive "
+                                  f"(seconds), or None; got {self.checkpoint_every!r}")
         self.connection = self._connect()
         sqlite_functions.register(self.connection, self._refusals)
         try:

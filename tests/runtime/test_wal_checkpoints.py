@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from piql.runtime.errors import DeploymentError
 from piql.runtime.sqlite_store import SQLiteStore
 from piql.runtime.store import TableShape
 from piql.runtime.wal_checkpoints import WRITER_AUTOCHECKPOINT, BackgroundCheckpoints
@@ -82,3 +83,10 @@ def test_a_failing_checkpoint_stops_the_thread_and_is_kept():
     checkpoints.stop()
     with pytest.raises(ValueError, match="positive"):
         BackgroundCheckpoints(broken, every=0)
+
+
+def test_a_period_that_is_not_positive_is_refused_before_the_file_is_made(tmp_path):
+    path = tmp_path / "s.db"
+    with pytest.raises(DeploymentError, match="checkpoint period must be positive"):
+        SQLiteStore(str(path), checkpoint_every=0)
+    assert not path.exists()
