@@ -12,8 +12,8 @@ operations per row) has a path of its own without intermediate lists or calls.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import attrgetter
-from typing import Any, Callable, Iterator, Protocol
+from operator import attrgetter, itemgetter
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from piql.planner.application import QueryPlan
 from piql.planner.compile import CompiledQuery
@@ -161,6 +161,10 @@ def _handle(name: str, params: tuple[str, ...], by_position: Callable[[tuple], R
     return call, close
 
 
+# A row's last column (a flag or marker piql's statement adds), and the row without it: in
+# C, where a comprehension over the rows is a Python frame of its own
+_last, _head = itemgetter(-1), itemgetter(slice(None, -1))
+
 # A Result's instance with no field set yet: the serving paths below set every field
 # themselves, where calling Result(...) would cost a Python frame more per call (several
 # microseconds when the call runs cold, between other work)
@@ -168,6 +172,9 @@ _blank = object.__new__
 
 # Answers one call (the parameters by name) with the query's interpreter.
 Interpreter = Callable[["Served", dict[str, Any]], Result]
+# A store connection's ``execute`` (a cursor, read with ``fetchall``) and the class of its
+# errors: what a fused handle runs its statement with (``SQLiteStore.executor``)
+Executor = tuple[Callable[[str, tuple], Any], type[Exception]]
 # A prepared handle's call (values by position or by name) and its ``close``
 Fused = tuple[Callable[..., Result], Callable[[Callable[..., Result]], None]]
 
@@ -323,15 +330,16 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
                     raise _exceeded(name, ops, bound)
                 result = _blank(Result)  # Result(...) without its __init__'s frame
                 result._columns, result._ops, result._bound = columns, ops, bound
-                result._rows = tuple([row[:-1] for row in fetched if row[-1]]) if kept \
+                result._rows = tuple(map(_head, filter(_last, fetched))) if kept \
                     else tuple(fetched)
                 result._staleness_ms = None
                 return result
             return call
         by_name, by_position = _bindings(check, statement)
         serve, positional = plain(by_name, _given), plain(by_position, check.named)
+        shape = _Shape(0, cost, bool(kept), False, None)
         return serve, positional, _fused(query, check, statement, serve, positional,
-                                         plain(None, check.named))
+                                         plain(None, check.named), store, strict, shape)
 
     found = statement.found_ops
     if found is not None and block.limit_param is None and not statement.text_parameters:
@@ -384,17 +392,25 @@ def _unique(query: QueryPlan, statement: CompiledQuery, found: tuple[int, int],
     first, per_row = found
     tail = statement.tail
 
+    def absent(rows: list[tuple], params: dict[str, Any]) -> tuple[Sequence[tuple], int]:
+        """The answer when the lean statement found nothing: only the marker's row came
+        (the stop-after's probe), or no row (the counting statement tells)."""
+        if rows:
+            return [], first + 1
+        return counting.answer(count_run(count_arguments(params)))
+
     def unique(bind: Callable[[Any], tuple] | None, named: Callable[[Any], dict[str, Any]]
                ) -> Callable[[Any], Result]:
         def call(given: Any) -> Result:
             try:
                 rows = run(given if bind is None else bind(given))
-                if rows:
-                    if tail:  # each row ends with the stop-after's marker: NULL, none found
-                        rows = [row[:-1] for row in rows] if rows[0][-1] is not None else []
-                    ops = first + per_row * len(rows) if rows else first + 1
+                # each row ends with the stop-after's marker (tail): NULL, none found
+                if rows and not (tail and rows[0][-1] is None):
+                    if tail:
+                        rows = list(map(_head, rows))
+                    ops = first + per_row * len(rows)
                 else:
-                    rows, ops = counting.answer(count_run(count_arguments(named(given))))
+                    rows, ops = absent(rows, named(given))
             except StoreOverflow:
                 return interpret(named(given))
             if ops > bound and strict():
@@ -406,13 +422,29 @@ def _unique(query: QueryPlan, statement: CompiledQuery, found: tuple[int, int],
         return call
     by_name, by_position = _bindings(check, statement)
     serve, positional = unique(by_name, _given), unique(by_position, check.named)
+    shape = _Shape(first, per_row, False, tail, absent)
     return serve, positional, _fused(query, check, statement, serve, positional,
-                                     unique(None, check.named))
+                                     unique(None, check.named), store, strict, shape)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """How a fused handle (``_inline``) reads its statement's rows: ``first`` plus
+    ``per_row`` operations per row fetched; the rows flagged kept (``kept``: the last
+    column) or each with the stop-after's marker last (``tail``: NULL, none found);
+    ``absent`` answers when none was found (None: an empty answer of one operation)."""
+
+    first: int
+    per_row: int
+    kept: bool
+    tail: bool
+    absent: Callable[[list[tuple], dict[str, Any]], tuple[Sequence[tuple], int]] | None
 
 
 def _fused(query: QueryPlan, check: ParamCheck, statement: CompiledQuery,
            serve: Callable[[dict[str, Any]], Result], positional: Callable[[tuple], Result],
-           bound: Callable[[tuple], Result]) -> Fused | None:
+           bound: Callable[[tuple], Result], store: Store, strict: Callable[[], bool],
+           shape: _Shape) -> Fused | None:
     """The prepared handle of a query served by ``serve`` (values by name) and
     ``positional``, as one function: values by position, each of its parameter's common
     class, go straight to ``bound`` (the values bound as given); anything else (values by
@@ -426,6 +458,10 @@ def _fused(query: QueryPlan, check: ParamCheck, statement: CompiledQuery,
         return None
     kinds, ints = admitted
     slow, slow_close = _handle(query.name, check.expected, positional, serve)
+    executor = getattr(store, "executor", None)
+    if executor is not None:
+        return _inline(query, check, statement, executor(), strict, slow, slow_close, bound,
+                       kinds, shape)
     low, high, count = INT64_MIN, INT64_MAX, len(kinds)
 
     # a class test per value (``tuple(map(type, values))`` costs several frames' worth)
@@ -444,4 +480,58 @@ def _fused(query: QueryPlan, check: ParamCheck, statement: CompiledQuery,
         nonlocal bound
         slow_close(closed)
         bound = closed
+    return handle, close
+
+
+def _inline(query: QueryPlan, check: ParamCheck, statement: CompiledQuery,
+            executor: Executor, strict: Callable[[], bool], slow: Callable[..., Result],
+            slow_close: Callable[[Callable[..., Result]], None], bound: Callable[[tuple], Result],
+            kinds: tuple[type, ...], shape: _Shape) -> Fused:
+    """``_fused``'s handle on a store that lends its connection's ``execute``
+    (``SQLiteStore.executor``): one frame, the statement run in it, as the on-demand
+    baseline runs its SQL. Values whose classes are not the common ones go to ``slow``
+    (the full check); an integer beyond 64 bits, which the driver refuses to bind, too;
+    any error of the statement to ``bound``, which runs it again the long way and maps the
+    error as ever (an overflow: the interpreter answers)."""
+    execute, failure = executor
+    sql, name, bound_ops = statement.sql, query.name, query.ops_bound or 0
+    block = query.query.block
+    assert block is not None
+    columns = tuple(i.name for i in block.select)
+    first, per_row, kept, tail, absent = (shape.first, shape.per_row, shape.kept, shape.tail,
+                                          shape.absent)
+    named_of = check.named
+
+    def handle(*values: Any, **named: Any) -> Result:
+        if named or tuple(map(type, values)) != kinds:
+            return slow(*values, **named)
+        try:
+            fetched = execute(sql, values).fetchall()
+        except OverflowError:  # an integer beyond 64 bits: the full check refuses it
+            return slow(*values)
+        except failure:
+            return bound(values)
+        if fetched and not (tail and fetched[0][-1] is None):
+            ops = first + per_row * len(fetched)
+            rows = tuple(map(_head, filter(_last, fetched))) if kept else \
+                tuple(map(_head, fetched)) if tail else tuple(fetched)
+        elif absent is None:
+            rows, ops = (), 1
+        else:  # nothing found: the counting statement answers (UNIQUE)
+            try:
+                found, ops = absent(fetched, named_of(values))
+            except StoreOverflow:
+                return bound(values)  # the long way: to the interpreter
+            rows = tuple(found)
+        if ops > bound_ops and strict():
+            raise _exceeded(name, ops, bound_ops)
+        result = _blank(Result)  # as in _compiled's plain call
+        result._columns, result._rows, result._ops = columns, rows, ops
+        result._bound, result._staleness_ms = bound_ops, None
+        return result
+
+    def close(closed: Callable[..., Result]) -> None:
+        nonlocal bound, execute
+        slow_close(closed)
+        bound = execute = closed
     return handle, close
