@@ -17,8 +17,9 @@ cannot keep small (writes faster than it copies).
 """
 from __future__ import annotations
 
-import threading
 from typing import Callable
+
+from piql.runtime.periodic import PeriodicThread
 
 # seconds between two background checkpoints (if anything was written). Each ends with an
 # fsync of the database file, which stalls the writes that run meanwhile: at 4 a second,
@@ -32,8 +33,9 @@ WRITER_AUTOCHECKPOINT = 4000
 CATCH_UP = 4
 
 
-class BackgroundCheckpoints:
-    """A daemon thread calling ``work`` every ``every`` seconds until :meth:`stop`. ``work``
+class BackgroundCheckpoints(PeriodicThread):
+    """A daemon thread calling ``work`` every ``every`` seconds until :meth:`stop` (which
+    waits for the checkpoint in progress, if any, not for the next tick). ``work``
     handles its own errors (a failed checkpoint is tried again on the next tick); an
     exception escaping it is kept in ``error`` and stops the thread, leaving the writer's
     own automatic checkpoint to do the job."""
@@ -42,25 +44,8 @@ class BackgroundCheckpoints:
         if not every > 0:
             raise ValueError("the checkpoint period must be positive")
         self.work, self.every = work, every
-        self.error: BaseException | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="piql-wal-checkpoints",
-                                        daemon=True)
-        self._thread.start()
+        super().__init__("piql-wal-checkpoints", every, first_pause=every)
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every):
-            try:
-                self.work()
-            except BaseException as err:  # kept for the caller; the thread stops
-                self.error = err
-                return
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
-
-    def stop(self) -> None:
-        """Stop after the checkpoint in progress, if any."""
-        self._stop.set()
-        self._thread.join()
+    def step(self) -> bool:
+        self.work()
+        return False  # the next one a period later
