@@ -297,11 +297,11 @@ class Deployment:
             if not self.adaptive.serves(served.query.name):
                 named, positional, fused = served.serve, served.positional, served.fused
             else:  # counted by the feed or overlay, read by name
-                fused = None
                 named = self.adaptive.reader(served)
                 if served.query.pair is not None:  # the same answer, from one orientation
                     named = in_pair_order(named, served.query.pair.in_order)
                 positional = by_position(named, served.check.named)
+                fused = self.adaptive.handle(served, named)  # a pulling feed's, by position
             prepared = prepared_query(served.query.name, served.block.params, positional,
                                       named, fused)
             self._prepared[name] = prepared

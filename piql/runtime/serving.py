@@ -134,15 +134,15 @@ def prepared_query(name: str, params: tuple[str, ...], by_position: Callable[[tu
     if fused is not None:
         call, close = fused
     else:
-        call, close = _handle(name, params, by_position, by_name)
+        call, close = handle_of(name, params, by_position, by_name)
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"Query {name}({', '.join(params)}): Deployment.prepared's handle."
     call.name, call.params, call.close = name, params, close  # type: ignore[attr-defined]
     return call  # type: ignore[return-value]
 
 
-def _handle(name: str, params: tuple[str, ...], by_position: Callable[[tuple], Result],
-            by_name: Callable[[dict[str, Any]], Result]) -> Fused:
+def handle_of(name: str, params: tuple[str, ...], by_position: Callable[[tuple], Result],
+              by_name: Callable[[dict[str, Any]], Result]) -> Fused:
     """A handle's call, values by position or by name (not both), and its ``close``."""
     listed = ", ".join(params) or "none"
 
@@ -457,7 +457,7 @@ def _fused(query: QueryPlan, check: ParamCheck, statement: CompiledQuery,
     if admitted is None:
         return None
     kinds, ints = admitted
-    slow, slow_close = _handle(query.name, check.expected, positional, serve)
+    slow, slow_close = handle_of(query.name, check.expected, positional, serve)
     executor = getattr(store, "executor", None)
     if executor is not None:
         return _inline(query, check, statement, executor(), strict, slow, slow_close, bound,
