@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import weakref
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -74,6 +75,13 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _stop_checkpoints(checkpoints: BackgroundCheckpoints, connection: sqlite3.Connection) -> None:
+    """Stop a store's background checkpoints, then close their connection. (Holds no
+    reference to the store: run when it is collected.)"""
+    checkpoints.stop()
+    connection.close()
+
+
 @dataclass
 class SQLiteStore:
     """A SQLite database (a file or ``:memory:``) and the tables piql keeps in it: the
@@ -103,7 +111,9 @@ class SQLiteStore:
     _texts: dict[tuple, str] = field(default_factory=dict, init=False, repr=False)
     # the thread checkpointing the write-ahead log off the write path (runtime.wal_checkpoints)
     checkpoints: BackgroundCheckpoints | None = field(default=None, init=False, repr=False)
-    _checkpointer: sqlite3.Connection | None = field(default=None, init=False, repr=False)
+    # stops that thread and closes its connection: at close(), or when the store is
+    # collected unclosed (a thread per dropped store would otherwise run to the exit)
+    _stop_checkpoints: weakref.finalize | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.checkpoint_every is not None and not self.checkpoint_every > 0:
@@ -150,8 +160,9 @@ class SQLiteStore:
             except sqlite3.Error:
                 pass  # (a lock held through a recovery, say) tried again on the next tick
 
-        self._checkpointer = checkpointer
         self.checkpoints = BackgroundCheckpoints(checkpoint, every)
+        self._stop_checkpoints = weakref.finalize(self, _stop_checkpoints, self.checkpoints,
+                                                  checkpointer)
 
     @property
     def location(self) -> str:
@@ -199,10 +210,8 @@ class SQLiteStore:
     def close(self) -> None:
         """Close the connection, after stopping the background checkpoints (the store's
         last connection to close checkpoints the log once more and removes it)."""
-        if self.checkpoints is not None:
-            self.checkpoints.stop()
-            if self._checkpointer is not None:
-                self._checkpointer.close()
+        if self._stop_checkpoints is not None:
+            self._stop_checkpoints()
         self.connection.close()
 
     # -- schema and bookkeeping ----------------------------------------------

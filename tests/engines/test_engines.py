@@ -83,6 +83,7 @@ def test_views_built_by_each_engine_equal_incremental_maintenance(tmp_path, engi
         assert bulk.check().consistent
 
 
+@pytest.mark.spark
 def test_periodic_refresh_on_each_engine_equals_the_query_computed_directly(tmp_path):
     app = temporal_app(tmp_path)
     data = paper_rows(random.Random(3), docs=60)

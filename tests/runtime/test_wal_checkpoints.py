@@ -3,6 +3,7 @@
 1,000 pages; the writer's own automatic checkpoint stays as a backstop, higher."""
 from __future__ import annotations
 
+import gc
 import sqlite3
 import time
 
@@ -63,6 +64,16 @@ def test_without_background_checkpoints_the_log_keeps_the_writes(tmp_path):
     finally:
         store.close()
     assert file_rows(path, "items") == 20  # the last connection's close checkpoints
+
+
+def test_a_store_dropped_without_close_stops_its_thread(tmp_path):
+    store = SQLiteStore(str(tmp_path / "s.db"), checkpoint_every=60)
+    checkpoints = store.checkpoints
+    del store
+    gc.collect()
+    # stopped at once (its wait of 60 s ended by the stop), not left to run to the exit
+    checkpoints._thread.join(10)
+    assert not checkpoints.running
 
 
 def test_a_store_in_memory_has_no_log_to_checkpoint():
