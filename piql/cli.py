@@ -167,8 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     tpcw.add_argument("--interactions", type=int, default=3000,
                       help="measured web interactions per scale (ordering mix)")
     tpcw.add_argument("--warmup", type=int, default=300, help="unmeasured interactions first")
-    tpcw.add_argument("--min-samples", type=int, default=100,
-                      help="rare interactions are topped up to this many samples for their p99")
+    tpcw.add_argument("--min-samples", type=int, default=300,
+                      help="rare interactions are topped up to this many samples for their p99 "
+                           "(default: %(default)s, as many as the common ones have)")
     tpcw.add_argument("--partitions", type=int, default=4, help="staging partitions (SI-3)")
     tpcw.add_argument("--engine", choices=("duckdb", "spark", "store"), default="duckdb",
                       help="engine for view builds and periodic refreshes")

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import gc
+import random
 import re
 import sqlite3
 import time
@@ -56,6 +57,7 @@ STANDARD_INDEXES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("scl_i_id", "shopping_cart_line", ("scl_i_id",)),
 )
 VM_GRAIN = 1000  # SQLite instructions between two progress-handler calls
+ORDER_SEED = 0  # of the order the backends run each step in (``run_interleaved``)
 _VALUE = itemgetter(1)  # of a (name, value) pair
 
 
@@ -337,11 +339,12 @@ def run_side_by_side(side: Sequence[Backend], steps: Sequence[Step], *,
                      compared: frozenset[str] = frozenset(),
                      before: Callable[[Step], None] | None = None, reads: bool = True,
                      progress: Callable[[int], None] | None = None) -> list[list[Sample]]:
-    """Every step on each backend of ``side`` in turn before the next step, the backend
-    going first changing from step to step (A B, B A, ...); one list of samples per
-    backend. Side by side, a change of the machine's load (other processes) falls on both
-    alike, where passes of their own, minutes apart, measured different loads; and each
-    goes first as often, so each pays as often for the CPU caches the other left."""
+    """Every step on each backend of ``side`` in turn before the next step, in an order
+    drawn afresh for each step (``run_interleaved``); one list of samples per backend.
+    Side by side, a change of the machine's load (other processes) falls on both alike,
+    where passes of their own, minutes apart, measured different loads; and each goes
+    first, and after each other, as often, so each pays as often for the CPU caches the
+    other left."""
     return run_interleaved([Lane(side, steps, compared, before)], reads=reads,
                            progress=progress)[0]
 
@@ -359,12 +362,20 @@ class Lane:
 def run_interleaved(lanes: Sequence[Lane], *, reads: bool = True,
                     progress: Callable[[int], None] | None = None) -> list[list[list[Sample]]]:
     """Several lanes (one per scale) interleaved: step n of every lane, on each of its
-    backends, before step n + 1 of any, the backend going first turning over all of them
-    from step to step (A1 B1 A2 B2, B1 A2 B2 A1, ...). The scales' p99s are then measured
-    under the same load, where scales run one after the other were minutes apart (a
-    loaded machine made their ratio unreadable). Samples per lane, per backend; a lane
-    with fewer steps stops earlier."""
+    backends, before step n + 1 of any, in an order drawn afresh for each step (seeded:
+    the same every run). The scales' p99s are then measured under the same load, where
+    scales run one after the other were minutes apart (a loaded machine made their ratio
+    unreadable). Samples per lane, per backend; a lane with fewer steps stops earlier.
+
+    Why drawn, not turned over: a rotation (A1 B1 A2 B2, B1 A2 B2 A1, ...) lets each go
+    first as often, but keeps who runs just before whom: B2 after A2 and A2 after B1 in
+    three steps of four. The backend before warms or evicts the caches (the CPU's, the
+    interpreter's) the next one reads, and that alone made piql's key lookups at the large
+    scale 1.10-1.22x on-demand's where a drawn order measured 0.96-1.11x with the same
+    code (docs/benchmarks.md, 2026-11-27 afternoon); drawn, every backend follows every
+    other as often."""
     samples: list[list[list[Sample]]] = [[[] for _ in lane.backends] for lane in lanes]
+    order = random.Random(ORDER_SEED)
     gc.collect()
     gc.disable()
     try:
@@ -377,8 +388,8 @@ def run_interleaved(lanes: Sequence[Lane], *, reads: bool = True,
                         lane.before(step)
                     turns += [(which, slot, backend, step)
                               for slot, backend in enumerate(lane.backends)]
-            shift = number % len(turns)
-            for which, slot, backend, step in turns[shift:] + turns[:shift]:
+            order.shuffle(turns)
+            for which, slot, backend, step in turns:
                 samples[which][slot].append(_run_step(backend, step, lanes[which].compared,
                                                       reads))
             if progress is not None and number % 200 == 0:

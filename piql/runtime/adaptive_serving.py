@@ -24,7 +24,7 @@ from piql.runtime.aggregates import Overlay, OverlayReport, overlay_for
 from piql.runtime.errors import BoundExceeded, ParameterError, UnknownName
 from piql.runtime.feeds import Feed, feed_layout
 from piql.runtime.foreign_writes import bypassed, guard_overlay
-from piql.runtime.serving import Result, Served
+from piql.runtime.serving import Fused, Result, Served, by_position, handle_of
 from piql.runtime.store import Store
 from piql.runtime.writes import Maintainer, WriteReport
 
@@ -76,6 +76,35 @@ class AdaptiveServing:
                 rates.settle()
             return result
         return pulled
+
+    def handle(self, served: Served, reader: Callable[[dict[str, Any]], Result]
+               ) -> Fused | None:
+        """A prepared handle for a feed (no overlay) that pulls, by position: the query's
+        own fused handle (``Served.fused``) with the read noted for the feed's rates, as
+        :meth:`reader`'s ``pulled`` notes it; values by name, or a feed pushing, go to
+        ``reader``. None where the query has no fused handle, or is no such feed."""
+        feed = self.feeds.get(served.query.name)
+        if feed is None or served.query.name in self.overlays or served.fused is None:
+            return None
+        fused, fused_close = served.fused
+        slow, slow_close = handle_of(served.query.name, served.check.expected,
+                                     by_position(reader, served.check.named), reader)
+        rates, at = feed.rates, served.check.expected.index(feed.layout.param)
+        note, noted, settle_at = rates.pulled.append, rates.pulled, rates.SETTLE_AT
+
+        def pulled(*values: Any, **named: Any) -> Result:
+            if named or feed.active:
+                return slow(*values, **named)
+            result = fused(*values)  # checks the values, as the query's own plan
+            note((values[at], result.ops))  # every edge pulled
+            if len(noted) >= settle_at:
+                rates.settle()
+            return result
+
+        def close(closed: Callable[..., Result]) -> None:
+            fused_close(closed)
+            slow_close(closed)
+        return pulled, close
 
     def read(self, served: Served, params: dict[str, Any]) -> Result:
         """Answer a call of an adaptive query (checked once: by ``served.serve`` or here)

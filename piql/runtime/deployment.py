@@ -295,14 +295,15 @@ class Deployment:
             served = self._served.get(name) or self._serving(name)
             self._open()
             if not self.adaptive.serves(served.query.name):
-                named, positional = served.serve, served.positional
+                named, positional, fused = served.serve, served.positional, served.fused
             else:  # counted by the feed or overlay, read by name
                 named = self.adaptive.reader(served)
                 if served.query.pair is not None:  # the same answer, from one orientation
                     named = in_pair_order(named, served.query.pair.in_order)
                 positional = by_position(named, served.check.named)
+                fused = self.adaptive.handle(served, named)  # a pulling feed's, by position
             prepared = prepared_query(served.query.name, served.block.params, positional,
-                                      named)
+                                      named, fused)
             self._prepared[name] = prepared
             self._calls[name] = named
         return prepared

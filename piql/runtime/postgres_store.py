@@ -3,8 +3,9 @@ operation counts.
 
 :class:`PostgresStore` implements the :class:`~piql.runtime.store.Store` protocol on any
 PostgreSQL >= 15 a libpq URI reaches (``postgresql://user:password@host:port/dbname``;
-``?options=-csearch_path%3Dmyschema`` deploys into another schema than ``public``). It is
-the only module of the runtime that imports psycopg.
+``?options=-csearch_path%3Dmyschema`` deploys into another schema than ``public``). With
+:mod:`piql.runtime.postgres_reads`, it is the only module of the runtime that imports
+psycopg.
 
 How it keeps piql's semantics, which are SQLite's:
 
@@ -28,8 +29,9 @@ How it keeps piql's semantics, which are SQLite's:
 - **Threads.** Connections come from a pool: a transaction or snapshot holds one
   connection for its thread, and a read outside one borrows a connection for that
   statement; a compiled query outside one runs on its thread's own reader connection,
-  through one cursor (:meth:`PostgresStore.run`), as borrowing costs as much as the
-  query. Operation counters are per thread, so concurrent queries count their own.
+  as borrowing costs as much as the query, through libpq's prepared statements
+  (:mod:`piql.runtime.postgres_reads`, :meth:`PostgresStore.prepared`). Operation
+  counters are per thread, so concurrent queries count their own.
 - **Statements.** Every identifier is quoted (case kept), every value bound; bounded reads
   and point writes are prepared once per connection (their text depends only on the
   access and on which key values are NULL). Bulk rows go through ``COPY``.
@@ -44,7 +46,6 @@ views and time-window marks are kept by the runtime, through this protocol.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
 import threading
@@ -65,6 +66,7 @@ from piql.planner.physical import KeyExpression, KeyPart
 from piql.planner.compile_exprs import ascii_case
 from piql.planner.store_layout import index_path
 from piql.runtime import exact_sums
+from piql.runtime.postgres_reads import Lane, Numbered
 from piql.runtime.queue_triggers import (
     ENQUEUE, OWN_ALL, OWN_CHANGES, change_function, enqueue_function,
 )
@@ -178,13 +180,15 @@ def _adapt(connection: psycopg.Connection) -> None:
 
 class _ThreadState(threading.local):
     """What one thread holds of a store: its transaction's connection (None outside one),
-    its reader connection and that reader's cursor (``PostgresStore.run``), its counter.
+    its reader connection, that reader's cursor (whole writes) and lane (compiled reads,
+    ``PostgresStore.run``), its counter.
     Class attributes are each thread's defaults, so reading one needs no ``getattr``."""
 
     connection: "psycopg.Connection | None" = None
     writing = False
     reader: "psycopg.Connection | None" = None
     cursor: "psycopg.Cursor | None" = None
+    lane: Lane | None = None  # the reader's compiled reads (runtime.postgres_reads)
     counter: Counter | None = None
 
 
@@ -213,6 +217,7 @@ class PostgresStore:
         self._readers: list[tuple[threading.Thread, psycopg.Connection]] = []
         self._readers_lock = threading.Lock()
         self._texts: dict[tuple, str] = {}  # statement texts by shape (write_row)
+        self._numbered: dict[str, Numbered] = {}  # compiled statements as libpq takes them
         self._check_server()
         self.pool: ConnectionPool = ConnectionPool(
             url, min_size=1, max_size=max(1, pool_size), open=True, num_workers=1,
@@ -632,29 +637,45 @@ class PostgresStore:
         return self._run(_PERCENT.sub("%%", statement), bound, prepare=False)
 
     def run(self, statement: str, values: Sequence[Any]) -> list[tuple]:
-        """A compiled bounded query (``%s`` placeholders), prepared on the connection that
-        runs it (psycopg's ``prepare=True``; planned once: ``force_generic_plan``): the
-        thread's transaction's, else the thread's reader through its cursor
-        (:meth:`_reader`). Not counted (the caller counts from the rows)."""
+        """A compiled bounded query (``%s`` placeholders): :meth:`prepared`'s function of
+        it, called once. Not counted (the caller counts from the rows)."""
+        return self.prepared(statement)(values)
+
+    def prepared(self, statement: str) -> Callable[[Sequence[Any]], list[tuple]]:
+        """:meth:`run` of ``statement`` as a function of its values, prepared on the
+        connection that runs it (planned once: ``force_generic_plan``): the thread's
+        transaction's, through psycopg's cursor (``prepare=True``); else the thread's
+        reader, through its lane (:class:`~piql.runtime.postgres_reads.Lane`: libpq's
+        prepared statements without psycopg's cursor, whose Python costs a third of a key
+        lookup's round trip)."""
+        numbered = self._numbered.get(statement)
+        if numbered is None:
+            numbered = self._numbered[statement] = Numbered(statement)
         local = self._local
-        if local.connection is not None:
-            connection = local.connection
+
+        def run(values: Sequence[Any]) -> list[tuple]:
+            if local.connection is not None:
+                return self._in_transaction(statement, values)
+            lane = local.lane
+            if lane is None or lane.closed:
+                lane = self._lane()
             try:
-                return connection.execute(statement, values, prepare=True).fetchall()
+                return lane.fetch(numbered, values)
             except psycopg.Error as err:
+                if lane.broken:  # the next call connects again
+                    local.reader = local.cursor = local.lane = None
                 raise self.refused(err) from None
-        cursor = self._cursor()
+        return run
+
+    def _in_transaction(self, statement: str, values: Sequence[Any]) -> list[tuple]:
         try:
-            cursor.execute(statement, values, prepare=True)
-            return cursor.fetchall()
+            return self._local.connection.execute(statement, values, prepare=True).fetchall()
         except psycopg.Error as err:
-            if cursor.connection.broken:  # the next call connects again
-                local.reader = local.cursor = None
             raise self.refused(err) from None
 
     def _cursor(self) -> psycopg.Cursor:
-        """The cursor of this thread's reader (:meth:`_reader`), for its statements outside
-        a transaction: compiled queries and whole writes."""
+        """The cursor of this thread's reader (:meth:`_reader`), for its whole writes
+        outside a transaction."""
         local = self._local
         cursor = local.cursor
         if cursor is None or cursor.closed:
@@ -662,17 +683,19 @@ class PostgresStore:
             local.cursor = cursor
         return cursor
 
-    def prepared(self, statement: str) -> Callable[[Sequence[Any]], list[tuple]]:
-        """:meth:`run` of ``statement`` (the connection is the calling thread's)."""
-        return functools.partial(self.run, statement)
+    def _lane(self) -> Lane:
+        """This thread's reader's lane (:meth:`_reader`), for compiled reads."""
+        lane = self._local.lane = Lane(self._reader())
+        return lane
 
     def _reader(self) -> psycopg.Connection:
         """This thread's connection for compiled queries outside a transaction: borrowing
         a pooled connection per query costs as much as the query itself, so each serving
-        thread keeps one (autocommit: each query sees the latest commit), and one cursor
-        on it (:meth:`run`): ``Connection.execute`` makes a cursor per call, 10-15 µs of
-        psycopg's Python, a third of a key lookup's round trip. Readers of threads that
-        have ended are closed when another thread opens one."""
+        thread keeps one (autocommit: each query sees the latest commit), with a lane for
+        its compiled reads (:meth:`prepared`) and one cursor for its whole writes
+        (:meth:`_whole`: ``Connection.execute`` makes a cursor per call, 10-15 µs of
+        psycopg's Python). Readers of threads that have ended are closed when another
+        thread opens one."""
         reader = self._local.reader
         if reader is not None and not reader.closed:
             return reader
@@ -686,7 +709,7 @@ class PostgresStore:
                 other.close()
                 self._readers.remove((thread, other))
             self._readers.append((threading.current_thread(), reader))
-        self._local.reader, self._local.cursor = reader, None
+        self._local.reader, self._local.cursor, self._local.lane = reader, None, None
         return reader
 
     def _copy(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
@@ -813,7 +836,7 @@ class PostgresStore:
                 changed = cursor.rowcount
             except psycopg.Error as err:
                 if cursor.connection.broken:  # the next call connects again
-                    self._local.reader = self._local.cursor = None
+                    self._local.reader = self._local.cursor = self._local.lane = None
                 raise self.refused(err) from None
         self.counter.writes += 1
         return changed

@@ -12,8 +12,8 @@ operations per row) has a path of its own without intermediate lists or calls.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import attrgetter
-from typing import Any, Callable, Iterator, Protocol
+from operator import attrgetter, itemgetter
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from piql.planner.application import QueryPlan
 from piql.planner.compile import CompiledQuery
@@ -21,6 +21,7 @@ from piql.query_block import Param, QueryBlock
 from piql.runtime.errors import BoundExceeded, ParameterError, StoreOverflow
 from piql.runtime.evaluate import row_limit
 from piql.runtime.rows import ParamCheck
+from piql.runtime.sqlvalues import INT64_MAX, INT64_MIN
 from piql.runtime.store import Store
 
 
@@ -125,9 +126,24 @@ class PreparedQuery(Protocol):
 
 
 def prepared_query(name: str, params: tuple[str, ...], by_position: Callable[[tuple], Result],
-                   by_name: Callable[[dict[str, Any]], Result]) -> PreparedQuery:
+                   by_name: Callable[[dict[str, Any]], Result],
+                   fused: Fused | None = None) -> PreparedQuery:
     """A :class:`PreparedQuery`: a plain function (a class's ``__call__`` would cost a
-    quarter of a microsecond more per call) with the protocol's attributes."""
+    quarter of a microsecond more per call) with the protocol's attributes; ``fused``
+    (:attr:`Served.fused`), when given, is that function already, with its ``close``."""
+    if fused is not None:
+        call, close = fused
+    else:
+        call, close = handle_of(name, params, by_position, by_name)
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"Query {name}({', '.join(params)}): Deployment.prepared's handle."
+    call.name, call.params, call.close = name, params, close  # type: ignore[attr-defined]
+    return call  # type: ignore[return-value]
+
+
+def handle_of(name: str, params: tuple[str, ...], by_position: Callable[[tuple], Result],
+              by_name: Callable[[dict[str, Any]], Result]) -> Fused:
+    """A handle's call, values by position or by name (not both), and its ``close``."""
     listed = ", ".join(params) or "none"
 
     def call(*values: Any, **named: Any) -> Result:
@@ -142,11 +158,12 @@ def prepared_query(name: str, params: tuple[str, ...], by_position: Callable[[tu
         nonlocal by_position, by_name
         by_position = by_name = closed
 
-    call.__name__ = call.__qualname__ = name
-    call.__doc__ = f"Query {name}({', '.join(params)}): Deployment.prepared's handle."
-    call.name, call.params, call.close = name, params, close  # type: ignore[attr-defined]
-    return call  # type: ignore[return-value]
+    return call, close
 
+
+# A row's last column (a flag or marker piql's statement adds), and the row without it: in
+# C, where a comprehension over the rows is a Python frame of its own
+_last, _head = itemgetter(-1), itemgetter(slice(None, -1))
 
 # A Result's instance with no field set yet: the serving paths below set every field
 # themselves, where calling Result(...) would cost a Python frame more per call (several
@@ -155,6 +172,11 @@ _blank = object.__new__
 
 # Answers one call (the parameters by name) with the query's interpreter.
 Interpreter = Callable[["Served", dict[str, Any]], Result]
+# A store connection's ``execute`` (a cursor, read with ``fetchall``) and the class of its
+# errors: what a fused handle runs its statement with (``SQLiteStore.executor``)
+Executor = tuple[Callable[[str, tuple], Any], type[Exception]]
+# A prepared handle's call (values by position or by name) and its ``close``
+Fused = tuple[Callable[..., Result], Callable[[Callable[..., Result]], None]]
 
 
 @dataclass(frozen=True)
@@ -171,6 +193,10 @@ class Served:
     # ``serve`` with the values by position, in the order of ``block.params``
     positional: Callable[[tuple], Result]
     staleness: Callable[[], float] | None = None  # for a query read from async views
+    # the prepared handle itself (``prepared_query``'s ``fused``), for the common shape:
+    # checks, binds, runs and answers in one Python frame (None: the handle calls
+    # ``positional`` and ``serve``)
+    fused: Fused | None = None
 
     @classmethod
     def of(cls, query: QueryPlan, statement: CompiledQuery | None, store: Store,
@@ -185,21 +211,22 @@ class Served:
         check = ParamCheck(query, block)
         served: list[Served] = []  # the closures' own Served, once made
         positional: Callable[[tuple], Result] | None = None
+        fused: Fused | None = None
         if statement is None:
             def serve(params: dict[str, Any]) -> Result:
                 check(params)
                 return interpret(served[0], params)
         else:
-            serve, positional = _compiled(query, statement, check, store, strict,
-                                          lambda params: interpret(served[0], params))
+            serve, positional, fused = _compiled(query, statement, check, store, strict,
+                                                 lambda params: interpret(served[0], params))
             if staleness is not None:
                 serve = _aged(serve, staleness)
-                positional = positional and _aged(positional, staleness)
+                positional, fused = positional and _aged(positional, staleness), None
         if query.pair is not None:  # its view keeps one orientation of each pair
-            serve, positional = in_pair_order(serve, query.pair.in_order), None
+            serve, positional, fused = in_pair_order(serve, query.pair.in_order), None, None
         served.append(cls(query, block, tuple(i.name for i in block.select),
                           query.ops_bound or 0, check, statement, serve,
-                          positional or by_position(serve, check.named), staleness))
+                          positional or by_position(serve, check.named), staleness, fused))
         return served[0]
 
     def exceeded(self, ops: int) -> BoundExceeded:
@@ -255,8 +282,23 @@ def _exceeded(name: str, ops: int, bound: int) -> BoundExceeded:
     return BoundExceeded(f"query {name} did {ops} operations; its bound is {bound}")
 
 
-# A call's answer with the values by name, and by position (None: through by name)
-Calls = tuple[Callable[[dict[str, Any]], Result], Callable[[tuple], Result] | None]
+# A call's answer with the values by name, by position (None: through by name), and the
+# prepared handle fusing both for the common shape (None: none)
+Calls = tuple[Callable[[dict[str, Any]], Result], Callable[[tuple], Result] | None,
+              Fused | None]
+
+
+def _admitted(check: ParamCheck, statement: CompiledQuery
+              ) -> tuple[tuple[type, ...], tuple[int, ...]] | None:
+    """What a fused handle tests its values against: each value's class (its parameter's
+    common class, ``ParamCheck.classes``) and the positions of the integers (within 64
+    bits); None when the statement does not bind exactly the query's parameters in their
+    order, or one has no common class (the handle is then not fused)."""
+    names = tuple(p.name if isinstance(p, Param) else None for p in statement.parameters)
+    commons = tuple(common for _, common in check.classes)
+    if names != check.expected or None in commons:
+        return None
+    return commons, tuple(i for i, common in enumerate(commons) if common is int)
 
 
 def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, store: Store,
@@ -276,11 +318,11 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
     cost = per_row or kept
     if cost is not None and block.limit_param is None and not statement.text_parameters:
         # one function per way of giving the values, the same code: no call in between
-        def plain(bind: Callable[[Any], tuple], named: Callable[[Any], dict[str, Any]]
+        def plain(bind: Callable[[Any], tuple] | None, named: Callable[[Any], dict[str, Any]]
                   ) -> Callable[[Any], Result]:
             def call(given: Any) -> Result:
                 try:
-                    fetched = run(bind(given))
+                    fetched = run(given if bind is None else bind(given))
                 except StoreOverflow:
                     return interpret(named(given))
                 ops = len(fetched) * cost or 1
@@ -288,13 +330,16 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
                     raise _exceeded(name, ops, bound)
                 result = _blank(Result)  # Result(...) without its __init__'s frame
                 result._columns, result._ops, result._bound = columns, ops, bound
-                result._rows = tuple([row[:-1] for row in fetched if row[-1]]) if kept \
+                result._rows = tuple(map(_head, filter(_last, fetched))) if kept \
                     else tuple(fetched)
                 result._staleness_ms = None
                 return result
             return call
         by_name, by_position = _bindings(check, statement)
-        return plain(by_name, _given), plain(by_position, check.named)
+        serve, positional = plain(by_name, _given), plain(by_position, check.named)
+        shape = _Shape(0, cost, bool(kept), False, None)
+        return serve, positional, _fused(query, check, statement, serve, positional,
+                                         plain(None, check.named), store, strict, shape)
 
     found = statement.found_ops
     if found is not None and block.limit_param is None and not statement.text_parameters:
@@ -328,7 +373,7 @@ def _compiled(query: QueryPlan, statement: CompiledQuery, check: ParamCheck, sto
         if ops > bound and strict():
             raise _exceeded(name, ops, bound)
         return Result(columns, tuple(rows), ops, bound)
-    return serve, None
+    return serve, None, None
 
 
 def _unique(query: QueryPlan, statement: CompiledQuery, found: tuple[int, int],
@@ -347,17 +392,25 @@ def _unique(query: QueryPlan, statement: CompiledQuery, found: tuple[int, int],
     first, per_row = found
     tail = statement.tail
 
-    def unique(bind: Callable[[Any], tuple], named: Callable[[Any], dict[str, Any]]
+    def absent(rows: list[tuple], params: dict[str, Any]) -> tuple[Sequence[tuple], int]:
+        """The answer when the lean statement found nothing: only the marker's row came
+        (the stop-after's probe), or no row (the counting statement tells)."""
+        if rows:
+            return [], first + 1
+        return counting.answer(count_run(count_arguments(params)))
+
+    def unique(bind: Callable[[Any], tuple] | None, named: Callable[[Any], dict[str, Any]]
                ) -> Callable[[Any], Result]:
         def call(given: Any) -> Result:
             try:
-                rows = run(bind(given))
-                if rows:
-                    if tail:  # each row ends with the stop-after's marker: NULL, none found
-                        rows = [row[:-1] for row in rows] if rows[0][-1] is not None else []
-                    ops = first + per_row * len(rows) if rows else first + 1
+                rows = run(given if bind is None else bind(given))
+                # each row ends with the stop-after's marker (tail): NULL, none found
+                if rows and not (tail and rows[0][-1] is None):
+                    if tail:
+                        rows = list(map(_head, rows))
+                    ops = first + per_row * len(rows)
                 else:
-                    rows, ops = counting.answer(count_run(count_arguments(named(given))))
+                    rows, ops = absent(rows, named(given))
             except StoreOverflow:
                 return interpret(named(given))
             if ops > bound and strict():
@@ -368,4 +421,121 @@ def _unique(query: QueryPlan, statement: CompiledQuery, found: tuple[int, int],
             return result
         return call
     by_name, by_position = _bindings(check, statement)
-    return unique(by_name, _given), unique(by_position, check.named)
+    serve, positional = unique(by_name, _given), unique(by_position, check.named)
+    shape = _Shape(first, per_row, False, tail, absent)
+    return serve, positional, _fused(query, check, statement, serve, positional,
+                                     unique(None, check.named), store, strict, shape)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """How a fused handle (``_inline``) reads its statement's rows: ``first`` plus
+    ``per_row`` operations per row fetched; the rows flagged kept (``kept``: the last
+    column) or each with the stop-after's marker last (``tail``: NULL, none found);
+    ``absent`` answers when none was found (None: an empty answer of one operation)."""
+
+    first: int
+    per_row: int
+    kept: bool
+    tail: bool
+    absent: Callable[[list[tuple], dict[str, Any]], tuple[Sequence[tuple], int]] | None
+
+
+def _fused(query: QueryPlan, check: ParamCheck, statement: CompiledQuery,
+           serve: Callable[[dict[str, Any]], Result], positional: Callable[[tuple], Result],
+           bound: Callable[[tuple], Result], store: Store, strict: Callable[[], bool],
+           shape: _Shape) -> Fused | None:
+    """The prepared handle of a query served by ``serve`` (values by name) and
+    ``positional``, as one function: values by position, each of its parameter's common
+    class, go straight to ``bound`` (the values bound as given); anything else (values by
+    name, another class, too few) to ``serve`` or ``positional`` as before, which check
+    in full. Two frames where the handle, the positional call and its check were four:
+    the bench's key lookups (23-50 µs) run with cold caches, where each frame's code and
+    data cost most (docs/benchmarks.md, 2026-11-27 afternoon). None when the statement
+    does not bind the values as given (``_admitted``)."""
+    admitted = _admitted(check, statement)
+    if admitted is None:
+        return None
+    kinds, ints = admitted
+    slow, slow_close = handle_of(query.name, check.expected, positional, serve)
+    executor = getattr(store, "executor", None)
+    if executor is not None:
+        return _inline(query, check, statement, executor(), strict, slow, slow_close, bound,
+                       kinds, shape)
+    low, high, count = INT64_MIN, INT64_MAX, len(kinds)
+
+    # a class test per value (``tuple(map(type, values))`` costs several frames' worth)
+    def handle(*values: Any, **named: Any) -> Result:
+        if named or len(values) != count:
+            return slow(*values, **named)
+        for value, kind in zip(values, kinds):
+            if value.__class__ is not kind:
+                return slow(*values)
+        for index in ints:
+            if not low <= values[index] <= high:
+                return slow(*values)
+        return bound(values)
+
+    def close(closed: Callable[..., Result]) -> None:
+        nonlocal bound
+        slow_close(closed)
+        bound = closed
+    return handle, close
+
+
+def _inline(query: QueryPlan, check: ParamCheck, statement: CompiledQuery,
+            executor: Executor, strict: Callable[[], bool], slow: Callable[..., Result],
+            slow_close: Callable[[Callable[..., Result]], None], bound: Callable[[tuple], Result],
+            kinds: tuple[type, ...], shape: _Shape) -> Fused:
+    """``_fused``'s handle on a store that lends its connection's ``execute``
+    (``SQLiteStore.executor``): one frame, the statement run in it, as the on-demand
+    baseline runs its SQL. Values whose classes are not the common ones go to ``slow``
+    (the full check); an integer beyond 64 bits, which the driver refuses to bind, too;
+    any error of the statement to ``bound``, which runs it again the long way and maps the
+    error as ever (an overflow: the interpreter answers)."""
+    execute, failure = executor
+    sql, name, bound_ops = statement.sql, query.name, query.ops_bound or 0
+    block = query.query.block
+    assert block is not None
+    columns = tuple(i.name for i in block.select)
+    first, per_row, kept, tail, absent = (shape.first, shape.per_row, shape.kept, shape.tail,
+                                          shape.absent)
+    named_of, count = check.named, len(kinds)
+    # one value (most lookups): its class tested alone, where the tuple of every value's
+    # class costs about five times as much
+    several, kind = count != 1, kinds[0] if kinds else None
+
+    def handle(*values: Any, **named: Any) -> Result:
+        if named or len(values) != count or (tuple(map(type, values)) != kinds if several
+                                             else values[0].__class__ is not kind):
+            return slow(*values, **named)
+        try:
+            fetched = execute(sql, values).fetchall()
+        except OverflowError:  # an integer beyond 64 bits: the full check refuses it
+            return slow(*values)
+        except failure:
+            return bound(values)
+        if fetched and not (tail and fetched[0][-1] is None):
+            ops = first + per_row * len(fetched)
+            rows = tuple(map(_head, filter(_last, fetched))) if kept else \
+                tuple(map(_head, fetched)) if tail else tuple(fetched)
+        elif absent is None:
+            rows, ops = (), 1
+        else:  # nothing found: the counting statement answers (UNIQUE)
+            try:
+                found, ops = absent(fetched, named_of(values))
+            except StoreOverflow:
+                return bound(values)  # the long way: to the interpreter
+            rows = tuple(found)
+        if ops > bound_ops and strict():
+            raise _exceeded(name, ops, bound_ops)
+        result = _blank(Result)  # as in _compiled's plain call
+        result._columns, result._rows, result._ops = columns, rows, ops
+        result._bound, result._staleness_ms = bound_ops, None
+        return result
+
+    def close(closed: Callable[..., Result]) -> None:
+        nonlocal bound, execute
+        slow_close(closed)
+        bound = execute = closed
+    return handle, close

@@ -447,6 +447,14 @@ class SQLiteStore:
                 raise refused(err) from None
         return run
 
+    def executor(self) -> tuple[Callable[[str, Sequence[Any]], sqlite3.Cursor],
+                                type[sqlite3.Error]]:
+        """The connection's ``execute`` and the class of its errors, for a prepared handle
+        that runs its statement in its own frame (``runtime.serving``), as an application
+        on a plain connection does: a statement's error goes back the long way
+        (:meth:`prepared`'s run, which maps it)."""
+        return self.connection.execute, sqlite3.Error
+
     def sql(self, statement: str, values: Values = ()) -> list[tuple]:
         """Set-oriented SQL (bulk loads, view builds, checks, refresh shares): not counted."""
         bound = values if isinstance(values, Mapping) else list(values)

@@ -3,6 +3,7 @@ and ``piql bench tpcw`` runs end to end at tiny scales with consistent figures."
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
@@ -181,19 +182,29 @@ class _Recording:
         return None, None
 
 
+def _pairs(calls: list[str], width: int) -> Counter:
+    """Who ran just before whom, within each step of ``width`` turns."""
+    steps = [calls[n:n + width] for n in range(0, len(calls), width)]
+    return Counter(pair for step in steps for pair in zip(step, step[1:]))
+
+
 def test_side_by_side_backends_take_turns_going_first():
     from piql.bench import tpcw_backends
     from piql.bench.tpcw_mix import Read, Step
 
     calls: list[str] = []
-    steps = [Step("Home", 1, n, (Read("home", ()),), True) for n in range(4)]
+    steps = [Step("Home", 1, n, (Read("home", ()),), True) for n in range(400)]
     before: list[int] = []
     a, b = tpcw_backends.run_side_by_side(
         [_Recording("a", calls), _Recording("b", calls)], steps,
         before=lambda step: before.append(step.now_ms))
-    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]
-    assert before == [0, 1, 2, 3]  # once per step, not once per backend
-    assert len(a) == len(b) == 4 and all(s.interaction == "Home" for s in a + b)
+    assert all(sorted(calls[n:n + 2]) == ["a", "b"] for n in range(0, 800, 2))
+    assert 160 <= Counter(calls[0::2])["a"] <= 240  # each goes first about as often
+    assert before == list(range(400))  # once per step, not once per backend
+    assert len(a) == len(b) == 400 and all(s.interaction == "Home" for s in a + b)
+    again: list[str] = []
+    tpcw_backends.run_side_by_side([_Recording("a", again), _Recording("b", again)], steps)
+    assert again == calls  # the order is seeded: the same every run
 
 
 def test_data_files_in_a_directory_with_a_quote(app, tmp_path):
@@ -232,7 +243,23 @@ def test_scales_run_interleaved_every_backend_taking_its_turn_first():
              tpcw_backends.Lane([_Recording(n, calls) for n in ("a2", "b2")], large,
                                 before=lambda step: before.append(f"2:{step.now_ms}"))]
     (a1, b1), (a2, b2) = tpcw_backends.run_interleaved(lanes)
-    assert calls == ["a1", "b1", "a2", "b2", "b1", "a2", "b2", "a1",
-                     "a2", "b2", "a1", "b1", "b2", "a2"]
+    assert [sorted(calls[n:n + 4]) for n in (0, 4, 8)] == [["a1", "a2", "b1", "b2"]] * 3
+    assert sorted(calls[12:]) == ["a2", "b2"]
     assert before == ["1:0", "2:0", "1:1", "2:1", "1:2", "2:2", "2:3"]
     assert len(a1) == len(b1) == 3 and len(a2) == len(b2) == 4
+
+
+def test_every_backend_runs_after_every_other_as_often():
+    """The order is drawn per step: a rotation kept B2 right after A2 in three steps of
+    four, so what A2 left in the caches always fell on B2."""
+    from piql.bench import tpcw_backends
+    from piql.bench.tpcw_mix import Read, Step
+
+    calls: list[str] = []
+    steps = [Step("Home", 1, n, (Read("home", ()),), True) for n in range(1200)]
+    lanes = [tpcw_backends.Lane([_Recording(n, calls) for n in names], steps)
+             for names in (("a1", "b1"), ("a2", "b2"))]
+    tpcw_backends.run_interleaved(lanes)
+    pairs = _pairs(calls, 4)
+    assert len(pairs) == 12  # every ordered pair of the four
+    assert min(pairs.values()) >= 0.8 * max(pairs.values())

@@ -135,6 +135,11 @@ def test_strict_mode_raises_when_a_bound_is_exceeded(db, monkeypatch):
     monkeypatch.setattr(db, "query_plan", lambda name: tighter)
     with pytest.raises(BoundExceeded, match="tagsOfDoc did 2 operations; its bound is 1"):
         db.query("tagsOfDoc", doc=1)
+    handle = db.prepared("tagsOfDoc")  # the handle's own path (``Served.fused``) too
+    with pytest.raises(BoundExceeded, match="tagsOfDoc did 2 operations; its bound is 1"):
+        handle(1)
+    db.strict = False
+    assert handle(1).ops == 2
 
 
 def test_update_is_delete_then_insert_atomically(db):

@@ -93,6 +93,29 @@ def test_bad_values_are_refused_as_query_refuses_them(tmp_path):
         db.prepared("nothing")
 
 
+def _outcome(call):
+    try:
+        return call()
+    except ParameterError as err:
+        return str(err)
+
+
+def test_a_key_lookups_handle_is_its_serving_function(tmp_path):
+    """The common shape's handle checks, binds, runs and answers itself (``Served.fused``):
+    values of another class than the common one (a bool, a float, a str for a number) and
+    values by name take the long way, with ``query``'s answers and errors (answers with
+    rows: ``test_prepared_queries_answer_as_query_and_the_interpreter``)."""
+    db = app_of("tpcw").deploy(str(tmp_path / "store.db"))
+    handle = db.prepared("product_detail")
+    assert handle is db._served["product_detail"].fused[0]
+    for value in (1, True, 1.0, "1", None, -2**63, 2**63 - 1):
+        queried = _outcome(lambda: db.query("product_detail", i_id=value))
+        assert _outcome(lambda: handle(value)) == queried == _outcome(lambda: handle(i_id=value))
+    two = db.prepared("order_display_lines")  # a flat join: rows flagged kept
+    assert two is db._served["order_display_lines"].fused[0]
+    assert two(7) == db.query("order_display_lines", o_id=7)
+
+
 def test_an_unbounded_query_has_no_handle(tmp_path):
     db = piql.load("examples/social/schema.sql", "examples/social/queries.sql").deploy(
         str(tmp_path / "store.db"))
