@@ -23,7 +23,7 @@ class BackgroundMaintainer(PeriodicThread):
     def __init__(self, drain_batch: Callable[[], int], idle: float = DEFAULT_IDLE) -> None:
         if not idle > 0:
             raise DeploymentError("the maintainer's idle period must be positive")
-        self.drain_batch, self.idle = drain_batch, idle
+        self.drain_batch = drain_batch
         self.applied = 0
         super().__init__("piql-maintainer", idle)
 

@@ -43,7 +43,7 @@ class BackgroundCheckpoints(PeriodicThread):
     def __init__(self, work: Callable[[], None], every: float = CHECKPOINT_EVERY) -> None:
         if not every > 0:
             raise ValueError("the checkpoint period must be positive")
-        self.work, self.every = work, every
+        self.work = work
         super().__init__("piql-wal-checkpoints", every, first_pause=every)
 
     def step(self) -> bool:
